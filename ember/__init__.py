@@ -1,0 +1,32 @@
+"""ember: a deep-learning framework with PyTorch's API, written in Python on NumPy.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4.])
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import dtypes as _dtypes
+from .dtypes import (dtype, float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8,  # noqa: F401
+                     promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
+from .dtypes import bool, float, double, half, long, int, short  # noqa: F401,A004
+from .tensor import Tensor, Size, device  # noqa: F401
+from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
+                                 is_grad_enabled, is_inference_mode_enabled)
+from .ops import registry as _registry
+from .ops import _load_all as _load_ops
+_load_ops()
+from . import autograd  # noqa: E402,F401
+from ._tensor_str import set_printoptions  # noqa: E402,F401
+
+globals().update({k: v for k, v in _registry.FUNCTIONS.items() if not k.startswith("_")})
+from .random import manual_seed, seed, initial_seed, Generator, get_rng_state, set_rng_state, default_generator  # noqa: E402,F401
+
+cfloat = None
+uint16 = uint32 = uint64 = None
+strided = "strided"
+contiguous_format = preserve_format = channels_last = "memory_format"

@@ -1,0 +1,240 @@
+"""Autograd graph nodes.
+
+A ``Node`` is made by ``apply`` when an op's input requires grad. It keeps what the op's derivative
+reads (inputs and/or outputs, chosen by the op's ``save`` spec), the version of each saved tensor, and
+one edge per argument: ``(node, output_nr)`` for a computed tensor, the tensor itself for a leaf, or
+``None``. Outputs are saved as raw data and rebuilt on access, so a node never holds its own output
+alive in a reference cycle.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, _RemovableHandle
+from . import anomaly as _anomaly
+
+_seq = [0]
+
+
+class Node:
+    __slots__ = ("op", "args", "attrs", "edges", "in_meta", "saved_out", "versions", "released",
+                 "tensor_hooks", "hooks", "pre_hooks", "seq", "trace", "nout", "metadata", "ctx_data",
+                 "__weakref__", "_name")
+
+    def __init__(self, op, args, attrs, nout):
+        self.op = op
+        self.args = args
+        self.attrs = attrs
+        self.nout = nout
+        self.saved_out = None
+        self.versions = None
+        self.released = False
+        self.tensor_hooks = None
+        self.hooks = None
+        self.pre_hooks = None
+        self.trace = None
+        self.metadata = None
+        self.ctx_data = None
+        self._name = None
+        _seq[0] += 1
+        self.seq = _seq[0]
+
+    @staticmethod
+    def record(op, args, attrs, outs) -> "Node":
+        """Make a node for ``outs = op(*args)`` and link outputs to it."""
+        node = Node(op, args if op.save else None, attrs, len(outs))
+        edges = []
+        meta = []
+        for a in args:
+            if isinstance(a, Tensor) and a._rg:
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else a)
+                meta.append((a._data.shape, a._dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
+        node.edges = edges
+        node.in_meta = meta
+        save = op.save
+        if save:
+            versions = []
+            if "i" in save:
+                for a in args:
+                    if isinstance(a, Tensor):
+                        vc = a._get_vc()
+                        versions.append((a, vc, vc[0]))
+            else:
+                for ch in save:
+                    if ch.isdigit():
+                        a = args[int(ch)]
+                        if isinstance(a, Tensor):
+                            vc = a._get_vc()
+                            versions.append((a, vc, vc[0]))
+            if "o" in save:
+                so = []
+                for t in outs:
+                    vc = t._get_vc()
+                    so.append((t._data, t._dtype, vc, vc[0]))
+                node.saved_out = so
+            node.versions = versions
+        nondiff = op.nondiff_outputs
+        for i, t in enumerate(outs):
+            if i in nondiff or not t._dtype.is_floating_point:
+                continue
+            t._rg = True
+            t.grad_fn = node
+            if i:
+                t._output_nr = i
+        if len(outs) > 1:
+            node.ctx_data = {"out_meta": [None if i in nondiff else (t._data.shape, t._dtype)
+                                          for i, t in enumerate(outs)]}
+        if _anomaly.ENABLED[0]:
+            node.trace = _anomaly.capture_stack()
+        return node
+
+    # ---- what derivative rules read -----------------------------------------------------
+    def _check(self):
+        if self.released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors "
+                "after they have already been freed). Saved intermediate values of the graph are freed "
+                "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+                "backward through the graph a second time or if you need to access saved tensors after "
+                "calling backward.")
+        if self.versions:
+            for t, vc, v in self.versions:
+                if vc[0] != v:
+                    _version_error(t, self, vc[0], v)
+
+    @property
+    def inputs(self) -> tuple:
+        self._check()
+        return self.args
+
+    @property
+    def outputs(self) -> tuple:
+        self._check()
+        outs = []
+        for i, (data, dt, vc, v) in enumerate(self.saved_out):
+            if vc[0] != v:
+                _version_error(None, self, vc[0], v, output=i)
+            t = Tensor.__new__(Tensor)
+            t._data = data
+            t._dtype = dt
+            t._vc = vc
+            if dt.is_floating_point and i not in self.op.nondiff_outputs:
+                t._rg = True
+                t.grad_fn = self
+                t._output_nr = i
+            outs.append(t)
+        return tuple(outs)
+
+    @property
+    def output(self) -> Tensor:
+        return self.outputs[0]
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(e is not None for e in self.edges)
+
+    def in_shape(self, i: int) -> tuple:
+        return self.in_meta[i][0]
+
+    def in_dtype(self, i: int):
+        return self.in_meta[i][1]
+
+    # ---- torch's public Node API -------------------------------------------------------
+    def name(self) -> str:
+        return self._name or self.op.node_name
+
+    @property
+    def next_functions(self) -> tuple:
+        res = []
+        for e in self.edges:
+            if e is None:
+                res.append((None, 0))
+            elif isinstance(e, Tensor):
+                res.append((AccumulateGrad(e), 0))
+            else:
+                res.append(e)
+        return tuple(res)
+
+    def register_hook(self, hook):
+        """``hook(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
+        if self.hooks is None:
+            self.hooks = {}
+        k = object()
+        self.hooks[k] = hook
+        return _RemovableHandle(self.hooks, k)
+
+    def register_prehook(self, hook):
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        k = object()
+        self.pre_hooks[k] = hook
+        return _RemovableHandle(self.pre_hooks, k)
+
+    def _add_tensor_hook(self, output_nr, hook, retain=False):
+        if self.tensor_hooks is None:
+            self.tensor_hooks = {}
+        d = self.tensor_hooks.setdefault(output_nr, {})
+        k = ("retain", object()) if retain else object()
+        d[k] = hook
+        return _RemovableHandle(d, k)
+
+    def release(self) -> None:
+        self.released = True
+        self.args = None
+        self.saved_out = None
+        self.ctx_data = None
+
+    def __call__(self, *grads):
+        return self.op.backward(self, *grads)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class AccumulateGrad:
+    """The node torch shows for a leaf in ``next_functions``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def next_functions(self):
+        return ()
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+    def __eq__(self, other):
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self):
+        return id(self.variable)
+
+
+def _type_name(t) -> str:
+    from ..ops.registry import dtype_name
+    return f"ember.{dtype_name(t._dtype)}Tensor"
+
+
+def _version_error(t, node, now, expected, output=None):
+    desc = ""
+    if t is not None:
+        desc = f"[{_type_name(t)} [{', '.join(map(str, t._data.shape))}]]"
+        if t.grad_fn is not None:
+            desc += f", which is output {t._output_nr} of {t.grad_fn.name()},"
+    else:
+        desc = f"output {output} of {node.name()},"
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {desc} is at version {now}; expected version {expected} instead. Hint: the "
+        "backtrace further above can point to the operation that failed to compute its gradient. "
+        "The variable in question was changed in there or anywhere later. Good luck!")

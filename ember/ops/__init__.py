@@ -1,0 +1,14 @@
+"""Op families. Importing a family registers its ops and attaches their function and method forms."""
+import importlib
+
+FAMILIES = ["elementwise", "shape", "reduce", "creation", "inplace", "unary", "binary", "compare",
+            "reduce_more", "index", "linalg", "shape_more", "random_ops"]
+
+
+def _load_all():
+    for name in FAMILIES:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise

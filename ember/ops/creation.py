@@ -1,0 +1,215 @@
+"""Creation ops, core set: tensor/as_tensor/from_numpy, zeros/ones/full/empty (+ _like, new_*), arange.
+
+``ember.tensor(data)`` copies; ``as_tensor``/``from_numpy`` share memory with a NumPy array.
+Results never require grad unless asked with ``requires_grad=True``.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap, _check_device
+from .registry import attach
+from ._util import shape_arg
+
+
+def _finish(arr, dtype, requires_grad, device=None):
+    _check_device(device)
+    t = wrap(arr, dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_dtype(data):
+    """torch's dtype inference for nested Python data: bool < int64 < default float."""
+    kind = 0
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            d = x._dtype
+            kind = builtins.max(kind, 2 if d.is_floating_point else 1 if d is not _dt.bool else 0)
+            if d.is_floating_point:
+                return None
+            continue
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, (bool, np.bool_)):
+            pass
+        elif isinstance(x, (int, np.integer)):
+            kind = builtins.max(kind, 1)
+        elif isinstance(x, (float, np.floating)):
+            return _dt.get_default_dtype()
+        elif isinstance(x, np.ndarray):
+            d = _dt.from_numpy_dtype(x.dtype)
+            if d.is_floating_point:
+                return _dt.get_default_dtype()
+            kind = builtins.max(kind, 1 if d is not _dt.bool else 0)
+        elif isinstance(x, complex):
+            raise TypeError("ember does not support complex tensors yet")
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    return _dt.int64 if kind == 1 else _dt.bool
+
+
+def _to_array(data, dtype):
+    if isinstance(data, Tensor):
+        return data._data.astype(dtype.np) if dtype is not None else data._data.copy()
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        data = [_to_array(x, dtype) if isinstance(x, (Tensor, list, tuple)) else x for x in data]
+    try:
+        return np.array(data, dtype=dtype.np)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal-length lists to build a tensor: {e}") from None
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Build a tensor by copying ``data`` (nested lists, numbers, ndarrays, tensors)."""
+    if isinstance(data, Tensor):
+        dt = dtype or data._dtype
+        arr = data._data.astype(dt.np, copy=True)
+        return _finish(arr, dt, requires_grad, device)
+    if isinstance(data, np.ndarray):
+        dt = dtype or (_dt.from_numpy_dtype(data.dtype) if data.dtype != np.float64 or True else None)
+        return _finish(np.array(data, dtype=dt.np, copy=True), dt, requires_grad, device)
+    if isinstance(data, (np.generic,)):
+        dt = dtype or _dt.from_numpy_dtype(data.dtype)
+        return _finish(np.array(data, dtype=dt.np), dt, requires_grad, device)
+    dt = dtype or _infer_dtype(data)
+    if dt is None:
+        dt = _dt.get_default_dtype()
+    if isinstance(data, str):
+        raise TypeError(f"new(): invalid data type 'str'")
+    arr = _to_array(data, dt)
+    return _finish(arr, dt, requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Share memory with ``data`` when it is an ndarray/tensor of the requested dtype; else copy."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None or dtype is data._dtype else data.to(dtype)
+    if isinstance(data, np.ndarray):
+        src = _dt.from_numpy_dtype(data.dtype)
+        if dtype is None or dtype is src:
+            return wrap(data, src)
+        return wrap(data.astype(dtype.np), dtype)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``ndarray`` (writes go both ways)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return wrap(ndarray, _dt.from_numpy_dtype(ndarray.dtype))
+
+
+def _factory(fill):
+    def f(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None, generator=None):
+        shape = shape_arg(size)
+        for s in shape:
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+        dt = dtype or _dt.get_default_dtype()
+        arr = fill(shape, dt.np)
+        r = _finish(arr, dt, requires_grad, device)
+        if out is not None:
+            from .inplace import copy_out
+            return copy_out(r, out)
+        return r
+    return f
+
+
+zeros = _factory(lambda s, d: np.zeros(s, dtype=d))
+ones = _factory(lambda s, d: np.ones(s, dtype=d))
+empty = _factory(lambda s, d: np.empty(s, dtype=d))
+zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    shape = shape_arg((size,)) if not isinstance(size, int) else (size,)
+    if dtype is None:
+        if isinstance(fill_value, Tensor):
+            fill_value = fill_value.item()
+        dtype = _dt.scalar_dtype(fill_value)
+    elif isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    r = _finish(np.full(shape, fill_value, dtype=dtype.np), dtype, requires_grad, device)
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+def _like(fn_fill):
+    def f(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        dt = dtype or input._dtype
+        return _finish(fn_fill(input._data.shape, dt.np), dt, requires_grad, device)
+    return f
+
+
+zeros_like = _like(lambda s, d: np.zeros(s, dtype=d))
+ones_like = _like(lambda s, d: np.ones(s, dtype=d))
+empty_like = _like(lambda s, d: np.empty(s, dtype=d))
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt = dtype or input._dtype
+    return _finish(np.full(input._data.shape, fill_value, dtype=dt.np), dt, requires_grad, device)
+
+
+def _new(fill):
+    def f(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        shape = shape_arg(size)
+        dt = dtype or self._dtype
+        return _finish(fill(shape, dt.np), dt, requires_grad, device)
+    return f
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    dt = dtype or self._dtype
+    return _finish(np.full(tuple(size), fill_value, dtype=dt.np), dt, requires_grad, device)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in vals) else _dt.int64
+    n = builtins.max(0, math.ceil((end - start) / step))
+    if dtype.is_floating_point:
+        arr = (start + np.arange(n, dtype=np.float64) * step).astype(dtype.np)
+    else:
+        arr = np.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dtype.np)
+    r = _finish(arr, dtype, requires_grad, device)
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+for _n, _f in [("tensor", tensor), ("as_tensor", as_tensor), ("from_numpy", from_numpy), ("zeros", zeros),
+               ("ones", ones), ("empty", empty), ("full", full), ("zeros_like", zeros_like),
+               ("ones_like", ones_like), ("empty_like", empty_like), ("full_like", full_like), ("arange", arange)]:
+    attach(_n, _f, method=False)
+for _n, _fill in [("new_zeros", lambda s, d: np.zeros(s, dtype=d)), ("new_ones", lambda s, d: np.ones(s, dtype=d)),
+                  ("new_empty", lambda s, d: np.empty(s, dtype=d))]:
+    attach(_n, _new(_fill), function=False)
+attach("new_full", new_full, function=False)
+attach("new_tensor", new_tensor, function=False)

@@ -1,0 +1,118 @@
+"""In-place writes: ``op_`` methods, ``copy_``, ``out=`` and the autograd bookkeeping they need.
+
+An in-place op is computed out of place and its result written into the tensor's buffer, so every
+view sees it and the version counter moves. With autograd, the tensor's history is rebased onto the
+new node; if the tensor is a view, its base gets a ``copy_slices`` node (the base with the view's
+region replaced) and the view becomes an ``as_strided`` view of the new base, as torch does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, wrap
+from ..autograd.grad_mode import GRAD
+from ..autograd.node import Node
+from .registry import dtype_name
+
+
+def check_inplace_allowed(self: Tensor, name: str) -> None:
+    if GRAD[0] and self._rg:
+        if self.grad_fn is None and self._base is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if base is not None and base._rg and base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _writable(self: Tensor, name: str) -> None:
+    if not self._data.flags.writeable:
+        raise RuntimeError(
+            f"{name}: unsupported operation: the tensor being written to (shape {list(self._data.shape)}) "
+            "is an expanded or read-only view in which more than one element refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
+
+
+def write_result(self: Tensor, fn, name: str) -> Tensor:
+    """Compute ``fn(self)`` and store it in ``self``'s buffer; rebase autograd history when needed."""
+    _writable(self, name)
+    if GRAD[0] and self._rg:
+        check_inplace_allowed(self, name)
+    r = fn(self)
+    if r._data.shape != self._data.shape:
+        try:
+            np.broadcast_to(r._data, self._data.shape)
+        except ValueError:
+            pass
+        raise RuntimeError(
+            f"{name}: output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(r._data.shape)}")
+    if not (GRAD[0] and r._rg):
+        np.copyto(self._data, r._data, casting="unsafe")
+        self._bump()
+        return self
+    # autograd path: recompute from a snapshot so saved inputs keep the pre-write value
+    if r.grad_fn is not None and r.grad_fn.versions:
+        snap = _snapshot(self)
+        r = fn(snap)
+    np.copyto(self._data, r._data, casting="unsafe")
+    self._bump()
+    rebase_history(self, r)
+    return self
+
+
+def _snapshot(self: Tensor) -> Tensor:
+    snap = wrap(self._data.copy(), self._dtype)
+    if self._rg:
+        snap._rg = True
+        snap.grad_fn = self.grad_fn
+        snap._output_nr = self._output_nr
+        if self.grad_fn is None:    # a leaf: gradient must reach the leaf itself
+            return self
+    return snap
+
+
+def rebase_history(self: Tensor, r: Tensor) -> None:
+    """Make ``self`` (now holding ``r``'s values) carry ``r``'s autograd history."""
+    if r._dtype is not self._dtype:
+        r = r.to(self._dtype)
+    base = self._base
+    if base is None:
+        self.grad_fn = r.grad_fn
+        self._output_nr = r._output_nr
+        self._rg = True
+        return
+    from .shape import COPY_SLICES, AS_STRIDED, view_geometry
+    geom = view_geometry(base, self)
+    old_base = base.detach()
+    if base._rg:
+        old_base._rg = True
+        old_base.grad_fn = base.grad_fn
+        old_base._output_nr = base._output_nr
+    # the base now equals "old base with the view's region replaced by r"
+    Node.record(COPY_SLICES, (old_base, r), {"geom": geom}, (base,))
+    base._output_nr = 0
+    Node.record(AS_STRIDED, (base,), {"geom": geom}, (self,))
+    self._output_nr = 0
+
+
+def copy_out(result: Tensor, out: Tensor) -> Tensor:
+    """Implement ``out=``: write ``result`` into ``out`` (resizing an empty ``out``)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"argument 'out' must be Tensor, not {type(out).__name__}")
+    if GRAD[0] and (result._rg or out._rg):
+        raise RuntimeError(
+            "functions with out=... arguments don't support automatic differentiation, but one of the "
+            "arguments requires grad.")
+    from ._util import can_cast
+    if not can_cast(result._dtype, out._dtype):
+        raise RuntimeError(f"result type {dtype_name(result._dtype)} can't be cast to the desired output "
+                           f"type {dtype_name(out._dtype)}")
+    if out._data.shape != result._data.shape:
+        if out._base is None:
+            out._data = np.empty(result._data.shape, dtype=out._dtype.np)
+        else:
+            raise RuntimeError(f"out= tensor of shape {list(out._data.shape)} is a view and cannot be resized "
+                               f"to {list(result._data.shape)}")
+    np.copyto(out._data, result._data, casting="unsafe")
+    out._bump()
+    return out

@@ -1,0 +1,124 @@
+"""Reductions, core set: sum, mean, and ``sum_to_size`` (the backward of broadcasting).
+
+Reductions take ``dim`` (int, tuple or None) and ``keepdim``; their derivatives expand the gradient
+back with ember ops (unsqueeze + expand), so they are traceable for double backward and the compiler.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap
+from .registry import register, apply, attach
+from ._util import dims_arg
+
+
+def _expand_back(g, in_shape, dims, keepdim):
+    """Broadcast a reduced gradient back to ``in_shape``."""
+    if not keepdim and dims:
+        shp = list(g._data.shape)
+        for d in sorted(dims):
+            shp.insert(d, 1)
+        g = g.reshape(tuple(shp))
+    return g.expand(in_shape)
+
+
+def _sum_kernel(x, axis, keepdims, dtype=None):
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = np.int64
+    r = np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+    return r
+
+
+def _sum_bw(ctx, g):
+    return _expand_back(g, ctx.in_shape(0), ctx.attrs["axis"], ctx.attrs["keepdims"])
+
+
+SUM = register("sum", _sum_kernel, _sum_bw, prim="reduce_sum")
+
+
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noqa: A001
+    """Sum over ``dim`` (all dims by default); integers and bools accumulate in int64, as in torch."""
+    if isinstance(dim, _dt.dtype):      # sum(x, ember.float64)
+        dtype, dim = dim, None
+    nd = input._data.ndim
+    axis = dims_arg(dim, nd) if nd else ()
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        axis = tuple(range(nd))
+    attrs = {"axis": axis, "keepdims": keepdim}
+    if dtype is not None:
+        attrs["dtype"] = dtype.np
+    r = apply(SUM, (input,), attrs)
+    if input._dtype is _dt.bfloat16 and dtype is None and r._dtype is not _dt.bfloat16:
+        r = r.to(_dt.bfloat16)
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+def _mean_kernel(x, axis, keepdims, dtype=None):
+    return np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _mean_bw(ctx, g):
+    shp = ctx.in_shape(0)
+    n = 1
+    for d in ctx.attrs["axis"]:
+        n *= shp[d]
+    return _expand_back(g / n if n else g * float("nan"), shp, ctx.attrs["axis"], ctx.attrs["keepdims"])
+
+
+MEAN = register("mean", _mean_kernel, _mean_bw)
+
+
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+    if isinstance(dim, _dt.dtype):
+        dtype, dim = dim, None
+    dt = dtype or input._dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+            f"dtype. Got: {_name(input._dtype)}")
+    nd = input._data.ndim
+    axis = dims_arg(dim, nd) if nd else ()
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        axis = tuple(range(nd))
+    x = input if dtype is None else input.to(dtype)
+    r = apply(MEAN, (x,), {"axis": axis, "keepdims": keepdim})
+    if r._dtype is not dt:
+        r = r.to(dt)
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+def _name(d):
+    from .registry import dtype_name
+    return dtype_name(d)
+
+
+def sum_to_size(input, *size):
+    """Sum ``input`` down to ``size`` (the shape it was broadcast from)."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = tuple(size[0])
+    shp = input._data.shape
+    if shp == size:
+        return input
+    lead = len(shp) - len(size)
+    if lead < 0:
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(shp)}.")
+    dims = list(range(lead))
+    for i, s in enumerate(size):
+        if s == 1 and shp[lead + i] != 1:
+            dims.append(lead + i)
+        elif s != shp[lead + i]:
+            raise RuntimeError(f"size {list(size)} is not expandable to size {list(shp)}.")
+    r = sum(input, tuple(dims), keepdim=True) if dims else input
+    return r.reshape(size) if r._data.shape != size else r
+
+
+attach("sum", sum)
+attach("mean", mean)
+attach("sum_to_size", sum_to_size, function=False)

@@ -1,0 +1,174 @@
+"""The op registry and the eager dispatch path.
+
+Every operator is one ``OpDef``: its CPU kernel (NumPy arrays in, arrays out), its derivative written
+in ember ops (so double backward works and the compiler can trace it), what the derivative needs saved,
+and a slot for its decomposition into primitives (filled by the compiler). Public functions such as
+``ember.add`` parse their arguments, settle dtypes, and call ``apply``; ``apply`` runs the kernel,
+wraps the results and, only when some input requires grad, records an autograd ``Node``.
+
+Keep ``apply`` short: it is the hot path. Optional machinery (profiler, capture, anomaly mode) hangs
+off one list, ``HOOKS``, checked once per call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap, _BY_NP
+from ..autograd.grad_mode import GRAD
+from ..autograd.node import Node
+
+REGISTRY: dict[str, "OpDef"] = {}
+HOOKS: list = []          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
+_EMPTY: dict = {}
+
+
+class OpDef:
+    """One operator: kernel, derivative, saved values, and decomposition slot."""
+
+    __slots__ = ("name", "kernel", "backward", "save", "nout", "nondiff_outputs", "decomp",
+                 "node_name", "differentiable", "meta", "doc", "prim")
+
+    def __init__(self, name, kernel, backward=None, save="", nout=1, nondiff_outputs=(),
+                 differentiable=True, meta=None, decomp=None, prim=None):
+        self.name = name
+        self.kernel = kernel
+        self.backward = backward
+        # which values the derivative reads: "i" inputs, "o" outputs (letters, e.g. "io")
+        self.save = save
+        self.nout = nout
+        self.nondiff_outputs = nondiff_outputs
+        self.differentiable = differentiable and backward is not None
+        self.meta = meta
+        self.decomp = decomp      # filled by ember.compiler: decomposition into primitives
+        self.prim = prim          # name of the primitive this op *is*, if it is one
+        cname = "".join(p.capitalize() for p in name.strip("_").split("_"))
+        self.node_name = cname + "Backward0"
+
+    def __repr__(self):
+        return f"OpDef({self.name})"
+
+
+def register(name, kernel, backward=None, save="", **kw) -> OpDef:
+    """Register an op. ``differentiable=False`` marks ops with no derivative (comparisons, argmax)."""
+    if name in REGISTRY:
+        raise RuntimeError(f"op '{name}' is registered twice")
+    op = OpDef(name, kernel, backward, save, **kw)
+    if backward is None and kw.get("differentiable", True):
+        raise RuntimeError(f"op '{name}' needs a backward rule or differentiable=False")
+    REGISTRY[name] = op
+    return op
+
+
+def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
+    """Run ``op`` eagerly on ``args`` (Tensors and Python values) and record autograd if needed."""
+    if HOOKS:
+        return _apply_hooked(op, args, attrs)
+    res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
+    if op.nout == 1:
+        out = wrap(res if type(res) is np.ndarray else np.asarray(res))
+        if GRAD[0] and op.differentiable:
+            for a in args:
+                if isinstance(a, Tensor) and a._rg:
+                    Node.record(op, args, attrs, (out,))
+                    break
+        return out
+    outs = tuple(wrap(r if type(r) is np.ndarray else np.asarray(r)) for r in res)
+    if GRAD[0] and op.differentiable:
+        for a in args:
+            if isinstance(a, Tensor) and a._rg:
+                Node.record(op, args, attrs, outs)
+                break
+    return outs
+
+
+def apply_unhooked(op, args, attrs=_EMPTY):
+    """``apply`` without the hooks (used by hooks themselves to run the op)."""
+    saved = HOOKS[:]
+    HOOKS.clear()
+    try:
+        return apply(op, args, attrs)
+    finally:
+        HOOKS[:] = saved
+
+
+def _apply_hooked(op, args, attrs):
+    # each hook wraps the next; the innermost runs the op without hooks
+    hooks = list(HOOKS)
+
+    def run(i):
+        if i == len(hooks):
+            return lambda: apply_unhooked(op, args, attrs)
+        return lambda: hooks[i](op, args, attrs, run(i + 1))
+    return run(0)()
+
+
+def apply_view(op: OpDef, args: tuple, attrs: dict = _EMPTY):
+    """``apply`` for ops whose output is a view of ``args[0]``: share its buffer and version counter."""
+    out = apply(op, args, attrs)
+    base = args[0]
+    outs = out if type(out) is tuple else (out,)
+    vc = base._get_vc()
+    root = base._base if base._base is not None else base
+    for o in outs:
+        o._vc = vc
+        o._base = root
+    return out
+
+
+def view_of(base: Tensor, arr: np.ndarray, dtype=None) -> Tensor:
+    """Wrap ``arr`` (a NumPy view of ``base._data``) as an ember view sharing base's version counter."""
+    t = wrap(arr, dtype or base._dtype)
+    t._vc = base._get_vc()
+    t._base = base._base if base._base is not None else base
+    return t
+
+
+def attach(name: str, fn, *, method: bool = True, function: bool = True, namespace=None):
+    """Expose ``fn`` as ``ember.<name>`` (function form) and ``Tensor.<name>`` (method form)."""
+    if method:
+        setattr(Tensor, name, fn)
+    if function:
+        FUNCTIONS[name] = fn
+    return fn
+
+
+FUNCTIONS: dict[str, object] = {}
+
+
+def export(*names_or_fns, method=True, function=True):
+    """Decorator form of ``attach``: ``@export("add")`` or ``@export`` using the function name."""
+    def deco(fn):
+        names = [n for n in names_or_fns if isinstance(n, str)] or [fn.__name__]
+        for n in names:
+            attach(n, fn, method=method, function=function)
+        return fn
+    if len(names_or_fns) == 1 and callable(names_or_fns[0]):
+        fn = names_or_fns[0]
+        names_or_fns = ()
+        return deco(fn)
+    return deco
+
+
+def to_tensor(x, dtype=None) -> Tensor:
+    """Turn a Python number/list/ndarray into a Tensor (for ops that accept array-likes)."""
+    if isinstance(x, Tensor):
+        return x
+    if dtype is None:
+        if isinstance(x, np.ndarray):
+            return wrap(x)
+        dtype = _dt.scalar_dtype(x) if not isinstance(x, (list, tuple)) else None
+    if dtype is None:
+        from .creation import tensor
+        return tensor(x)
+    return wrap(np.asarray(x, dtype=dtype.np), dtype)
+
+
+def dtype_name(d) -> str:
+    """torch's capitalised scalar-type name used in messages (Float, Long, ...)."""
+    return _NAMES.get(d, str(d))
+
+
+_NAMES = {_dt.float32: "Float", _dt.float64: "Double", _dt.float16: "Half", _dt.bfloat16: "BFloat16",
+          _dt.int64: "Long", _dt.int32: "Int", _dt.int16: "Short", _dt.int8: "Char", _dt.uint8: "Byte",
+          _dt.bool: "Bool"}

@@ -1,0 +1,713 @@
+"""Views and layout: view/reshape, permute/transpose, expand, squeeze/unsqueeze, slicing views,
+as_strided and friends, plus clone/contiguous/detach and dtype casts.
+
+View outputs are NumPy views of the input's buffer (``apply_view`` shares the version counter).
+Backward rules are ember ops: reshape, permute, ``sum_to_size`` for expand, and for slicing views a
+``slice_backward`` op that places the gradient into zeros. Views that can overlap (unfold, as_strided)
+scatter-add through logical flat indices (``index_put_flat``).
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap, Size
+from ..autograd.grad_mode import GRAD
+from .registry import register, apply, apply_view, attach, export
+from ._util import wrap_dim, shape_arg, fmt_shape
+
+# ---- view / reshape --------------------------------------------------------------------------------
+
+
+def _infer_shape(shape, numel, op="view"):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    if neg:
+        rest = 1
+        for i, s in enumerate(shape):
+            if i != neg[0]:
+                rest *= s
+        if rest == 0 or numel % rest:
+            raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // rest
+    n = 1
+    for s in shape:
+        n *= s
+    if n != numel:
+        raise RuntimeError(f"shape '{fmt_shape(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _view_kernel(x, shape):
+    try:
+        return np.reshape(x, shape, copy=False)
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension "
+            "spans across two contiguous subspaces). Use .reshape(...) instead.") from None
+
+
+def _reshape_bw(ctx, g):
+    return g.reshape(ctx.in_shape(0))
+
+
+VIEW = register("view", _view_kernel, _reshape_bw, prim="reshape")
+RESHAPE_COPY = register("reshape_copy", lambda x, shape: np.reshape(x, shape).copy() if np.shares_memory(np.reshape(x, shape), x) else np.reshape(x, shape), _reshape_bw)
+
+
+def view(self, *shape):
+    """A view with a new shape (or ``view(dtype)``: reinterpret the bits)."""
+    if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
+        return _view_dtype(self, shape[0])
+    shape = _infer_shape(shape_arg(shape), self._data.size)
+    if shape == self._data.shape:
+        return apply_view(VIEW, (self,), {"shape": shape})
+    return apply_view(VIEW, (self,), {"shape": shape})
+
+
+def _view_dtype(self, dt):
+    if self._dtype.itemsize != dt.itemsize and self._data.ndim == 0:
+        raise RuntimeError("self.dim() cannot be 0 to view a tensor as a dtype with a different element size")
+    from .registry import view_of
+    return view_of(self, self._data.view(dt.np), dt)
+
+
+def reshape(input, *shape):
+    """Like view when the layout allows it, else a copy."""
+    shape = _infer_shape(shape_arg(shape), input._data.size)
+    try:
+        np.reshape(input._data, shape, copy=False)
+        return apply_view(VIEW, (input,), {"shape": shape})
+    except ValueError:
+        return apply(RESHAPE_COPY, (input,), {"shape": shape})
+
+
+def view_as(self, other):
+    return view(self, other._data.shape)
+
+
+def reshape_as(self, other):
+    return reshape(self, other._data.shape)
+
+
+attach("view", view, function=False)
+attach("reshape", reshape)
+attach("view_as", view_as)
+attach("reshape_as", reshape_as, function=False)
+
+
+def flatten(input, start_dim: int = 0, end_dim: int = -1):
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s = wrap_dim(start_dim, nd)
+    e = wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shp = input._data.shape
+    n = 1
+    for d in shp[s:e + 1]:
+        n *= d
+    return reshape(input, shp[:s] + (n,) + shp[e + 1:])
+
+
+def unflatten(input, dim: int, sizes):
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    sizes = tuple(sizes)
+    shp = input._data.shape
+    if -1 in sizes:
+        known = 1
+        for x in sizes:
+            if x != -1:
+                known *= x
+        sizes = tuple(shp[d] // known if x == -1 else x for x in sizes)
+    n = 1
+    for x in sizes:
+        n *= x
+    if n != shp[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {fmt_shape(sizes)} don't multiply up to the size of dim {dim} ({shp[d]}) in the input tensor")
+    return view(input, shp[:d] + sizes + shp[d + 1:]) if _can_view(input, shp[:d] + sizes + shp[d + 1:]) else reshape(input, shp[:d] + sizes + shp[d + 1:])
+
+
+def _can_view(t, shape):
+    try:
+        np.reshape(t._data, shape, copy=False)
+        return True
+    except ValueError:
+        return False
+
+
+def ravel(input):
+    return reshape(input, (-1,))
+
+
+attach("flatten", flatten)
+attach("unflatten", unflatten)
+attach("ravel", ravel)
+
+# ---- permute / transpose --------------------------------------------------------------------------
+
+
+def _permute_bw(ctx, g):
+    dims = ctx.attrs["axes"]
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return g.permute(inv)
+
+
+PERMUTE = register("permute", lambda x, axes: np.transpose(x, axes), _permute_bw, prim="permute")
+
+
+def permute(input, *dims):
+    nd = input._data.ndim
+    dims = shape_arg(dims) if dims else ()
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                           f"the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    axes = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(axes)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply_view(PERMUTE, (input,), {"axes": axes})
+
+
+def transpose(input, dim0: int, dim1: int):
+    nd = input._data.ndim
+    if nd == 0:
+        return input
+    a, b = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
+    axes = list(range(nd))
+    axes[a], axes[b] = axes[b], axes[a]
+    return apply_view(PERMUTE, (input,), {"axes": tuple(axes)})
+
+
+def t(input):
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return transpose(input, 0, 1) if nd == 2 else input
+
+
+def movedim(input, source, destination):
+    nd = input._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same number of dims as destination ({dst} dims)")
+    src = [wrap_dim(s, nd) for s in src]
+    dst = [wrap_dim(d, nd) for d in dst]
+    order = [d for d in range(nd) if d not in src]
+    result = [None] * nd
+    for s, d in zip(src, dst):
+        result[d] = s
+    it = iter(order)
+    axes = tuple(r if r is not None else next(it) for r in result)
+    return apply_view(PERMUTE, (input,), {"axes": axes})
+
+
+attach("permute", permute)
+attach("transpose", transpose)
+attach("swapaxes", transpose)
+attach("swapdims", transpose)
+attach("t", t)
+attach("movedim", movedim)
+attach("moveaxis", movedim)
+Tensor.T = property(lambda self: permute(self, tuple(reversed(range(self._data.ndim)))))
+Tensor.mT = property(lambda self: _mT(self))
+Tensor.H = property(lambda self: Tensor.T.fget(self))
+Tensor.mH = property(lambda self: _mT(self))
+
+
+def _mT(self):
+    if self._data.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self._data.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def adjoint(input):
+    return _mT(input)
+
+
+attach("adjoint", adjoint)
+
+# ---- expand / squeeze / unsqueeze ------------------------------------------------------------------
+
+
+def _expand_bw(ctx, g):
+    from .reduce import sum_to_size
+    return sum_to_size(g, ctx.in_shape(0))
+
+
+EXPAND = register("expand", lambda x, shape: np.broadcast_to(x, shape), _expand_bw, prim="expand")
+
+
+def expand(self, *sizes):
+    sizes = shape_arg(sizes)
+    shp = self._data.shape
+    nd = len(sizes)
+    if nd < len(shp):
+        raise RuntimeError(f"expand({self._type_str()}{{{fmt_shape(shp)}}}, size={fmt_shape(sizes)}): the number of sizes provided ({nd}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
+    pad = (1,) * (nd - len(shp)) + shp
+    out = []
+    for i, (want, have) in enumerate(zip(sizes, pad)):
+        if want == -1:
+            if i < nd - len(shp):
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}")
+            want = have
+        elif have != 1 and want != have:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at non-singleton dimension {i}.  Target sizes: {fmt_shape(sizes)}.  Tensor sizes: {fmt_shape(shp)}")
+        out.append(want)
+    out = tuple(out)
+    if out == shp:
+        return apply_view(VIEW, (self,), {"shape": shp})
+    return apply_view(EXPAND, (self,), {"shape": out})
+
+
+def expand_as(self, other):
+    return expand(self, other._data.shape)
+
+
+def broadcast_to(input, shape):
+    return expand(input, tuple(shape))
+
+
+Tensor._type_str = lambda self: f"ember.{self._dtype.name}"
+attach("expand", expand, function=False)
+attach("expand_as", expand_as, function=False)
+attach("broadcast_to", broadcast_to)
+
+
+def squeeze(input, dim=None):
+    shp = input._data.shape
+    nd = len(shp)
+    if dim is None:
+        new = tuple(s for s in shp if s != 1)
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        ds = {wrap_dim(d, nd) for d in dims} if nd else set()
+        new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
+    return apply_view(VIEW, (input,), {"shape": new})
+
+
+def unsqueeze(input, dim: int):
+    shp = input._data.shape
+    d = wrap_dim(dim, len(shp) + 1)
+    return apply_view(VIEW, (input,), {"shape": shp[:d] + (1,) + shp[d:]})
+
+
+attach("squeeze", squeeze)
+attach("unsqueeze", unsqueeze)
+
+# ---- slicing views (basic indexing keys) -----------------------------------------------------------
+
+
+def _slice_bw_kernel(g, in_shape, key, dtype):
+    out = np.zeros(in_shape, dtype=g.dtype)
+    out[key] = g
+    return out
+
+
+def _slice_bw_bw(ctx, gg):
+    return (gg[ctx.attrs["key"]] if not isinstance(ctx.attrs["key"], tuple) else getitem_basic(gg, ctx.attrs["key"]),)
+
+
+SLICE_BACKWARD = register("slice_backward", _slice_bw_kernel, _slice_bw_bw)
+
+
+def _getitem_bw(ctx, g):
+    return apply(SLICE_BACKWARD, (g,), {"in_shape": ctx.in_shape(0), "key": ctx.attrs["key"], "dtype": None})
+
+
+GETITEM = register("getitem_basic", lambda x, key: x[key], _getitem_bw, prim="slice")
+
+
+def getitem_basic(x, key):
+    """A view selected by a basic key (ints, slices with positive steps, None, Ellipsis)."""
+    return apply_view(GETITEM, (x,), {"key": key})
+
+
+def narrow(input, dim: int, start, length: int):
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    start = int(start)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return getitem_basic(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+def select(input, dim: int, index: int):
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at dimension {d}")
+    return getitem_basic(input, (slice(None),) * d + (index if index >= 0 else index + size,))
+
+
+def split(tensor, split_size_or_sections, dim: int = 0):
+    nd = tensor._data.ndim
+    d = wrap_dim(dim, nd)
+    size = tensor._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        if s <= 0 and not (s == 0 and size == 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sections = [s] * (size // s) + ([size % s] if size % s else []) if s else [0]
+    else:
+        sections = [int(x) for x in split_size_or_sections]
+        if builtins.sum(sections) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sections}")
+    out = []
+    start = 0
+    for s in sections:
+        out.append(narrow(tensor, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input, chunks: int, dim: int = 0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    each = -(-size // chunks) if size else 0
+    if each == 0:
+        return tuple(narrow(input, d, 0, 0) for _ in range(builtins.min(chunks, 1) if size else chunks))
+    return split(input, each, d)
+
+
+def tensor_split(input, indices_or_sections, dim: int = 0):
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        sizes = [q + 1] * r + [q] * (n - r)
+        bounds = []
+        acc = 0
+        for s in sizes:
+            bounds.append((acc, acc + s))
+            acc += s
+    else:
+        idx = [int(i) for i in indices_or_sections]
+        pts = [0] + idx + [size]
+        bounds = [(builtins.min(builtins.max(a, 0), size), builtins.min(builtins.max(b, 0), size)) for a, b in zip(pts[:-1], pts[1:])]
+    return tuple(getitem_basic(input, (slice(None),) * d + (slice(a, builtins.max(a, b)),)) for a, b in bounds)
+
+
+def unbind(input, dim: int = 0):
+    d = wrap_dim(dim, input._data.ndim)
+    return tuple(select(input, d, i) for i in range(input._data.shape[d]))
+
+
+def _split_method(self, split_size, dim=0):
+    return split(self, split_size, dim)
+
+
+for _n, _f in [("narrow", narrow), ("select", select), ("split", split), ("chunk", chunk),
+               ("tensor_split", tensor_split), ("unbind", unbind)]:
+    attach(_n, _f)
+
+
+def hsplit(input, sections):
+    return tensor_split(input, sections, 1 if input._data.ndim > 1 else 0)
+
+
+def vsplit(input, sections):
+    return tensor_split(input, sections, 0)
+
+
+attach("hsplit", hsplit)
+attach("vsplit", vsplit)
+
+# ---- general strided views via logical flat indices -------------------------------------------------
+
+
+def _logical_index(shape):
+    return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+
+
+def _take_flat_kernel(x, idx):
+    return np.ascontiguousarray(x).reshape(-1)[idx]
+
+
+def _take_flat_bw(ctx, g):
+    return apply(PUT_FLAT, (g,), {"idx": ctx.attrs["idx"], "shape": ctx.in_shape(0)})
+
+
+def _put_flat_kernel(g, idx, shape):
+    out = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=g.dtype)
+    np.add.at(out, idx.reshape(-1), g.reshape(-1))
+    return out.reshape(shape)
+
+
+def _put_flat_bw(ctx, gg):
+    return apply(TAKE_FLAT, (gg,), {"idx": ctx.attrs["idx"]})
+
+
+TAKE_FLAT = register("take_flat", _take_flat_kernel, _take_flat_bw, prim="gather")
+PUT_FLAT = register("put_flat_add", _put_flat_kernel, _put_flat_bw, prim="scatter_add")
+
+# a strided view: the data is a NumPy view, the derivative goes through logical indices
+AS_STRIDED = register("as_strided", lambda x, geom: x.reshape(-1)[geom],
+                      lambda ctx, g: apply(PUT_FLAT, (g,), {"idx": ctx.attrs["geom"], "shape": ctx.in_shape(0)}))
+
+
+def _copy_slices_kernel(base, src, geom):
+    out = np.array(base, copy=True, order="C")
+    out.reshape(-1)[geom] = src
+    return out
+
+
+def _fill_flat_kernel(g, idx):
+    out = np.array(g, copy=True, order="C")
+    out.reshape(-1)[idx] = 0
+    return out
+
+
+FILL_FLAT = register("fill_flat_zero", _fill_flat_kernel, lambda ctx, gg: apply(FILL_FLAT, (gg,), {"idx": ctx.attrs["idx"]}))
+
+
+def _copy_slices_bw(ctx, g):
+    geom = ctx.attrs["geom"]
+    return (apply(FILL_FLAT, (g,), {"idx": geom}), apply(TAKE_FLAT, (g,), {"idx": geom}))
+
+
+COPY_SLICES = register("copy_slices", _copy_slices_kernel, _copy_slices_bw, prim="scatter")
+
+
+def _byte_offsets(a: np.ndarray, ptr0: int) -> np.ndarray:
+    """Byte offset (from ``ptr0``) of every element of ``a``, in logical C order."""
+    offs = np.full(a.shape, a.__array_interface__["data"][0] - ptr0, dtype=np.int64)
+    nd = a.ndim
+    for k, (n, st) in enumerate(zip(a.shape, a.strides)):
+        offs += (np.arange(n, dtype=np.int64) * st).reshape([n if i == k else 1 for i in range(nd)])
+    return offs
+
+
+def view_geometry(base: Tensor, v: Tensor) -> np.ndarray:
+    """Logical flat indices (into ``base``'s C order) of each element of ``v``, a view of its memory."""
+    b = base._data
+    ptr0 = b.__array_interface__["data"][0]
+    boffs = _byte_offsets(b, ptr0).reshape(-1)
+    voffs = _byte_offsets(v._data, ptr0).reshape(-1)
+    order = np.argsort(boffs, kind="stable")
+    sorted_offs = boffs[order]
+    pos = np.searchsorted(sorted_offs, voffs)
+    pos = np.minimum(pos, len(sorted_offs) - 1) if len(sorted_offs) else pos
+    if len(voffs) and (len(sorted_offs) == 0 or not np.array_equal(sorted_offs[pos], voffs)):
+        raise RuntimeError("as_strided/in-place view: the view addresses memory outside its input; "
+                           "ember's autograd supports views that stay within their input")
+    return order[pos].reshape(v._data.shape)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view with explicit sizes and strides (in elements) over the input's storage."""
+    size = tuple(int(s) for s in size)
+    stride = tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    base = input._base if input._base is not None else input
+    bd = base._data
+    if not bd.flags.c_contiguous:
+        raise RuntimeError("as_strided: ember supports it only on tensors whose storage is contiguous")
+    if storage_offset is None:
+        storage_offset = input.storage_offset()
+    isz = bd.itemsize
+    need = storage_offset + builtins.sum((s - 1) * st for s, st in zip(size, stride) if s > 0) + 1
+    if builtins.min(size, default=1) > 0 and need > bd.size:
+        raise RuntimeError(f"setStorage: sizes {fmt_shape(size)}, strides {fmt_shape(stride)}, storage offset "
+                           f"{storage_offset}, and itemsize {isz} requiring a storage size of {need * isz} are "
+                           f"out of bounds for storage of size {bd.size * isz}")
+    flat = bd.reshape(-1)
+    arr = np.lib.stride_tricks.as_strided(flat[storage_offset:], shape=size, strides=tuple(s * isz for s in stride))
+    out = wrap(arr, input._dtype)
+    out._vc = base._get_vc()
+    out._base = base
+    if GRAD[0] and input._rg:
+        from ..autograd.node import Node
+        Node.record(AS_STRIDED, (input,), {"geom": view_geometry(input, out)}, (out,))
+    return out
+
+
+attach("as_strided", as_strided)
+
+
+def _unfold_kernel(x, dimension, size, step):
+    n = (x.shape[dimension] - size) // step + 1
+    shp = x.shape[:dimension] + (n,) + x.shape[dimension + 1:] + (size,)
+    st = x.strides[:dimension] + (x.strides[dimension] * step,) + x.strides[dimension + 1:] + (x.strides[dimension],)
+    return np.lib.stride_tricks.as_strided(x, shape=shp, strides=st, writeable=x.flags.writeable)
+
+
+def _unfold_bw(ctx, g):
+    idx = _unfold_kernel(_logical_index(ctx.in_shape(0)), **ctx.attrs)
+    return apply(PUT_FLAT, (g,), {"idx": np.array(idx), "shape": ctx.in_shape(0)})
+
+
+UNFOLD = register("unfold", _unfold_kernel, _unfold_bw)
+
+
+def unfold(self, dimension: int, size: int, step: int):
+    """Sliding windows of ``size`` along ``dimension`` (a view), as Tensor.unfold."""
+    nd = self._data.ndim
+    d = wrap_dim(dimension, nd) if nd else 0
+    L = self._data.shape[d] if nd else 1
+    if size > L:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {L} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if nd == 0:
+        return apply_view(VIEW, (self,), {"shape": (1,)})
+    return apply_view(UNFOLD, (self,), {"dimension": d, "size": size, "step": step})
+
+
+attach("unfold", unfold, function=False)
+
+
+def _diag_kernel(x, offset, dim1, dim2):
+    return np.diagonal(x, offset, dim1, dim2)
+
+
+def _diag_bw(ctx, g):
+    idx = np.diagonal(_logical_index(ctx.in_shape(0)), **{"offset": ctx.attrs["offset"], "axis1": ctx.attrs["dim1"], "axis2": ctx.attrs["dim2"]})
+    return apply(PUT_FLAT, (g,), {"idx": np.array(idx), "shape": ctx.in_shape(0)})
+
+
+DIAGONAL = register("diagonal", _diag_kernel, _diag_bw)
+
+
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    nd = input._data.ndim
+    a, b = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply_view(DIAGONAL, (input,), {"offset": offset, "dim1": a, "dim2": b})
+
+
+attach("diagonal", diagonal)
+
+# ---- copies and casts --------------------------------------------------------------------------------
+
+CLONE = register("clone", lambda x: np.array(x, copy=True, order="K"), lambda ctx, g: (g,), prim="copy")
+
+
+def clone(input, *, memory_format=None):
+    return apply(CLONE, (input,))
+
+
+def contiguous(self, memory_format=None):
+    d = self._data
+    if d.flags.c_contiguous:
+        return self
+    return apply(CONTIG, (self,))
+
+
+CONTIG = register("contiguous", lambda x: np.ascontiguousarray(x), lambda ctx, g: (g,), prim="copy")
+
+
+def detach(self):
+    out = wrap(self._data, self._dtype)
+    out._vc = self._get_vc()
+    out._base = self._base if self._base is not None else self
+    return out
+
+
+def detach_(self):
+    if self._base is not None and self._rg:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    self.grad_fn = None
+    self._rg = False
+    return self
+
+
+attach("clone", clone)
+attach("contiguous", contiguous, function=False)
+attach("detach", detach)
+attach("detach_", detach_, function=False)
+
+
+def _cast_bw(ctx, g):
+    return g.to(ctx.in_dtype(0))
+
+
+CAST = register("to_dtype", lambda x, dt: x.astype(dt), _cast_bw, prim="cast")
+
+
+def _to_dtype(self, dt, copy=False):
+    if dt is self._dtype and not copy:
+        return self
+    if self._rg and not dt.is_floating_point:
+        with_grad = apply(CAST, (self.detach(),), {"dt": dt.np})
+        return with_grad
+    return apply(CAST, (self,), {"dt": dt.np})
+
+
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``."""
+    from ..tensor import _check_device, device as _device
+    for a in args:
+        if isinstance(a, _dt.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device)):
+            device = a
+        elif isinstance(a, Tensor):
+            dtype = a._dtype
+        elif a is None:
+            pass
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+    if device is not None:
+        _check_device(device)
+    if dtype is None:
+        return clone(self) if copy else self
+    return _to_dtype(self, dtype, copy)
+
+
+def type_(self, dtype=None, non_blocking=False, **kw):
+    if dtype is None:
+        from .registry import dtype_name
+        return f"ember.{dtype_name(self._dtype)}Tensor"
+    if isinstance(dtype, str):
+        names = {"torch.FloatTensor": _dt.float32, "torch.DoubleTensor": _dt.float64, "torch.LongTensor": _dt.int64,
+                 "torch.IntTensor": _dt.int32, "torch.BoolTensor": _dt.bool, "torch.HalfTensor": _dt.float16,
+                 "torch.ByteTensor": _dt.uint8}
+        dtype = names.get(dtype.replace("ember.", "torch."))
+        if dtype is None:
+            raise ValueError(f"invalid type: {dtype!r}")
+    return _to_dtype(self, dtype)
+
+
+attach("to", to, function=False)
+attach("type", type_, function=False)
+for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
+                  ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
+                  ("char", _dt.int8), ("byte", _dt.uint8), ("bool", _dt.bool)]:
+    def _mk(d):
+        return lambda self, memory_format=None: _to_dtype(self, d)
+    attach(_name, _mk(_d), function=False)

@@ -1,0 +1,514 @@
+"""ember.Tensor: a NumPy array plus torch's metadata (dtype, autograd fields, version counter).
+
+Design: a tensor *is* a NumPy array view (``_data``). Views made by ember ops are NumPy views of the
+same buffer, so writes go through exactly as in torch, and ``stride()`` is NumPy's byte strides
+divided by the item size. Views share their base's version counter (``_vc``, created lazily) so that
+an in-place write bumps the version every saved reference checks.
+
+Hot fields live in ``__slots__``; rarely-set fields (``grad``, ``_base``, hooks) live in the instance
+dict with class-level defaults, so making a tensor assigns only four attributes.
+
+Operators are not defined here: each op family in ``ember/ops`` registers its function and attaches
+the method form to this class (see ``ember/ops/registry.py``).
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import dtypes as _dt
+
+_BY_NP = _dt._BY_NP
+
+
+class device:
+    """torch.device: ``device("cpu")``, ``device("cpu", 0)``, ``device("cpu:0")``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):  # noqa: A002
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string or device, got {type.__class__.__name__}")
+        if ":" in type:
+            type, idx = type.split(":", 1)
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+            index = int(idx)
+        if type not in ("cpu", "cuda", "meta", "opencl", "mps"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda, opencl, meta device type at start of device string: {type}")
+        self.type = type
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+CPU = device("cpu")
+
+
+def _check_device(d) -> None:
+    """Accept the CPU (ember's only device for now); refuse others with a clear error."""
+    if d is None or d is CPU:
+        return
+    dd = d if isinstance(d, device) else device(d) if isinstance(d, str) else None
+    if dd is None:
+        raise TypeError(f"expected a device (str or ember.device), got {type(d).__name__}")
+    if dd.type not in ("cpu", "meta") or (dd.index not in (None, 0)):
+        raise RuntimeError(
+            f"device '{dd}' is not available: ember supports only the 'cpu' device so far")
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints with ``numel()``."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+
+class Tensor:
+    """A multi-dimensional array with torch's semantics (see the module docstring)."""
+
+    __slots__ = ("_data", "_dtype", "_rg", "grad_fn", "__dict__", "__weakref__")
+
+    # defaults for fields kept in the instance dict (set only when used)
+    grad = None
+    _base = None
+    _vc = None            # [version] shared with views; created on first need
+    _output_nr = 0
+    _hooks = None         # tensor hooks of a leaf
+    _post_acc_hooks = None
+    _retains_grad = False
+    _is_param = False
+    __array_priority__ = 1000  # make ndarray OP tensor defer to Tensor's reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        self._rg = False
+        self.grad_fn = None
+        if cls is Tensor and args and not kwargs:
+            # ember.Tensor([1, 2]) and Tensor(2, 3) as in torch (legacy constructor)
+            if len(args) == 1 and not isinstance(args[0], int):
+                arr = np.array(args[0], dtype=_dt.get_default_dtype().np)
+            else:
+                arr = np.empty(tuple(args), dtype=_dt.get_default_dtype().np)
+            self._data = arr
+            self._dtype = _BY_NP[arr.dtype]
+        elif cls is Tensor and not args:
+            self._data = np.empty((0,), dtype=_dt.get_default_dtype().np)
+            self._dtype = _dt.get_default_dtype()
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # ---- metadata -------------------------------------------------------------------------
+    @property
+    def dtype(self) -> _dt.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> device:
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
+    @property
+    def layout(self):
+        return "strided"
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    def stride(self, dim: int | None = None):
+        isz = self._data.itemsize
+        st = tuple(s // isz for s in self._data.strides)
+        if dim is None:
+            return st
+        return st[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def storage_offset(self) -> int:
+        base = self._data
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return (self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // self._data.itemsize
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def untyped_storage(self):
+        from .storage import UntypedStorage
+        return UntypedStorage._of(self)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return self._dtype.is_signed
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return self._data.flags.c_contiguous or self._data.size <= 1 or _c_contig(self._data)
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_pinned(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        return -1
+
+    @property
+    def _version(self) -> int:
+        return 0 if self._vc is None else self._vc[0]
+
+    def _get_vc(self):
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        return vc
+
+    def _bump(self) -> None:
+        vc = self._vc
+        if vc is None:
+            self._vc = [1]
+        else:
+            vc[0] += 1
+
+    # ---- autograd fields -------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a "
+                    "computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def retain_grad(self) -> None:
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        ref = weakref.ref(self)
+        from .autograd.grad_mode import GRAD
+
+        def _retain(g):
+            t = ref()
+            if t is not None:
+                if t.grad is None:
+                    t.grad = g.detach().clone() if GRAD[0] is False else g.clone()
+                else:
+                    t.grad = t.grad + g
+            return None
+        self.grad_fn._add_tensor_hook(self._output_nr, _retain, retain=True)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """Register ``hook(grad) -> Tensor | None`` run when this tensor's gradient is computed."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            key = object()
+            self._hooks[key] = hook
+            return _RemovableHandle(self._hooks, key)
+        return self.grad_fn._add_tensor_hook(self._output_nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        key = object()
+        self._post_acc_hooks[key] = hook
+        return _RemovableHandle(self._post_acc_hooks, key)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        from .autograd.engine import backward
+        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+        self._dtype = value._dtype
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    # ---- conversion -------------------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item() if self._dtype is not _dt.bfloat16 else float(self._data.reshape(()))
+
+    def tolist(self):
+        if self._dtype is _dt.bfloat16 or self._dtype is _dt.float16:
+            return self._data.astype(np.float32).tolist()
+        return self._data.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._rg and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._data
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.category != 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.reshape(()))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __reversed__(self):
+        return iter(self.flip(0).unbind(0)) if self._data.ndim else iter(())
+
+    def __repr__(self) -> str:
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __reduce_ex__(self, proto):
+        from .serialization import _reduce_tensor
+        return _reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.")
+        new = type(self).__new__(type(self))
+        new._data = self._data.copy()
+        new._dtype = self._dtype
+        new._rg = self._rg
+        new.grad_fn = None
+        if type(self) is not Tensor:
+            for k, v in self.__dict__.items():
+                if k not in ("_vc", "_base", "grad"):
+                    import copy
+                    new.__dict__[k] = copy.deepcopy(v, memo)
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    def __setstate__(self, state):
+        pass
+
+    def cpu(self, memory_format=None) -> "Tensor":
+        return self
+
+    def cuda(self, *a, **k):
+        raise RuntimeError("ember has no CUDA device: use the 'cpu' device")
+
+    def pin_memory(self) -> "Tensor":
+        return self
+
+    def share_memory_(self) -> "Tensor":
+        return self
+
+    def __dlpack__(self, stream=None):
+        return self._data.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+
+def _c_contig(a: np.ndarray) -> bool:
+    # torch ignores strides of size-1 dims when deciding contiguity
+    expected = a.itemsize
+    for size, st in zip(reversed(a.shape), reversed(a.strides)):
+        if size != 1:
+            if st != expected:
+                return False
+            expected *= size
+    return True
+
+
+def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+class _RemovableHandle:
+    __slots__ = ("_d", "_k")
+    _next_id = 0
+
+    def __init__(self, d: dict, k):
+        self._d = d
+        self._k = k
+
+    @property
+    def id(self):
+        return id(self._k)
+
+    def remove(self) -> None:
+        self._d.pop(self._k, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.remove()
+
+
+_object_new = object.__new__
+
+
+def wrap(arr: np.ndarray, dtype: _dt.dtype | None = None) -> Tensor:
+    """Make a Tensor around an ndarray (no copy). The hot path of every op."""
+    t = _object_new(Tensor)
+    t._data = arr
+    t._dtype = dtype or _BY_NP[arr.dtype]
+    t._rg = False
+    t.grad_fn = None
+    return t

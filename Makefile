@@ -1,0 +1,31 @@
+# Two commands set everything up:
+#   make demo   creates .venv, installs ember, runs the demo
+#   make test   installs the test dependencies and runs the suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: demo test install test-deps bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+install: $(PY)
+	$(PIP) install -q -e .
+
+demo: install
+	$(PY) -m ember.demo
+
+# torch is a test-time oracle only, pinned exactly: 2.13.0 resolves to the CPU wheel on disk.
+test-deps: install
+	$(PIP) install -q "pytest>=8" "hypothesis>=6" "torch==2.13.0" "scikit-learn>=1.3" "matplotlib>=3.7"
+
+test: test-deps
+	$(PY) -m pytest -q tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+bench: install
+	$(PY) -m ember.bench overhead
+
+clean:
+	rm -rf $(VENV) build *.egg-info

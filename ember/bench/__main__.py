@@ -1,0 +1,70 @@
+"""Command line for the benchmark suite (see ember/bench/__init__.py)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from . import SUITES
+from .harness import run_case, print_results, machine_info, Result
+
+
+def _run(args) -> int:
+    suites = args.suites or ["overhead"]
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        print(f"unknown suite(s): {', '.join(unknown)}; available: {', '.join(SUITES)}", file=sys.stderr)
+        return 2
+    cases = []
+    for s in suites:
+        mod = importlib.import_module(f"{__package__}.{s}")
+        cases.extend(mod.cases())
+    if args.filter:
+        cases = [c for c in cases if args.filter in c.name]
+    try:
+        from tqdm import tqdm
+        it = tqdm(cases, desc="bench", unit="case", disable=not sys.stderr.isatty() and not args.progress)
+    except ImportError:
+        it = cases
+    results: list[Result] = []
+    for c in it:
+        results.extend(run_case(c, repeat=args.repeat))
+    print_results(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine_info(), "results": [r.to_dict() for r in results]}, f, indent=1)
+        print(f"saved {args.json}")
+    if args.plot:
+        from .plot import plot_versus
+        plot_versus(results, args.plot)
+        print(f"saved {args.plot}")
+    return 0
+
+
+def _compare(args) -> int:
+    from .plot import compare_files
+    return compare_files(args.old, args.new, args.plot, variant=args.variant)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "compare":
+        p = argparse.ArgumentParser(prog="python -m ember.bench compare")
+        p.add_argument("old")
+        p.add_argument("new")
+        p.add_argument("--plot", default=None, help="write a PNG of relative performance")
+        p.add_argument("--variant", default="ember", help="which variant to compare (default ember)")
+        return _compare(p.parse_args(argv[1:]))
+    p = argparse.ArgumentParser(prog="python -m ember.bench")
+    p.add_argument("suites", nargs="*", help=f"suites to run: {', '.join(SUITES)}")
+    p.add_argument("--repeat", type=int, default=15, help="samples per variant")
+    p.add_argument("--json", default=None, help="save results (with machine info) to this file")
+    p.add_argument("--plot", default=None, help="PNG of ember vs baseline per case")
+    p.add_argument("--filter", default=None, help="only cases whose name contains this")
+    p.add_argument("--progress", action="store_true", help="force the progress bar")
+    return _run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

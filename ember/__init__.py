@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 from . import dtypes as _dtypes
 from .dtypes import (dtype, float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8,  # noqa: F401
-                     promote_types, get_default_dtype, set_default_dtype, finfo, iinfo)
+                     promote_types, result_type, can_cast, get_default_dtype, set_default_dtype, finfo, iinfo)
 from .dtypes import bool, float, double, half, long, int, short  # noqa: F401,A004
 from .tensor import Tensor, Size, device  # noqa: F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
@@ -30,3 +30,7 @@ cfloat = None
 uint16 = uint32 = uint64 = None
 strided = "strided"
 contiguous_format = preserve_format = channels_last = "memory_format"
+from . import linalg  # noqa: E402,F401
+
+from . import nn, optim  # noqa: E402,F401
+from .serialization import save, load, serialize, deserialize  # noqa

@@ -1,130 +1,221 @@
-"""Tensor.__repr__ in torch's format: ``tensor([1.5000, 2.0000], requires_grad=True)``."""
+"""Tensor.__repr__ in torch's format: ``tensor([1.5000, 2.0000], requires_grad=True)``.
+
+The rules follow torch's printer: one formatter per tensor decides, from the nonzero finite values,
+between integer mode (``1.``), fixed point with ``precision`` digits, and scientific notation (when the
+ratio of the largest to the smallest magnitude exceeds 1000, the largest exceeds 1e8 or the smallest
+is below 1e-4); every element is right-aligned to the widest. Tensors with more than ``threshold``
+elements are summarised with ``...`` keeping ``edgeitems`` items at each edge; rows wrap at
+``linewidth``. Suffixes (dtype, size of empty tensors, grad_fn / requires_grad) follow torch.
+"""
 from __future__ import annotations
+
+import contextlib
+import math
 
 import numpy as np
 
 from . import dtypes as _dt
 
-_PRINT = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+
+class _PrintOptions:
+    precision = 4
+    threshold = 1000
+    edgeitems = 3
+    linewidth = 80
+    sci_mode = None
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    if profile == "default":
-        _PRINT.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
-    elif profile == "short":
-        _PRINT.update(precision=2, threshold=1000, edgeitems=2, linewidth=80)
-    elif profile == "full":
-        _PRINT.update(precision=4, threshold=float("inf"), edgeitems=3, linewidth=80)
-    for k, v in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems), ("linewidth", linewidth)):
-        if v is not None:
-            _PRINT[k] = v
-    _PRINT["sci_mode"] = sci_mode
+PRINT_OPTS = _PrintOptions()
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None):
+    """Set how tensors print (torch.set_printoptions): ``profile`` is "default", "short" or "full";
+    ``sci_mode`` True/False forces scientific notation on/off, None chooses automatically."""
+    if profile is not None:
+        if profile == "default":
+            PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = 4, 1000, 3, 80
+        elif profile == "short":
+            PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = 2, 1000, 2, 80
+        elif profile == "full":
+            PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = (
+                4, math.inf, 3, 80)
+        else:
+            raise ValueError(f"set_printoptions: profile must be 'default', 'short' or 'full', got {profile!r}")
+    if precision is not None:
+        PRINT_OPTS.precision = precision
+    if threshold is not None:
+        PRINT_OPTS.threshold = threshold
+    if edgeitems is not None:
+        PRINT_OPTS.edgeitems = edgeitems
+    if linewidth is not None:
+        PRINT_OPTS.linewidth = linewidth
+    PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options as a dict."""
+    return {k: getattr(PRINT_OPTS, k) for k in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs):
+    """Context manager that sets print options temporarily."""
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
 
 
 class _Formatter:
+    """Chooses the number format and column width for all elements of one tensor."""
+
     def __init__(self, arr: np.ndarray, floating: bool):
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
-        prec = _PRINT["precision"]
         vals = arr.reshape(-1)
+        prec = PRINT_OPTS.precision
         if not floating:
-            self.max_width = max((len(str(v)) for v in vals.tolist()), default=1)
-            return
-        finite = vals[np.isfinite(vals)]
-        nonzero = np.abs(finite[finite != 0])
-        if finite.size:
-            self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        if self.int_mode:
-            if nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8):
-                self.sci_mode = True
-                self.int_mode = False
-        elif nonzero.size:
-            if nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8 or nonzero.min() < 1e-4:
-                self.sci_mode = True
-        if _PRINT["sci_mode"] is not None:
-            self.sci_mode = _PRINT["sci_mode"]
-        self.prec = prec
-        self.max_width = max((len(self._fmt(v)) for v in vals.tolist()), default=1)
+            for v in vals.tolist():
+                self.max_width = max(self.max_width, len(str(v)))
+        else:
+            v64 = vals.astype(np.float64)
+            nz = v64[np.isfinite(v64) & (v64 != 0)]
+            if nz.size:
+                absv = np.abs(nz)
+                lo, hi = float(absv.min()), float(absv.max())
+                self.int_mode = bool(np.all(nz == np.ceil(nz)))
+                if PRINT_OPTS.sci_mode is None:
+                    self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+                else:
+                    self.sci_mode = bool(PRINT_OPTS.sci_mode)
+                items = nz.tolist()
+                if self.sci_mode:
+                    self.max_width = max(len(f"{v:.{prec}e}") for v in items)
+                elif self.int_mode:
+                    # integer-valued floats print as "3." (one extra character for the point)
+                    self.max_width = max(len(f"{v:.0f}") + 1 for v in items)
+                else:
+                    self.max_width = max(len(f"{v:.{prec}f}") for v in items)
 
-    def _fmt(self, v):
-        if not self.floating:
-            return str(v)
-        if v != v or v in (float("inf"), float("-inf")):
-            return {"nan": "nan", "inf": "inf", "-inf": "-inf"}[str(v)]
-        if self.sci_mode:
-            return f"{v:.{self.prec}e}"
-        if self.int_mode:
-            return f"{v:.0f}."
-        return f"{v:.{self.prec}f}"
+    def width(self) -> int:
+        return self.max_width
 
-    def format(self, v):
-        return self._fmt(v).rjust(self.max_width)
-
-
-def _summarize(arr, edge):
-    if arr.ndim == 0:
-        return arr
-    if arr.shape[0] > 2 * edge:
-        arr = np.concatenate([arr[:edge], arr[-edge:]])
-    return np.stack([_summarize(a, edge) for a in arr]) if arr.ndim > 1 else arr
-
-
-def _fmt_array(arr, fmt, indent, summarize, edge):
-    if arr.ndim == 0:
-        return fmt.format(arr.item())
-    if arr.ndim == 1:
-        items = [fmt.format(v) for v in arr.tolist()]
-        if summarize and len(items) > 2 * edge:
-            items = items[:edge] + ["..."] + items[-edge:]
-        lines = []
-        line = ""
-        width = _PRINT["linewidth"] - indent
-        for it in items:
-            piece = it + ", "
-            if line and len(line) + len(piece.rstrip()) > width:
-                lines.append(line.rstrip())
-                line = ""
-            line += piece
-        lines.append(line[:-2])
-        return "[" + ("\n" + " " * (indent + 1)).join(lines) + "]"
-    rows = list(range(arr.shape[0]))
-    if summarize and len(rows) > 2 * edge:
-        rows = rows[:edge] + [None] + rows[-edge:]
-    parts = [("..." if r is None else _fmt_array(arr[r], fmt, indent + 1, summarize, edge)) for r in rows]
-    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
-    return "[" + sep.join(parts) + "]"
+    def format(self, value) -> str:
+        if self.floating:
+            prec = PRINT_OPTS.precision
+            if self.sci_mode:
+                ret = f"{value:{self.max_width}.{prec}e}"
+            elif self.int_mode:
+                ret = f"{value:.0f}"
+                if not (math.isinf(value) or math.isnan(value)):
+                    ret += "."
+            else:
+                ret = f"{value:.{prec}f}"
+        else:
+            ret = f"{value}"
+        return (self.max_width - len(ret)) * " " + ret
 
 
-def tensor_repr(t) -> str:
+def _summarized(a: np.ndarray) -> np.ndarray:
+    """The elements that will be shown when summarising (edge items of every dimension)."""
+    e = PRINT_OPTS.edgeitems
+    if a.ndim == 0:
+        return a
+    if a.ndim == 1:
+        return np.concatenate([a[:e], a[-e:]]) if a.shape[0] > 2 * e else a
+    if not e:
+        return np.empty((0,) * a.ndim, dtype=a.dtype)
+    rows = list(range(e)) + list(range(a.shape[0] - e, a.shape[0])) if a.shape[0] > 2 * e else range(a.shape[0])
+    return np.stack([_summarized(a[i]) for i in rows])
+
+
+def _vector_str(a, indent, summarize, fmt) -> str:
+    e = PRINT_OPTS.edgeitems
+    element_length = fmt.width() + 2
+    per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / element_length)))
+    if summarize and not e:
+        data = ["..."]
+    elif summarize and a.shape[0] > 2 * e:
+        data = [fmt.format(v) for v in a[:e].tolist()] + [" ..."] + [fmt.format(v) for v in a[-e:].tolist()]
+    else:
+        data = [fmt.format(v) for v in a.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str_with_formatter(a, indent, summarize, fmt) -> str:
+    dim = a.ndim
+    if dim == 0:
+        return fmt.format(a.item())
+    if dim == 1:
+        return _vector_str(a, indent, summarize, fmt)
+    e = PRINT_OPTS.edgeitems
+    if summarize and a.shape[0] > 2 * e:
+        slices = ([_tensor_str_with_formatter(a[i], indent + 1, summarize, fmt) for i in range(e)] + ["..."]
+                  + [_tensor_str_with_formatter(a[i], indent + 1, summarize, fmt)
+                     for i in range(a.shape[0] - e, a.shape[0])])
+    else:
+        slices = [_tensor_str_with_formatter(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0])]
+    return "[" + ("," + "\n" * (dim - 1) + " " * (indent + 1)).join(slices) + "]"
+
+
+def _tensor_str(data: np.ndarray, dt, indent: int) -> str:
+    if data.size == 0:
+        return "[]"
+    summarize = data.size > PRINT_OPTS.threshold
+    if dt is _dt.float16 or dt is _dt.bfloat16:
+        data = data.astype(np.float32)
+    fmt = _Formatter(_summarized(data) if summarize else data, dt.is_floating_point)
+    return _tensor_str_with_formatter(data, indent, summarize, fmt)
+
+
+def _add_suffixes(tensor_str, suffixes, indent) -> str:
+    parts = [tensor_str]
+    last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
+    for suffix in suffixes:
+        n = len(suffix)
+        if last_line_len + n + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + n
+        else:
+            parts.append(", " + suffix)
+            last_line_len += n + 2
+    parts.append(")")
+    return "".join(parts)
+
+
+def tensor_repr(t, tensor_contents=None) -> str:
+    """The text torch prints for tensor ``t`` (with ``ember.`` where torch shows ``torch.``)."""
+    from .tensor import Tensor
+    cls = type(t)
+    plain = cls is Tensor or getattr(t, "_is_param", False) or cls.__name__ == "Parameter"
+    prefix = "tensor(" if plain else f"{cls.__name__}("
+    indent = len(prefix)
     data = t._data
     dt = t._dtype
-    if dt in (_dt.bfloat16, _dt.float16):
-        data = data.astype(np.float32)
     suffixes = []
-    summarize = data.size > _PRINT["threshold"]
-    edge = _PRINT["edgeitems"]
+    has_default_dtype = dt in (_dt.get_default_dtype(), _dt.int64, _dt.bool)
     if data.size == 0:
-        body = "[]"
         if data.ndim != 1:
-            suffixes.append(f"size=({', '.join(map(str, data.shape))}{',' if data.ndim == 1 else ''})")
+            suffixes.append("size=" + str(tuple(data.shape)))
+        if dt is not _dt.get_default_dtype():
+            suffixes.append(f"dtype=ember.{dt.name}")
+        tensor_str = "[]"
     else:
-        src = _summarize(data, edge) if summarize else data
-        fmt = _Formatter(src, dt.is_floating_point)
-        if dt is _dt.bool:
-            fmt.format = lambda v: str(bool(v))
-        body = _fmt_array(data, fmt, len("tensor("), summarize, edge)
-    if dt not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) or (data.size == 0 and dt is not _dt.get_default_dtype() and dt is not _dt.int64) :
-        if not (data.size == 0 and dt is _dt.bool):
+        if not PRINT_OPTS.edgeitems:
+            suffixes.append("size=" + str(tuple(data.shape)))
+        if not has_default_dtype:
             suffixes.append(f"dtype=ember.{dt.name}")
-        elif dt is _dt.bool:
-            suffixes.append(f"dtype=ember.{dt.name}")
+        tensor_str = _tensor_str(data, dt, indent)
+    if tensor_contents is not None:
+        tensor_str = tensor_contents
     if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{t.grad_fn.name().rsplit('::', 1)[-1]}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    inner = body
-    if suffixes:
-        inner += ", " + ", ".join(suffixes)
-    return f"tensor({inner})"
+    return _add_suffixes(prefix + tensor_str, suffixes, indent)

@@ -12,7 +12,7 @@ import ml_dtypes
 
 __all__ = [
     "dtype", "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-    "uint8", "bool", "promote_types", "result_type", "get_default_dtype", "set_default_dtype",
+    "uint8", "bool", "promote_types", "result_type", "can_cast", "get_default_dtype", "set_default_dtype",
     "float", "double", "half", "long", "int", "short", "cfloat", "finfo", "iinfo",
 ]
 
@@ -107,9 +107,35 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
 _PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL for b in ALL}
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """torch.promote_types: the smallest dtype both can be cast to without losing category."""
-    return _PROMOTE[(a, b)]
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """torch.promote_types: the smallest dtype both can be cast to without losing category.
+
+        >>> ember.promote_types(ember.uint8, ember.int8)
+        ember.int16
+    """
+    for i, (name, d) in enumerate((("type1", type1), ("type2", type2))):
+        if not isinstance(d, dtype):
+            raise TypeError(f"promote_types(): argument '{name}' (position {i + 1}) must be torch.dtype, "
+                            f"not {type(d).__name__}")
+    return _PROMOTE[(type1, type2)]
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """torch.can_cast: whether casting ``from_`` to ``to`` is allowed by the promotion rules (no
+    floating -> integral, no non-bool -> bool).
+
+        >>> ember.can_cast(ember.float32, ember.int32)
+        False
+    """
+    for i, (name, d) in enumerate((("from_", from_), ("to", to))):
+        if not isinstance(d, dtype):
+            raise TypeError(f"can_cast(): argument '{name}' (position {i + 1}) must be torch.dtype, "
+                            f"not {type(d).__name__}")
+    if from_.category == _FLOAT and to.category < _FLOAT:
+        return False
+    if from_.category > _BOOL and to.category == _BOOL:
+        return False
+    return True
 
 
 _default = [float32]
@@ -158,7 +184,14 @@ builtins_bool, builtins_int, builtins_float = _b.bool, _b.int, _b.float
 
 
 def result_type(*operands) -> dtype:
-    """torch.result_type over tensors and Python scalars."""
+    """torch.result_type: the dtype an elementwise op on these tensors / Python scalars computes in.
+
+    Dimensioned tensors outrank zero-dim tensors, which outrank Python scalars; a lower-ranked operand
+    only matters when its category (bool < integer < floating) is higher.
+
+        >>> ember.result_type(ember.tensor([1, 2], dtype=ember.int8), 2.5)
+        ember.float32
+    """
     dim = zero = wrapped = None
     for x in operands:
         dt = getattr(x, "_dtype", None)

@@ -81,9 +81,22 @@ def _check_device(d) -> None:
 
 
 class Size(tuple):
-    """torch.Size: a tuple of ints with ``numel()``."""
+    """torch.Size: a tuple of ints with ``numel()``.
+
+        >>> ember.Size([2, 3]).numel()
+        6
+    """
 
     __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        sizes = tuple(sizes)
+        for i, s in enumerate(sizes):
+            if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+                if hasattr(s, "__index__") and not isinstance(s, (float, bool)):
+                    continue
+                raise TypeError(f"ember.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
+        return tuple.__new__(cls, (int(s) for s in sizes))
 
     def numel(self) -> int:
         n = 1
@@ -99,10 +112,27 @@ class Size(tuple):
         return Size(r) if isinstance(i, slice) else r
 
     def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
         return Size(tuple(self) + tuple(other))
 
     def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
         return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+def _size(shape) -> Size:
+    # the hot path: NumPy shapes are already tuples of ints
+    return tuple.__new__(Size, shape)
 
 
 class Tensor:
@@ -111,8 +141,10 @@ class Tensor:
     __slots__ = ("_data", "_dtype", "_rg", "grad_fn", "__dict__", "__weakref__")
 
     # defaults for fields kept in the instance dict (set only when used)
-    grad = None
-    _base = None
+    _grad = None
+    _base = None          # the tensor this is a view of (autograd's notion of a view)
+    _storage_src = None   # for non-view aliases (detach, .data): the tensor whose storage this shares
+    _acc_node = None      # this leaf's AccumulateGrad node, made when next_functions asks for it
     _vc = None            # [version] shared with views; created on first need
     _output_nr = 0
     _hooks = None         # tensor hooks of a leaf
@@ -168,25 +200,48 @@ class Tensor:
 
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return tuple.__new__(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
+        """The shape as ``ember.Size``, or the size of one dimension."""
         if dim is None:
-            return Size(self._data.shape)
+            return tuple.__new__(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
 
     def stride(self, dim: int | None = None):
-        isz = self._data.itemsize
-        st = tuple(s // isz for s in self._data.strides)
+        """Strides in elements (NumPy's byte strides divided by the item size)."""
+        a = self._data
+        isz = a.itemsize
+        if a.size == 0:
+            st = _empty_strides(a.shape)
+        else:
+            st = tuple(s // isz for s in a.strides)
         if dim is None:
             return st
         return st[_wrap_dim(dim, self._data.ndim, "stride")]
 
     def storage_offset(self) -> int:
-        base = self._data
-        while isinstance(base.base, np.ndarray):
-            base = base.base
-        return (self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // self._data.itemsize
+        """Offset (in elements) of this tensor's first element in its storage.
+
+        A tensor made by an op owns its storage (offset 0); views and aliases (detach, ``.data``) sit
+        at their byte distance from the tensor they were taken from, plus that tensor's offset."""
+        owner = self._base if self._base is not None else self._storage_src
+        if owner is None:
+            return 0
+        diff = self._data.__array_interface__["data"][0] - owner._data.__array_interface__["data"][0]
+        return diff // self._data.itemsize + owner.storage_offset() * owner._data.itemsize // self._data.itemsize
+
+    def _storage_root(self) -> "Tensor":
+        """The tensor whose data starts this tensor's storage (for as_strided and storage views)."""
+        t = self
+        while True:
+            owner = t._base if t._base is not None else t._storage_src
+            if owner is None:
+                return t
+            t = owner
+
+    def _is_view(self) -> bool:
+        return self._base is not None
 
     def data_ptr(self) -> int:
         return self._data.__array_interface__["data"][0]
@@ -266,9 +321,13 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if value and self.grad_fn is None and not self._dtype.is_floating_point:
+            # torch words the attribute form differently from requires_grad_()
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records operations on this (leaf) tensor; returns ``self``."""
         if self.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -277,13 +336,44 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if requires_grad and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._rg = bool(requires_grad)
         return self
 
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward (None until then, and for non-leaves)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '[{', '.join(map(str, value._data.shape))}]' to a "
+                    f"tensor of size '[{', '.join(map(str, self._data.shape))}]'. Please ensure that the "
+                    "gradient and the tensor are the same size")
+            if value._dtype is not self._dtype:
+                from .ops.registry import dtype_name
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_C_NAMES[value._dtype.name]}' to a tensor "
+                    f"with grad_dtype '{dtype_name(self._dtype)}'. The gradient must match the tensor's "
+                    "grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+                    "Diverging the dtypes of a tensor and its gradient may break downstream systems that "
+                    "assume they match.")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     def retain_grad(self) -> None:
         if not self._rg:
@@ -309,7 +399,10 @@ class Tensor:
         return self._retains_grad
 
     def register_hook(self, hook):
-        """Register ``hook(grad) -> Tensor | None`` run when this tensor's gradient is computed."""
+        """Register ``hook(grad) -> Tensor | None`` run when this tensor's gradient is computed.
+
+        On a leaf the hook sees the summed gradient before it is accumulated into ``.grad``; a returned
+        tensor replaces the gradient. Returns a handle whose ``remove()`` unregisters the hook."""
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is None:
@@ -330,15 +423,21 @@ class Tensor:
         return _RemovableHandle(self._post_acc_hooks, key)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see ``autograd.backward``)."""
         from .autograd.engine import backward
         backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
 
     @property
     def data(self) -> "Tensor":
-        return self.detach()
+        """This tensor's values outside autograd: shares memory, but not history or version counter."""
+        out = wrap(self._data, self._dtype)
+        out._storage_src = self
+        return out
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
         self._data = value._data
         self._dtype = value._dtype
 
@@ -359,9 +458,12 @@ class Tensor:
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The NumPy array behind this tensor (shared memory: writes go both ways)."""
         if self._rg and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._dtype is _dt.bfloat16 and not force:
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -374,24 +476,37 @@ class Tensor:
         return self._data.shape[0]
 
     def __bool__(self) -> bool:
-        if self._data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous")
+        n = self._data.size
+        if n != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} "
+                               "is ambiguous")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __complex__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return complex(self.item())
 
     def __index__(self) -> int:
-        if self._dtype.category != 1 or self._data.size != 1:
+        if self._dtype.category == 2 or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._data.reshape(()))
+
+    def __contains__(self, element) -> bool:
+        if isinstance(element, (Tensor, int, float, bool, np.number, np.bool_)):
+            return bool((self == element).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
 
     def __hash__(self) -> int:
         return id(self)
@@ -418,23 +533,32 @@ class Tensor:
         return _reduce_tensor(self)
 
     def __deepcopy__(self, memo):
+        """A leaf copy with its own storage; tensors sharing storage are copied to share a new one."""
         if id(self) in memo:
             return memo[id(self)]
         if self.grad_fn is not None:
             raise RuntimeError(
-                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.")
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+                "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        import copy
         new = type(self).__new__(type(self))
-        new._data = self._data.copy()
+        new._data, storage = _deepcopy_array(self, memo)
+        if storage is not None:
+            new._storage_src = storage
+        elif self._storage_root() is self and self._data.flags.c_contiguous:
+            # later views of self copied in this deepcopy share new's storage
+            memo.setdefault(("ember.storage", id(self)), new)
+            memo.setdefault(id(memo), []).append(self)
         new._dtype = self._dtype
         new._rg = self._rg
         new.grad_fn = None
-        if type(self) is not Tensor:
-            for k, v in self.__dict__.items():
-                if k not in ("_vc", "_base", "grad"):
-                    import copy
-                    new.__dict__[k] = copy.deepcopy(v, memo)
-        if self.grad is not None:
-            new.grad = self.grad.__deepcopy__(memo)
+        for k, v in self.__dict__.items():
+            if k in ("_vc", "_base", "_grad", "_storage_src", "_acc_node", "_hooks", "_post_acc_hooks", "_views"):
+                continue
+            new.__dict__[k] = copy.deepcopy(v, memo)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
         memo[id(self)] = new
         return new
 
@@ -458,6 +582,44 @@ class Tensor:
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}
+
+
+def _empty_strides(shape) -> tuple:
+    # NumPy reports 0 strides for empty arrays; torch keeps contiguous strides (sizes of 0 count as 1)
+    st = []
+    acc = 1
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(st))
+
+
+def _deepcopy_array(t: "Tensor", memo: dict):
+    """Copy ``t``'s data. Tensors sharing one storage share one new storage: the storage (the tensor at
+    the root of ``_base``/``_storage_src``) is copied once per deepcopy call, and ``t`` is rebuilt as
+    the same view of the copy. Returns (array, storage tensor or None)."""
+    a = t._data
+    root_t = t._storage_root()
+    r = root_t._data
+    key = ("ember.storage", id(root_t))
+    storage = memo.get(key)
+    if root_t is t:
+        if storage is not None:                 # a view of t was copied first: reuse its storage
+            return storage._data, None
+        return a.copy(order="K"), None
+    if r.dtype != a.dtype or not r.flags.c_contiguous:
+        return a.copy(order="K"), None
+    if storage is None:
+        storage = memo[key] = wrap(r.copy(), root_t._dtype)
+        memo.setdefault(id(memo), []).append(root_t)   # keep the id valid while memo lives
+    off = (a.__array_interface__["data"][0] - r.__array_interface__["data"][0]) // a.itemsize
+    arr = np.lib.stride_tricks.as_strided(storage._data.reshape(-1)[off:], a.shape, a.strides)
+    return arr, storage
 
 
 def _c_contig(a: np.ndarray) -> bool:

@@ -1,14 +1,23 @@
 """The backward engine: iterative (no Python recursion), dependency-counted, in reverse creation order.
 
-1. Walk the graph from the roots and count, for every node, the edges that feed it.
-2. Seed the roots' gradients; a node is ready once every consumer has sent its gradient.
+1. Walk the graph from the roots and count, for every node *and every leaf*, the edges that feed it.
+2. Seed the roots' gradients; a node (or leaf) is ready once every consumer has sent its gradient, so
+   each one sees the *sum* of its incoming gradients exactly once (hooks run once, as in torch).
 3. Run ready nodes newest-first (by sequence number, as torch does): tensor hooks, pre-hooks, the
    op's derivative, post-hooks; sum each produced gradient to its input's shape/dtype and pass it on.
+   A node that ends up with no gradient at all (every consumer returned None for it) is skipped, and
+   its children are counted done, so shared descendants still run.
 4. Leaves accumulate into ``.grad`` (or into the result list, for ``autograd.grad``).
+
+For ``autograd.grad`` / ``backward(inputs=...)`` only nodes from which a requested input is reachable
+receive gradients, and a node whose only role is to hand its gradient to a requested non-leaf input is
+not executed at all.
 """
 from __future__ import annotations
 
 import heapq
+import sys
+import warnings
 
 import numpy as np
 
@@ -25,67 +34,104 @@ def _as_tuple(x):
     return tuple(x)
 
 
+def _shp(s):
+    return "ember.Size([" + ", ".join(map(str, s)) + "])"
+
+
 def _make_seeds(outputs, grad_outputs, fn_name):
+    """Pair each output with its seed gradient (ones for scalars), checking shapes like torch."""
     seeds = []
     for i, t in enumerate(outputs):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{fn_name}: expected a Tensor as element {i}, got {type(t).__name__}")
-        g = None if grad_outputs is None else grad_outputs[i]
-        if not t._rg:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn")
+            raise TypeError(f"{fn_name}: expected a Tensor as element {i} of the outputs, got {type(t).__name__}")
+        g = None if grad_outputs is None or i >= len(grad_outputs) else grad_outputs[i]
         if g is None:
+            if not t._rg:
+                raise RuntimeError(
+                    f"element {i} of tensors does not require grad and does not have a grad_fn")
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)
         elif not isinstance(g, Tensor):
-            g = wrap(np.full(t._data.shape, g, dtype=t._dtype.np), t._dtype)
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:
             if g._data.shape != t._data.shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {_shp(g._data.shape)} and "
                     f"output[{i}] has a shape of {_shp(t._data.shape)}.")
-            if g._dtype is not t._dtype and g._dtype.is_floating_point != t._dtype.is_floating_point:
+            if not t._rg:
                 raise RuntimeError(
-                    f"For output {i}: grad_output dtype {g._dtype} is incompatible with output dtype {t._dtype}")
+                    f"element {i} of tensors does not require grad and does not have a grad_fn")
+            if g._dtype is not t._dtype:
+                # the engine hands each node gradients of its output's dtype
+                g = g.detach().to(t._dtype)
         seeds.append((t, g))
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad_outputs has {len(grad_outputs)} gradients for {len(outputs)} outputs; "
+                           "they must match in number")
     return seeds
 
 
-def _shp(s):
-    return "torch.Size([" + ", ".join(map(str, s)) + "])"
+def _check_inputs(inputs, what):
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+        if not t._rg:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-    """``ember.autograd.backward``: accumulate gradients of ``tensors`` into leaves' ``.grad``."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None) -> None:
+    """``ember.autograd.backward``: accumulate gradients of ``tensors`` into the leaves' ``.grad``.
+
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> ember.autograd.backward((x * x).sum())
+        >>> x.grad
+        tensor([2., 4.])
+    """
+    if grad_variables is not None and grad_tensors is None:
+        grad_tensors = grad_variables
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors)
-    if grad_tensors is not None and len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
     if retain_graph is None:
         retain_graph = create_graph
     targets = None
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if len(inputs) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        _check_inputs(inputs, "backward")
         targets = list(inputs)
     seeds = _make_seeds(tensors, grad_tensors, "backward")
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter "
+            "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+            "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+            "of your parameters to None after use to break the cycle and avoid the leak.", stacklevel=3)
     _run(seeds, retain_graph, create_graph, targets, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """``ember.autograd.grad``: gradients of ``outputs`` w.r.t. ``inputs``, returned, not accumulated."""
+    """``ember.autograd.grad``: gradients of ``outputs`` w.r.t. ``inputs``, returned, not accumulated.
+
+        >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+        >>> ember.autograd.grad((x * x).sum(), x)
+        (tensor([2., 4.]),)
+    """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if is_grads_batched:
+        raise RuntimeError("autograd.grad: is_grads_batched=True is not supported by ember (it needs vmap); "
+                           "call grad once per batch element instead")
     outputs = _as_tuple(outputs)
-    single = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs)
     if allow_unused is None:
         allow_unused = materialize_grads
-    for i, t in enumerate(inputs):
-        if not t._rg:
-            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+    _check_inputs(inputs, "grad")
     if retain_graph is None:
         retain_graph = create_graph
     seeds = _make_seeds(outputs, grad_outputs, "grad")
@@ -97,7 +143,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 g = wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype)
             elif not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior.")
         out.append(g)
     return tuple(out)
@@ -107,8 +153,18 @@ def _key(t):
     return id(t) if t.grad_fn is None else (id(t.grad_fn), t._output_nr)
 
 
+class _Leaf:
+    """Gradient buffer of one leaf tensor during a backward pass."""
+
+    __slots__ = ("tensor", "grad")
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.grad = None
+
+
 def _run(seeds, keep_graph, create_graph, targets, accumulate):
-    # --- 1. count dependencies ---------------------------------------------------------------
+    # --- 1. discover the graph and count the edges feeding every node and leaf -------------------
     deps: dict = {}
     nodes: dict = {}
     stack = []
@@ -120,35 +176,45 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
     while stack:
         node = stack.pop()
         if node.released and node.op.save:
-            node._check()
+            node._check()            # raises torch's "backward through the graph a second time"
         for e in node.edges:
-            if e is None or type(e) is not tuple:
+            if e is None:
                 continue
-            child = e[0]
-            cid = id(child)
-            deps[cid] = deps.get(cid, 0) + 1
-            if cid not in nodes:
-                nodes[cid] = child
-                stack.append(child)
+            if type(e) is tuple:
+                child = e[0]
+                cid = id(child)
+                deps[cid] = deps.get(cid, 0) + 1
+                if cid not in nodes:
+                    nodes[cid] = child
+                    stack.append(child)
+            else:
+                lid = id(e)
+                deps[lid] = deps.get(lid, 0) + 1
 
     # --- targets (autograd.grad / backward(inputs=...)) and pruning ----------------------------
     target_index = None
-    needed = None
+    needed = executed = None
     results = None
     if targets is not None:
         target_index = {}
         for i, t in enumerate(targets):
             target_index.setdefault(_key(t), []).append(i)
         results = [None] * len(targets)
-        needed = _needed_nodes(nodes, target_index)
+        needed, executed = _needed_nodes(nodes, target_index)
 
-    buffers: dict = {}
-    handed_out: set = set()
+    buffers: dict = {}       # id(node) -> [grad per output]
+    leaves: dict = {}        # id(leaf) -> _Leaf
     ready: list = []
 
     def send(edge, g):
-        if type(edge) is not tuple:        # a leaf tensor
-            _leaf(edge, g)
+        if type(edge) is not tuple:        # a leaf tensor: buffer until every producer is done
+            lid = id(edge)
+            lb = leaves.get(lid)
+            if lb is None:
+                if target_index is not None and lid not in target_index:
+                    return                 # not requested: torch does not run its AccumulateGrad
+                lb = leaves[lid] = _Leaf(edge)
+            lb.grad = g if lb.grad is None else lb.grad + g
             return
         node, nr = edge
         nid = id(node)
@@ -160,77 +226,83 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
         prev = buf[nr]
         buf[nr] = g if prev is None else prev + g
 
-    def _leaf(leaf, g):
-        if leaf._hooks:
-            for h in list(leaf._hooks.values()):
-                r = h(g)
-                if r is not None:
-                    g = r
-        if target_index is not None:
-            idx = target_index.get(id(leaf))
-            if idx is None:
-                return
-            if not accumulate:
-                for i in idx:
-                    results[i] = g if results[i] is None else results[i] + g
-                return
-        _accumulate(leaf, g, create_graph, handed_out)
+    def flush_leaf(lid):
+        lb = leaves.pop(lid, None)
+        if lb is not None and lb.grad is not None:
+            _leaf(lb, target_index, results, accumulate, create_graph)
+
+    def finish(node):
+        # ``node`` has run (or been skipped): count its edges done; start whatever became ready
+        work = [node]
+        while work:
+            n = work.pop()
+            for e in n.edges:
+                if e is None:
+                    continue
+                if type(e) is tuple:
+                    child = e[0]
+                    cid = id(child)
+                    d = deps[cid] - 1
+                    deps[cid] = d
+                    if d == 0:
+                        if cid in buffers:
+                            heapq.heappush(ready, (-child.seq, cid, child))
+                        else:
+                            # no gradient reached it: skip it, but free it and count its edges done
+                            if not keep_graph:
+                                child.release()
+                            work.append(child)
+                else:
+                    lid = id(e)
+                    d = deps[lid] - 1
+                    deps[lid] = d
+                    if d == 0:
+                        flush_leaf(lid)
 
     prev_mode = _gm.GRAD[0]
     _gm.GRAD[0] = bool(create_graph)
     try:
         for t, g in seeds:
-            handed_out.add(id(g._data))
             if t.grad_fn is None:
-                _leaf(t, g)
+                send(t, g)
             else:
                 send((t.grad_fn, t._output_nr), g)
-        for nid, node in nodes.items():
-            if deps.get(nid, 0) == 0 and nid in buffers:
+        for t, _ in seeds:
+            if t.grad_fn is None and deps.get(id(t), 0) == 0:
+                flush_leaf(id(t))
+        roots = {}
+        for t, _ in seeds:
+            fn = t.grad_fn
+            if fn is not None and deps.get(id(fn), 0) == 0:
+                roots[id(fn)] = fn
+        for nid, node in roots.items():
+            if nid in buffers:
                 heapq.heappush(ready, (-node.seq, nid, node))
+            else:
+                if not keep_graph:
+                    node.release()
+                finish(node)
         while ready:
             _, nid, node = heapq.heappop(ready)
-            grads = buffers.pop(nid, None)
-            if grads is not None and (needed is None or nid in needed):
-                _run_node(node, grads, send, target_index, results, accumulate, keep_graph)
-            # children become ready as their last consumer finishes
-            for e in node.edges:
-                if type(e) is tuple:
-                    cid = id(e[0])
-                    d = deps[cid] - 1
-                    deps[cid] = d
-                    if d == 0:
-                        if cid in buffers:
-                            heapq.heappush(ready, (-e[0].seq, cid, e[0]))
-                        elif not keep_graph:
-                            _release_subgraph(e[0], deps)
+            grads = buffers.pop(nid)
+            _run_node(node, grads, send, target_index, results, keep_graph,
+                      executed is None or nid in executed)
+            finish(node)
         if accumulate and targets is not None:
             # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad as well
             for t, g in zip(targets, results):
                 if t.grad_fn is not None and g is not None:
-                    _accumulate(t, g, create_graph, handed_out)
+                    _accumulate(t, g, create_graph)
     finally:
         _gm.GRAD[0] = prev_mode
     return results
 
 
-def _release_subgraph(node, deps):
-    # a node that received no gradient is never run; free it and count it done for its children
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        n.release()
-        for e in n.edges:
-            if type(e) is tuple:
-                cid = id(e[0])
-                deps[cid] -= 1
-                if deps[cid] == 0:
-                    stack.append(e[0])
-
-
 def _needed_nodes(nodes, target_index):
-    """Nodes from which some target is reachable (only those run in autograd.grad)."""
+    """(needed, executed): nodes from which a target is reachable (they receive gradients), and those
+    among them whose derivative must run (some edge leads on to a target)."""
     needed = set()
+    executed = set()
     order = []
     seen = set()
     for nid, node in nodes.items():
@@ -250,24 +322,48 @@ def _needed_nodes(nodes, target_index):
                 if type(e) is tuple and id(e[0]) not in seen:
                     stack.append((e[0], False))
     for n in order:  # post-order: children first
-        hit = any((id(n), nr) in target_index for nr in range(n.nout))
-        if not hit:
-            for e in n.edges:
-                if e is None:
-                    continue
-                if type(e) is tuple:
-                    if id(e[0]) in needed:
-                        hit = True
-                        break
-                elif id(e) in target_index:
-                    hit = True
+        run = False
+        for e in n.edges:
+            if e is None:
+                continue
+            if type(e) is tuple:
+                if id(e[0]) in needed:
+                    run = True
                     break
-        if hit:
-            needed.add(id(n))
-    return needed
+            elif id(e) in target_index:
+                run = True
+                break
+        nid = id(n)
+        if run:
+            executed.add(nid)
+            needed.add(nid)
+        elif any((nid, nr) in target_index for nr in range(n.nout)):
+            needed.add(nid)
+    return needed, executed
 
 
-def _run_node(node, grads, send, target_index, results, accumulate, keep_graph):
+def _leaf(lb, target_index, results, accumulate, create_graph):
+    """A leaf's summed gradient: run its hooks, then capture it (grad) or accumulate it (backward)."""
+    leaf = lb.tensor
+    g = lb.grad
+    lb.grad = None          # hand over the only reference, so _accumulate may take the array over
+    if leaf._hooks:
+        for h in list(leaf._hooks.values()):
+            r = h(g)
+            if r is not None:
+                g = r
+    if target_index is not None:
+        idx = target_index.get(id(leaf))
+        if idx is None:
+            return
+        if not accumulate:
+            for i in idx:
+                results[i] = g if results[i] is None else results[i] + g
+            return
+    _accumulate(leaf, g, create_graph)
+
+
+def _run_node(node, grads, send, target_index, results, keep_graph, execute=True):
     # tensor hooks (register_hook on non-leaf tensors, retain_grad) see each output's gradient
     if node.tensor_hooks:
         for nr, hooks in node.tensor_hooks.items():
@@ -290,6 +386,8 @@ def _run_node(node, grads, send, target_index, results, accumulate, keep_graph):
             if idx is not None and grads[nr] is not None:
                 for i in idx:
                     results[i] = grads[nr] if results[i] is None else results[i] + grads[nr]
+    if not execute:
+        return
     if node.pre_hooks:
         for h in list(node.pre_hooks.values()):
             r = h(tuple(grads))
@@ -297,28 +395,26 @@ def _run_node(node, grads, send, target_index, results, accumulate, keep_graph):
                 grads = list(r)
     if node.nout > 1:
         grads = _materialize(node, grads)
-    if all(e is None for e in node.edges):
-        if not keep_graph:
-            node.release()
-        return
     op = node.op
     try:
         gi = op.backward(node, *grads)
-    except Exception as exc:
+    except Exception:
         if node.trace is not None:
-            import warnings
-            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{node.trace}")
+            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
+                          f"error:\n{node.trace}", stacklevel=2)
         raise
     if type(gi) is not tuple:
         gi = (gi,) if not isinstance(gi, list) else tuple(gi)
     edges = node.edges
     if len(gi) < len(edges):
         gi = gi + (None,) * (len(edges) - len(gi))
+    gi = _validate(node, gi)
     if node.hooks:
+        # post-hooks see gradients already reduced to each input's shape and dtype, as in torch
         for h in list(node.hooks.values()):
             r = h(gi, tuple(grads))
             if r is not None:
-                gi = tuple(r)
+                gi = _validate(node, tuple(r))
     if not keep_graph:
         node.release()
     check_nan = _anomaly.ENABLED[0] and _anomaly.CHECK_NAN[0]
@@ -328,20 +424,38 @@ def _run_node(node, grads, send, target_index, results, accumulate, keep_graph):
         g = gi[i]
         if g is None:
             continue
+        if check_nan and g._dtype.is_floating_point and np.isnan(g._data).any():
+            if node.trace is not None:
+                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
+                              f"error:\n{node.trace}", stacklevel=2)
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+        send(e, g)
+
+
+def _validate(node, gi):
+    """Check each produced gradient and bring it to its input's shape (summing broadcast dims) and dtype."""
+    out = list(gi)
+    meta = node.in_meta
+    for i, e in enumerate(node.edges):
+        if e is None or i >= len(out):
+            continue
+        g = out[i]
+        if g is None:
+            continue
         if not isinstance(g, Tensor):
-            raise TypeError(f"Function {node.name()} returned a {type(g).__name__} as gradient {i}; expected a Tensor or None")
-        shape, dt = node.in_meta[i]
+            raise TypeError(f"Function {node.name()} returned a {type(g).__name__} as gradient {i}; "
+                            "expected a Tensor or None")
+        shape, dt = meta[i]
         if g._data.shape != shape:
             g = _fit_shape(g, shape, node, i)
         if g._dtype is not dt:
             g = g.to(dt)
-        if check_nan and np.isnan(g._data).any():
-            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output."
-                               + (f"\nForward call that made it:\n{node.trace}" if node.trace else ""))
-        send(e, g)
+        out[i] = g
+    return tuple(out)
 
 
 def _materialize(node, grads):
+    """Zeros for outputs that got no gradient (torch materialises them for multi-output nodes)."""
     if all(g is not None for g in grads):
         return grads
     meta = node.ctx_data.get("out_meta") if isinstance(node.ctx_data, dict) else None
@@ -362,21 +476,56 @@ def _fit_shape(g, shape, node, i):
             f"[{', '.join(map(str, shape))}]") from None
 
 
-def _accumulate(leaf, g, create_graph, handed_out):
+# references to a gradient the engine may take over: the caller's local, the argument, getrefcount's own
+_STEAL_REFS = 3
+
+
+def _grad_layout(leaf, d):
+    """An array for ``leaf.grad`` holding ``d``: the leaf's strides when it is dense (torch's layout
+    contract), C order otherwise."""
+    ld = leaf._data
+    dense = ld.flags.c_contiguous or ld.flags.f_contiguous or _dense(ld)
+    out = np.empty_like(ld, order="K") if dense else np.empty(ld.shape, dtype=ld.dtype)
+    np.copyto(out, d, casting="unsafe")
+    return out
+
+
+def _dense(a):
+    # non-overlapping and dense: sorting strides gives a contiguous layout
+    dims = sorted((st, n) for n, st in zip(a.shape, a.strides) if n != 1)
+    expected = a.itemsize
+    for st, n in dims:
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _accumulate(leaf, g, create_graph):
+    """Add ``g`` into ``leaf.grad`` following torch's AccumulateGrad rules."""
     cur = leaf.grad
     if cur is None:
-        if create_graph:
-            leaf.grad = g
+        if create_graph and _gm.GRAD[0]:
+            # torch stores a differentiable copy, so the graph of g stays reachable from .grad
+            c = g.clone() if g._rg else wrap(np.array(g._data), g._dtype)
+            if c.grad_fn is not None:
+                c.grad_fn._name = "CopyBackwards"
+            leaf._grad = c
         else:
             d = g._data
-            if id(d) in handed_out or d.base is not None or not d.flags.writeable or not d.flags.c_contiguous:
-                d = np.array(d, order="C")
-            handed_out.add(id(d))
-            leaf.grad = wrap(d, g._dtype)
-    elif create_graph or cur.grad_fn is not None or not cur._data.flags.writeable:
-        leaf.grad = cur + g
+            ld = leaf._data
+            # take over a freshly computed array nobody else holds; copy anything else
+            if (d.base is None and d.flags.writeable and d.strides == ld.strides
+                    and sys.getrefcount(g) <= _STEAL_REFS and sys.getrefcount(d) <= _STEAL_REFS):
+                leaf._grad = wrap(d, g._dtype)
+            else:
+                leaf._grad = wrap(_grad_layout(leaf, d), g._dtype)
+    elif create_graph and _gm.GRAD[0]:
+        leaf._grad = cur + g
+    elif cur.grad_fn is not None or not cur._data.flags.writeable:
+        leaf._grad = cur + g
     else:
-        np.add(cur._data, g._data, out=cur._data)
+        np.add(cur._data, g._data, out=cur._data, casting="unsafe")
         cur._bump()
     if leaf._post_acc_hooks:
         for h in list(leaf._post_acc_hooks.values()):

@@ -9,57 +9,82 @@
     ...     def backward(ctx, g):
     ...         (x,) = ctx.saved_tensors
     ...         return 2 * x * g
+    >>> x = ember.tensor([3.0], requires_grad=True)
+    >>> Square.apply(x).backward()
+    >>> x.grad
+    tensor([6.])
 
-``forward`` runs with grad recording off; one graph node links the outputs to the tensor inputs and
-calls ``backward`` (with grad mode on under ``create_graph``, so double backward works when
-``backward`` is written in ember ops).
+``forward`` runs with grad recording off; one graph node links the tensor outputs to the tensor
+inputs and calls ``backward`` (with grad mode on under ``create_graph``, so double backward works when
+``backward`` is written in ember ops). The node reuses the engine's op protocol through ``_FnOp``.
 """
 from __future__ import annotations
 
-from ..tensor import Tensor
+import functools
+
+from ..tensor import Tensor, wrap
 from . import grad_mode as _gm
-from .node import Node
+from .node import Node, _version_error
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
+          "they have already been freed). Saved intermediate values of the graph are freed when you call "
+          ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+          "graph a second time or if you need to access saved tensors after calling backward.")
 
 
 class FunctionCtx:
-    """The ``ctx`` object passed to forward and backward."""
+    """The ``ctx`` object passed to forward and backward; it also carries user attributes."""
 
     def __init__(self):
         self._saved = ()
         self._saved_versions = ()
         self.needs_input_grad = ()
         self._non_diff = set()
+        self._dirty = ()
         self.materialize_grads = True
         self._released = False
 
     def save_for_backward(self, *tensors):
+        """Keep tensors (or None) for backward; an in-place change to one of them is an error later."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
         self._saved = tensors
         self._saved_versions = tuple(t._get_vc()[0] if isinstance(t, Tensor) else None for t in tensors)
 
     def save_for_forward(self, *tensors):
-        pass
+        """Forward-mode AD is not implemented in ember; the tensors are kept for API compatibility."""
+        self._saved_forward = tensors
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> tuple:
         if self._released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved tensors "
-                "after they have already been freed). Specify retain_graph=True if you need to backward "
-                "through the graph a second time or if you need to access saved tensors after calling backward.")
+            raise RuntimeError(_FREED)
         for t, v in zip(self._saved, self._saved_versions):
             if isinstance(t, Tensor) and t._get_vc()[0] != v:
-                from .node import _version_error
                 _version_error(t, None, t._vc[0], v)
         return self._saved
 
+    def _release(self):
+        if self._saved:
+            self._released = True
+            self._saved = ()
+
     def mark_non_differentiable(self, *tensors):
+        """Outputs that get no gradient (their ``requires_grad`` is False)."""
         self._non_diff.update(id(t) for t in tensors)
 
     def mark_dirty(self, *tensors):
-        pass
+        """Inputs that forward modified in place (they must also be returned as outputs)."""
+        self._dirty = tensors
 
     def set_materialize_grads(self, value: bool):
+        """With False, backward receives None (not zeros) for outputs that got no gradient."""
         self.materialize_grads = value
+
+
+BackwardCFunction = FunctionCtx
 
 
 class _FnOp:
@@ -78,9 +103,10 @@ class _FnOp:
 
     def backward(self, node, *grads):
         ctx = node.ctx_data["ctx"]
-        if ctx._released:
-            ctx.saved_tensors  # raises the standard error
-        res = self.cls.backward(ctx, *grads)
+        cls = self.cls
+        # a subclass may define vjp instead of backward
+        bw = cls.vjp if cls.backward is Function.backward and cls.vjp is not Function.vjp else cls.backward
+        res = bw(ctx, *grads)
         if not isinstance(res, tuple):
             res = (res,)
         nin = len(node.edges)
@@ -90,6 +116,10 @@ class _FnOp:
             else:
                 raise RuntimeError(f"function {self.node_name} returned an incorrect number of gradients "
                                    f"(expected {nin}, got {len(res)})")
+        for i, r in enumerate(res):
+            if r is not None and not ctx._input_is_tensor[i]:
+                raise RuntimeError(f"function {self.node_name} returned a gradient different than None at "
+                                   f"position {i + 1}, but the corresponding forward input was not a Variable")
         return res
 
 
@@ -111,17 +141,31 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
-    vjp = backward
+    @staticmethod
+    def vjp(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("ember does not implement forward-mode AD (jvp)")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        pass
+        raise NotImplementedError("setup_context is not implemented.")
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please "
+                           "use new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward`` without recording, then link the outputs to the inputs with one node."""
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
-        prev = _gm.GRAD[0]
+        grad_on = _gm.GRAD[0]
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg and grad_on for a in args)
+        ctx._input_is_tensor = tuple(isinstance(a, Tensor) for a in args)
         _gm.GRAD[0] = False
         try:
             if cls.setup_context is not Function.setup_context:
@@ -130,38 +174,103 @@ class Function(metaclass=_FunctionMeta):
             else:
                 out = cls.forward(ctx, *args, **kwargs)
         finally:
-            _gm.GRAD[0] = prev
+            _gm.GRAD[0] = grad_on
         single = not isinstance(out, tuple)
         outs = (out,) if single else out
-        if prev and any(ctx.needs_input_grad):
-            tensor_outs = []
-            fixed = []
-            for o in outs:
-                if isinstance(o, Tensor):
-                    # an input returned as is must become a new tensor with this node as history
-                    if any(o is a for a in args):
-                        o = o.detach()
-                        o._base = None
-                    tensor_outs.append(o)
-                fixed.append(o)
-            outs = tuple(fixed)
-            nondiff = tuple(i for i, o in enumerate(tensor_outs) if id(o) in ctx._non_diff)
-            op = _FnOp(cls, len(tensor_outs), nondiff)
-            node = Node.record(op, args, {}, tuple(tensor_outs))
-            node.ctx_data = dict(node.ctx_data or {}, ctx=ctx)
-            node._name = op.node_name
-            if ctx.materialize_grads and len(tensor_outs) > 1:
-                node.ctx_data["out_meta"] = [(o._data.shape, o._dtype) for o in tensor_outs]
-        return outs[0] if single else outs
+        dirty = {id(t) for t in ctx._dirty}
+        for t in ctx._dirty:
+            if not any(o is t for o in outs):
+                raise RuntimeError("Some elements marked as dirty during the forward method were not returned "
+                                   "as output. The inputs that are modified inplace must all be outputs of the "
+                                   "Function.")
+        if not (grad_on and any(ctx.needs_input_grad)):
+            return out
+        fixed = []
+        tensor_outs = []
+        for o in outs:
+            if isinstance(o, Tensor):
+                if id(o) in dirty:
+                    _check_dirty(o)
+                elif any(o is a for a in args):
+                    # an input returned as is becomes a new tensor (same data) carrying this node
+                    o = _alias(o)
+                tensor_outs.append(o)
+            fixed.append(o)
+        nondiff = tuple(i for i, o in enumerate(tensor_outs) if id(o) in ctx._non_diff)
+        op = _FnOp(cls, len(tensor_outs), nondiff)
+        # dirty outputs keep their object; their history moves onto this node (output_nr as set below)
+        node = Node.record(op, args, {}, tuple(tensor_outs))
+        node._name = op.node_name
+        cd = dict(node.ctx_data or {})
+        cd["ctx"] = ctx
+        if ctx.materialize_grads and len(tensor_outs) > 1:
+            # non-differentiable outputs still get zero gradients, as torch documents
+            cd["out_meta"] = [(o._data.shape, o._dtype) for o in tensor_outs]
+        else:
+            cd.pop("out_meta", None)
+        node.ctx_data = cd
+        fixed = tuple(fixed)
+        return fixed[0] if single else fixed
+
+
+def _alias(t: Tensor) -> Tensor:
+    out = wrap(t._data, t._dtype)
+    out._vc = t._get_vc()
+    out._storage_src = t
+    return out
+
+
+def _check_dirty(t: Tensor) -> None:
+    if t._rg and t.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    if t._base is not None and t._base._rg:
+        raise RuntimeError("ember: mark_dirty on a view of a tensor that requires grad is not supported; "
+                           "modify the base tensor instead")
 
 
 class InplaceFunction(Function):
-    pass
+    """A Function with an ``inplace`` flag (torch's legacy helper base class)."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
 
 
 class NestedIOFunction(Function):
-    pass
+    """Not supported by ember: torch's legacy nested-IO Function API."""
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        raise RuntimeError("ember does not support NestedIOFunction (a deprecated torch API); "
+                           "use autograd.Function with static forward/backward")
+
+
+class _OnceDifferentiableError(Function):
+    """Identity whose backward refuses: the result of a @once_differentiable backward."""
+
+    @staticmethod
+    def forward(ctx, *grads):
+        return grads if len(grads) != 1 else grads[0]
+
+    @staticmethod
+    def backward(ctx, *gg):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
 
 
 def once_differentiable(fn):
-    return fn
+    """Decorate a ``backward`` that is not itself differentiable: it runs under no_grad, and trying to
+    differentiate its result (double backward) raises."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with _gm.no_grad():
+            out = fn(ctx, *args)
+        if not _gm.GRAD[0]:
+            return out
+        if not any(isinstance(a, Tensor) and a._rg for a in args):
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        # results become outputs of a node that raises when differentiated (torch's DelayedError)
+        fake = [o.detach().requires_grad_() if isinstance(o, Tensor) and o._dtype.is_floating_point else o
+                for o in outs]
+        return _OnceDifferentiableError.apply(*fake)
+    return wrapper

@@ -8,6 +8,8 @@ alive in a reference cycle.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..tensor import Tensor, _RemovableHandle
@@ -18,7 +20,7 @@ _seq = [0]
 
 class Node:
     __slots__ = ("op", "args", "attrs", "edges", "in_meta", "saved_out", "versions", "released",
-                 "tensor_hooks", "hooks", "pre_hooks", "seq", "trace", "nout", "metadata", "ctx_data",
+                 "tensor_hooks", "hooks", "pre_hooks", "seq", "trace", "nout", "_metadata", "ctx_data",
                  "__weakref__", "_name")
 
     def __init__(self, op, args, attrs, nout):
@@ -33,7 +35,7 @@ class Node:
         self.hooks = None
         self.pre_hooks = None
         self.trace = None
-        self.metadata = None
+        self._metadata = None
         self.ctx_data = None
         self._name = None
         _seq[0] += 1
@@ -117,7 +119,7 @@ class Node:
         outs = []
         for i, (data, dt, vc, v) in enumerate(self.saved_out):
             if vc[0] != v:
-                _version_error(None, self, vc[0], v, output=i)
+                _version_error((data.shape, dt), self, vc[0], v, output=i)
             t = Tensor.__new__(Tensor)
             t._data = data
             t._dtype = dt
@@ -148,13 +150,21 @@ class Node:
         return self._name or self.op.node_name
 
     @property
+    def metadata(self) -> dict:
+        """A dict the user may annotate the node with (torch's ``Node.metadata``)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    @property
     def next_functions(self) -> tuple:
+        """``((node, output_nr), ...)`` per input: the producing node, a leaf's AccumulateGrad, or None."""
         res = []
         for e in self.edges:
             if e is None:
                 res.append((None, 0))
             elif isinstance(e, Tensor):
-                res.append((AccumulateGrad(e), 0))
+                res.append((AccumulateGrad.of(e), 0))
             else:
                 res.append(e)
         return tuple(res)
@@ -183,10 +193,14 @@ class Node:
         return _RemovableHandle(d, k)
 
     def release(self) -> None:
+        """Free what backward saved (called after a backward pass without ``retain_graph``)."""
         self.released = True
         self.args = None
         self.saved_out = None
-        self.ctx_data = None
+        self.versions = None
+        cd = self.ctx_data
+        if cd is not None and "ctx" in cd:
+            cd["ctx"]._release()
 
     def __call__(self, *grads):
         return self.op.backward(self, *grads)
@@ -195,13 +209,29 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
 
-class AccumulateGrad:
-    """The node torch shows for a leaf in ``next_functions``."""
+class AccumulateGrad(Node):
+    """The node torch shows for a leaf in ``next_functions`` (one per leaf, made on first request).
+
+    The engine accumulates into leaves directly; this object exists for graph inspection. Its hooks
+    map onto the leaf's tensor hooks (pre-hooks) and post-accumulate-grad hooks.
+    """
 
     __slots__ = ("variable",)
 
     def __init__(self, variable):
         self.variable = variable
+        self.edges = ()
+        self.nout = 1
+        self._name = None
+        self._metadata = None
+
+    @staticmethod
+    def of(t: Tensor) -> "AccumulateGrad":
+        acc = t._acc_node
+        if acc is None or acc.variable is not t:
+            acc = AccumulateGrad(t)
+            t._acc_node = acc
+        return acc
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
@@ -210,14 +240,26 @@ class AccumulateGrad:
     def next_functions(self):
         return ()
 
+    def register_prehook(self, hook):
+        """``hook((grad,)) -> (new_grad,) | None`` before the gradient is accumulated."""
+        def tensor_hook(g):
+            r = hook((g,))
+            return None if r is None else r[0]
+        return self.variable.register_hook(tensor_hook)
+
+    def register_hook(self, hook):
+        """``hook(grad_inputs=(), grad_outputs=(grad,))`` after the gradient is accumulated."""
+        v = self.variable
+
+        def post(t):
+            hook((), (t.grad,))
+        return v.register_post_accumulate_grad_hook(post)
+
+    def __call__(self, *grads):
+        raise RuntimeError("AccumulateGrad nodes cannot be called directly in ember")
+
     def __repr__(self):
         return f"<AccumulateGrad object at {hex(id(self))}>"
-
-    def __eq__(self, other):
-        return isinstance(other, AccumulateGrad) and other.variable is self.variable
-
-    def __hash__(self):
-        return id(self.variable)
 
 
 def _type_name(t) -> str:
@@ -225,16 +267,29 @@ def _type_name(t) -> str:
     return f"ember.{dtype_name(t._dtype)}Tensor"
 
 
+def _short_name(node) -> str:
+    # torch names the op in this message: "MulBackward0" -> "Mul", "MyFnBackward" -> "MyFn"
+    return re.sub(r"Backward\d*$", "", node.name())
+
+
 def _version_error(t, node, now, expected, output=None):
-    desc = ""
-    if t is not None:
-        desc = f"[{_type_name(t)} [{', '.join(map(str, t._data.shape))}]]"
+    """torch's error for a saved tensor modified in place. ``t`` is the saved tensor, or for a saved
+    output ``(shape, dtype)`` with ``node`` the node that saved it."""
+    from ..ops.registry import dtype_name
+    if isinstance(t, Tensor):
+        desc = f"[ember.{dtype_name(t._dtype)}Tensor [{', '.join(map(str, t._data.shape))}]]"
         if t.grad_fn is not None:
-            desc += f", which is output {t._output_nr} of {t.grad_fn.name()},"
+            desc += f", which is output {t._output_nr} of {_short_name(t.grad_fn)},"
     else:
-        desc = f"output {output} of {node.name()},"
+        shape, dt = t
+        desc = (f"[ember.{dtype_name(dt)}Tensor [{', '.join(map(str, shape))}]], which is output {output} "
+                f"of {_short_name(node)},")
+    if _anomaly.ENABLED[0]:
+        hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+                "The variable in question was changed in there or anywhere later. Good luck!")
+    else:
+        hint = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+                "with ember.autograd.set_detect_anomaly(True, check_nan=False).")
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: {desc} is at version {now}; expected version {expected} instead. Hint: the "
-        "backtrace further above can point to the operation that failed to compute its gradient. "
-        "The variable in question was changed in there or anywhere later. Good luck!")
+        f"operation: {desc} is at version {now}; expected version {expected} instead. {hint}")

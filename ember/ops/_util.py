@@ -19,7 +19,8 @@ def dims_arg(dim, ndim: int):
         return (_wrap_dim(int(dim), ndim),)
     out = tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+        dup = next(d for d in out if out.count(d) > 1)
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     return out
 
 

@@ -20,6 +20,9 @@ def _finish(arr, dtype, requires_grad, device=None):
     _check_device(device)
     t = wrap(arr, dtype)
     if requires_grad:
+        if not t._dtype.is_floating_point:
+            # factories word this differently from requires_grad_ (as torch does)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 

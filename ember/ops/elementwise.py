@@ -197,9 +197,13 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``."""
     if out is not None:
         return _out(sub(input, other, alpha=alpha), out)
-    if isinstance(input, Tensor) and isinstance(other, Tensor) and input._dtype is _dt.bool and other._dtype is _dt.bool:
+    nbool = sum(1 for x in (input, other) if (x._dtype is _dt.bool if isinstance(x, Tensor) else isinstance(x, bool)))
+    if nbool == 2:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
+    if nbool == 1:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
     if alpha == 1:
         return binary(SUB, input, other, name="sub")
     return _with_alpha(SUB, input, other, alpha)

@@ -12,6 +12,7 @@ import numpy as np
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node
+from ..autograd.views import refresh as refresh_views
 from .registry import dtype_name
 
 
@@ -46,7 +47,7 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
         raise RuntimeError(
             f"{name}: output with shape {list(self._data.shape)} doesn't match the broadcast shape "
             f"{list(r._data.shape)}")
-    if not (GRAD[0] and r._rg):
+    if not (GRAD[0] and (r._rg or self._rg)):
         np.copyto(self._data, r._data, casting="unsafe")
         self._bump()
         return self
@@ -76,10 +77,20 @@ def rebase_history(self: Tensor, r: Tensor) -> None:
     if r._dtype is not self._dtype:
         r = r.to(self._dtype)
     base = self._base
+    if base is None and not r._rg:
+        # overwritten by a constant: the old history must receive a zero gradient
+        from .shape import COPY_SLICES
+        old = wrap(self._data, self._dtype)
+        old._rg, old.grad_fn, old._output_nr = True, self.grad_fn, self._output_nr
+        geom = np.arange(self._data.size, dtype=np.int64).reshape(self._data.shape)
+        Node.record(COPY_SLICES, (old, r), {"geom": geom}, (self,))
+        self._output_nr = 0
+        return
     if base is None:
         self.grad_fn = r.grad_fn
         self._output_nr = r._output_nr
         self._rg = True
+        refresh_views(self)
         return
     from .shape import COPY_SLICES, AS_STRIDED, view_geometry
     geom = view_geometry(base, self)
@@ -93,6 +104,7 @@ def rebase_history(self: Tensor, r: Tensor) -> None:
     base._output_nr = 0
     Node.record(AS_STRIDED, (base,), {"geom": geom}, (self,))
     self._output_nr = 0
+    refresh_views(base, skip=self)
 
 
 def copy_out(result: Tensor, out: Tensor) -> Tensor:

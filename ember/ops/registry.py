@@ -17,6 +17,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _BY_NP
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node
+from ..autograd.views import track as _track_view
 
 REGISTRY: dict[str, "OpDef"] = {}
 HOOKS: list = []          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
@@ -113,6 +114,8 @@ def apply_view(op: OpDef, args: tuple, attrs: dict = _EMPTY):
     for o in outs:
         o._vc = vc
         o._base = root
+        if o._rg:
+            _track_view(root, o)    # so an in-place write to the base can refresh this view's history
     return out
 
 

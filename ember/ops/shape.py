@@ -334,6 +334,8 @@ GETITEM = register("getitem_basic", lambda x, key: x[key], _getitem_bw, prim="sl
 
 def getitem_basic(x, key):
     """A view selected by a basic key (ints, slices with positive steps, None, Ellipsis)."""
+    if type(key) is tuple and not any(k is Ellipsis for k in key):
+        key = key + (Ellipsis,)  # NumPy returns a scalar copy, not a 0-d view, when ints select every dim
     return apply_view(GETITEM, (x,), {"key": key})
 
 
@@ -499,6 +501,7 @@ def _copy_slices_bw(ctx, g):
 
 
 COPY_SLICES = register("copy_slices", _copy_slices_kernel, _copy_slices_bw, prim="scatter")
+COPY_SLICES.node_name = "torch::autograd::CopySlices"   # torch's name for this node
 
 
 def _byte_offsets(a: np.ndarray, ptr0: int) -> np.ndarray:
@@ -533,7 +536,7 @@ def as_strided(input, size, stride, storage_offset=None):
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
     base = input._base if input._base is not None else input
-    bd = base._data
+    bd = input._storage_root()._data
     if not bd.flags.c_contiguous:
         raise RuntimeError("as_strided: ember supports it only on tensors whose storage is contiguous")
     if storage_offset is None:
@@ -634,13 +637,17 @@ CONTIG = register("contiguous", lambda x: np.ascontiguousarray(x), lambda ctx, g
 def detach(self):
     out = wrap(self._data, self._dtype)
     out._vc = self._get_vc()
-    out._base = self._base if self._base is not None else self
+    out._storage_src = self     # shares memory and version, but is not an autograd view
     return out
 
 
 def detach_(self):
-    if self._base is not None and self._rg:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    if self._base is not None:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                           "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                           "as True, gradients are views of DDP buckets, and hence detach_() cannot be called "
+                           "on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                           "function in torch/optim/optimizer.py as the solution.")
     self.grad_fn = None
     self._rg = False
     return self

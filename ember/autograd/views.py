@@ -1,0 +1,79 @@
+"""Keeping views' autograd history current after in-place writes.
+
+A view's ``grad_fn`` is fixed when the view is made. When its base (or another view of the same base)
+is later written in place with autograd recording, the view's values change while its history still
+points at the old base. torch regenerates such a view's ``grad_fn`` from the base's new history; ember
+does the same eagerly: ``apply_view`` records each view that requires grad in a weak set on its root
+tensor (``track``), and the in-place machinery calls ``refresh`` after rebasing the root, which gives
+every live view of it an ``as_strided`` node on the root's new history.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..tensor import Tensor
+
+
+class _Views:
+    """Weak references to a root's views; dead ones are pruned whenever the list doubles."""
+
+    __slots__ = ("refs", "cap")
+
+    def __init__(self):
+        self.refs = []
+        self.cap = 64
+
+    def add(self, view):
+        refs = self.refs
+        refs.append(_ref(view))
+        if len(refs) > self.cap:
+            refs[:] = [r for r in refs if r() is not None]
+            self.cap = max(64, 2 * len(refs))
+
+    def live(self):
+        return [v for v in (r() for r in self.refs) if v is not None]
+
+
+_ref = weakref.ref
+
+
+def track(root: Tensor, view: Tensor) -> None:
+    """Remember ``view`` (a view of ``root`` that requires grad) for ``refresh``."""
+    views = root.__dict__.get("_views")
+    if views is None:
+        views = root.__dict__["_views"] = _Views()
+    views.add(view)
+
+
+def refresh(root: Tensor, skip: Tensor | None = None) -> None:
+    """Give every tracked live view of ``root`` (except ``skip``) whose memory overlaps the region just
+    written (``skip``'s, or all of ``root``) a fresh node on root's new history.
+
+    Views that do not overlap the write keep their values, so their old history stays correct."""
+    views = root.__dict__.get("_views")
+    if views is None or not root._rg:
+        return
+    from ..ops.shape import AS_STRIDED, view_geometry
+    from .node import Node
+    written = _extent((skip if skip is not None else root)._data)
+    for v in views.live():
+        if v is skip or v._base is not root:
+            continue
+        lo, hi = _extent(v._data)
+        if hi <= written[0] or lo >= written[1]:
+            continue
+        Node.record(AS_STRIDED, (root,), {"geom": view_geometry(root, v)}, (v,))
+        v._output_nr = 0
+
+
+def _extent(a) -> tuple:
+    """[first, last) byte addresses an array touches."""
+    if a.size == 0:
+        return (0, 0)
+    lo = hi = a.__array_interface__["data"][0]
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize

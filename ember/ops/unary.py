@@ -1,0 +1,808 @@
+"""Unary elementwise math: exp/log, powers, trigonometric and hyperbolic functions, rounding, special
+functions (erf, lgamma, digamma, polygamma, i0), classification (isnan, ...), clamp and nan_to_num.
+
+Each op is registered once with a NumPy kernel and a derivative written in ember ops. Most public
+functions are built by two factories:
+
+- ``_float_unary``: float-valued ops (exp, sin, sigmoid, ...). Integer and bool inputs are cast to the
+  default float dtype first, as torch does; float16/bfloat16 stay in their dtype.
+- ``_same_unary``: ops that keep the input dtype (abs, floor, square, ...).
+
+The hot path of a float op on a float tensor is one class check, one dtype check and ``apply``.
+Each factory also makes the in-place method (``exp_``), the ``out=`` argument and torch's aliases.
+
+NumPy's floating-point warnings (log(0), overflow in exp, ...) are silenced for the kernels in this
+module: torch returns inf/nan there without warnings, and a per-call ``np.errstate`` would double
+the cost of a small op.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from .registry import register, apply, attach, dtype_name
+from .elementwise import _out
+from .inplace import write_result
+from ._util import can_cast
+from . import _special
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.ops\.(unary|_special)$")
+
+_FLOAT = 2
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_number = (int, float, bool, np.number, np.bool_)
+
+__all__: list = []
+
+
+# ---- argument checks and kernel wrappers ------------------------------------------------------------
+
+def _check(x, name: str) -> Tensor:
+    """The slow-path check of a unary op's ``input``: a Tensor, or a TypeError naming the op."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _to_float(x, name: str) -> Tensor:
+    """Input of a float-valued op: integer and bool tensors become the default float dtype."""
+    _check(x, name)
+    if x._dtype.category == _FLOAT:
+        return x
+    return x.to(_dt.get_default_dtype())
+
+
+def _not_implemented(name: str, dt) -> NotImplementedError:
+    # torch's wording for a kernel missing for a dtype (NotImplementedError is a RuntimeError)
+    return NotImplementedError(f'"{name}" not implemented for \'{dtype_name(dt)}\'')
+
+
+def _half_in_float32(f):
+    """Kernel wrapper: float16/bfloat16 inputs are computed in float32 and rounded back (torch's opmath)."""
+    def k(x, **kw):
+        if x.dtype.itemsize == 2:
+            return np.asarray(f(x.astype(np.float32), **kw)).astype(x.dtype)
+        return f(x, **kw)
+    return k
+
+
+def _in_float64(f, takes_tol: bool = False):
+    """Kernel wrapper for the special functions, which are written for flat float64 arrays."""
+    def k(x, **kw):
+        if x.dtype != np.float64 and takes_tol:
+            kw["tol"] = 1e-10       # float32 and narrower need far fewer series terms
+        flat = x.astype(np.float64).reshape(-1)      # a fresh 1-d copy (0-d inputs included)
+        return f(flat, **kw).reshape(x.shape).astype(x.dtype, copy=False)
+    return k
+
+
+def _quiet(f):
+    """Call a NumPy ufunc from this module, so the module's warning filter covers its FP warnings."""
+    def k(x):
+        return f(x)
+    k.__name__ = f.__name__
+    return k
+
+
+def _zeros_bw(ctx, g):
+    """Derivative of a piecewise-constant op (floor, sign, ...): zeros, as torch gives."""
+    from .creation import zeros_like
+    return (zeros_like(g),) + (None,) * (len(ctx.edges) - 1)
+
+
+def _inplace_of(fn, name: str, float_valued: bool):
+    """The ``op_`` method: compute ``fn(self, ...)`` and write it back into ``self``."""
+    iname = name + "_"
+
+    def method(self, *args, **kw):
+        if float_valued and _check(self, iname)._dtype.category != _FLOAT:
+            raise RuntimeError(f"result type {dtype_name(_dt.get_default_dtype())} can't be cast to the "
+                               f"desired output type {dtype_name(self._dtype)}")
+        return write_result(self, lambda s: fn(s, *args, **kw), iname)
+    method.__name__ = iname
+    method.__doc__ = f"In-place version of :func:`{name}`."
+    return method
+
+
+def _expose(names, fn, fn_=None, fn_inplace: bool = True) -> None:
+    """Attach ``fn`` as ``ember.<name>`` / ``Tensor.<name>`` and the in-place form as ``<name>_``."""
+    for n in names:
+        attach(n, fn)
+        __all__.append(n)
+        if fn_ is not None:
+            attach(n + "_", fn_, function=fn_inplace)
+
+
+# ---- factories ----------------------------------------------------------------------------------------
+
+def _float_unary(name, kernel, backward, save="i", doc="", aliases=(), fn_inplace=True):
+    """Register a float-valued unary op and expose ``name``, its aliases and their in-place forms."""
+    op = register(name, kernel, backward, save=save)
+
+    def fn(input, *, out=None):
+        if input.__class__ is not Tensor or input._dtype.category != _FLOAT:
+            input = _to_float(input, name)
+        r = apply(op, (input,))
+        return r if out is None else _out(r, out)
+    fn.__name__ = name
+    fn.__doc__ = doc or f"torch.{name}, elementwise."
+    _expose((name,) + tuple(aliases), fn, _inplace_of(fn, name, True), fn_inplace)
+    return op, fn
+
+
+# ---- the op that masks gradients (clamp, relu, logit, sinc, nan_to_num, i1) --------------------------
+
+def _mask(x, lo, hi, mode):
+    """Boolean mask of where a piecewise op passes its gradient (mode names the rule)."""
+    if mode == "self":          # clamp: min <= x <= max (NaN -> False)
+        m = True
+        if lo is not None:
+            m = np.greater_equal(x, lo)
+        if hi is not None:
+            m = m & np.less_equal(x, hi)
+        return m
+    if mode == "min":           # clamp's min tensor: x < min and min < max
+        m = np.less(x, lo)
+        return m if hi is None else m & np.less(lo, hi)
+    if mode == "max":           # clamp's max tensor: x > max or max < min
+        m = np.greater(x, hi)
+        return m if lo is None else m | np.less(hi, lo)
+    if mode == "in":            # logit: not (x < lo or x > hi)  (NaN -> True)
+        return ~(np.less(x, lo) | np.greater(x, hi))
+    if mode == "pos":           # relu on its result: not (y <= 0)  (NaN -> True)
+        return ~np.less_equal(x, 0)
+    if mode == "finite":
+        return np.isfinite(x)
+    if mode == "nonzero":
+        return np.not_equal(x, 0)
+    if mode == "abs_gt":
+        return np.greater(np.abs(x), lo)
+    raise ValueError(f"unknown gradient mask mode {mode!r}")
+
+
+def _where_mask_kernel(v, x, lo, hi, mode, fill=0.0):
+    r = np.where(_mask(x, lo, hi, mode), v, fill)
+    return r if r.dtype == v.dtype else r.astype(v.dtype)
+
+
+def _where_mask_bw(ctx, gg):
+    _, x, lo, hi = ctx.inputs
+    attrs = dict(ctx.attrs)
+    attrs["fill"] = 0.0             # the filled positions are constants
+    return apply(WHERE_MASK, (gg, x, lo, hi), attrs), None, None, None
+
+
+# where(mask(x, lo, hi), v, fill): linear in v; the mask is piecewise constant in x, lo and hi
+WHERE_MASK = register("where_mask", _where_mask_kernel, _where_mask_bw, save="i")
+
+
+def _where_mask(v, x, mode, lo=None, hi=None, fill=0.0):
+    return apply(WHERE_MASK, (v, x, lo, hi), {"mode": mode, "fill": fill})
+
+
+# ---- exponentials and logarithms ----------------------------------------------------------------------
+
+EXP, exp = _float_unary("exp", _quiet(np.exp), lambda ctx, g: (g * ctx.output,), save="o",
+                        doc="e to the power of each element.")
+EXP2, exp2 = _float_unary("exp2", _quiet(np.exp2), lambda ctx, g: (g * ctx.output * _LN2,), save="o",
+                          doc="2 to the power of each element.")
+EXPM1, expm1 = _float_unary("expm1", _quiet(np.expm1), lambda ctx, g: (g * (ctx.output + 1.0),), save="o",
+                            doc="exp(x) - 1, accurate for small x.")
+LOG, log = _float_unary("log", _quiet(np.log), lambda ctx, g: (g / ctx.inputs[0],), doc="Natural logarithm.")
+LOG2, log2 = _float_unary("log2", _quiet(np.log2), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),),
+                          doc="Base-2 logarithm.")
+LOG10, log10 = _float_unary("log10", _quiet(np.log10), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),),
+                            doc="Base-10 logarithm.")
+LOG1P, log1p = _float_unary("log1p", _quiet(np.log1p), lambda ctx, g: (g / (ctx.inputs[0] + 1.0),),
+                            doc="log(1 + x), accurate for small x.")
+
+# ---- powers -------------------------------------------------------------------------------------------
+
+SQRT, sqrt = _float_unary("sqrt", _quiet(np.sqrt), lambda ctx, g: (g / (ctx.output * 2.0),), save="o",
+                          doc="Square root.")
+
+
+def _rsqrt_kernel(x):
+    r = np.sqrt(x)
+    return np.reciprocal(r, out=r) if type(r) is np.ndarray else np.reciprocal(r)
+
+
+def _rsqrt_bw(ctx, g):
+    o = ctx.output
+    return (g * (o * o * o) * -0.5,)
+
+
+RSQRT, rsqrt = _float_unary("rsqrt", _rsqrt_kernel, _rsqrt_bw, save="o", doc="1 / sqrt(x).")
+RECIPROCAL, reciprocal = _float_unary("reciprocal", _quiet(np.reciprocal),
+                                      lambda ctx, g: (-g * (ctx.output * ctx.output),), save="o",
+                                      doc="1 / x (integers promote to the default float dtype).")
+
+SQUARE = register("square", _quiet(np.square), lambda ctx, g: (g * (ctx.inputs[0] * 2.0),), save="i")
+
+
+def square(input, *, out=None):
+    """x * x; keeps integer dtypes (bool becomes int64, as torch's pow(x, 2))."""
+    if input.__class__ is not Tensor:
+        _check(input, "square")
+    if input._dtype is _dt.bool:
+        input = input.to(_dt.int64)
+    r = apply(SQUARE, (input,))
+    return r if out is None else _out(r, out)
+
+
+def _square_(self):
+    if _check(self, "square_")._dtype is _dt.bool:
+        raise RuntimeError("result type Long can't be cast to the desired output type Bool")
+    return write_result(self, square, "square_")
+
+
+_square_.__doc__ = "In-place version of :func:`square`."
+_expose(("square",), square, _square_)
+
+# ---- trigonometric and hyperbolic ---------------------------------------------------------------------
+
+SIN, sin = _float_unary("sin", _quiet(np.sin), lambda ctx, g: (g * cos(ctx.inputs[0]),), doc="Sine.")
+COS, cos = _float_unary("cos", _quiet(np.cos), lambda ctx, g: (g * -sin(ctx.inputs[0]),), doc="Cosine.")
+
+
+def _tan_bw(ctx, g):
+    o = ctx.output
+    return (g * (o * o + 1.0),)
+
+
+TAN, tan = _float_unary("tan", _quiet(np.tan), _tan_bw, save="o", doc="Tangent.")
+
+
+def _one_minus_sq(x):
+    return 1.0 - x * x
+
+
+ASIN, asin = _float_unary("asin", _quiet(np.arcsin), lambda ctx, g: (g * rsqrt(_one_minus_sq(ctx.inputs[0])),),
+                          doc="Arcsine.", aliases=("arcsin",))
+ACOS, acos = _float_unary("acos", _quiet(np.arccos), lambda ctx, g: (-g * rsqrt(_one_minus_sq(ctx.inputs[0])),),
+                          doc="Arccosine.", aliases=("arccos",))
+ATAN, atan = _float_unary("atan", _quiet(np.arctan), lambda ctx, g: (g / (ctx.inputs[0] * ctx.inputs[0] + 1.0),),
+                          doc="Arctangent.", aliases=("arctan",))
+SINH, sinh = _float_unary("sinh", _quiet(np.sinh), lambda ctx, g: (g * cosh(ctx.inputs[0]),), doc="Hyperbolic sine.")
+COSH, cosh = _float_unary("cosh", _quiet(np.cosh), lambda ctx, g: (g * sinh(ctx.inputs[0]),), doc="Hyperbolic cosine.")
+TANH, tanh = _float_unary("tanh", _quiet(np.tanh), lambda ctx, g: (g * _one_minus_sq(ctx.output),), save="o",
+                          doc="Hyperbolic tangent.")
+ASINH, asinh = _float_unary("asinh", _quiet(np.arcsinh),
+                            lambda ctx, g: (g * rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1.0),),
+                            doc="Inverse hyperbolic sine.", aliases=("arcsinh",))
+ACOSH, acosh = _float_unary("acosh", _quiet(np.arccosh),
+                            lambda ctx, g: (g * rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1.0),),
+                            doc="Inverse hyperbolic cosine.", aliases=("arccosh",))
+ATANH, atanh = _float_unary("atanh", _quiet(np.arctanh), lambda ctx, g: (g / _one_minus_sq(ctx.inputs[0]),),
+                            doc="Inverse hyperbolic tangent.", aliases=("arctanh",))
+
+_D2R = math.pi / 180.0
+DEG2RAD, deg2rad = _float_unary("deg2rad", _half_in_float32(lambda x: x * _D2R),
+                                lambda ctx, g: (g * _D2R,), save="", doc="Degrees to radians.")
+RAD2DEG, rad2deg = _float_unary("rad2deg", _half_in_float32(lambda x: x * (1.0 / _D2R)),
+                                lambda ctx, g: (g * (1.0 / _D2R),), save="", doc="Radians to degrees.")
+
+
+def _sinc_bw(ctx, g):
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
+    x = ctx.inputs[0]
+    v = (cos(x * math.pi) - ctx.output) / x
+    return (_where_mask(g * v, x, "nonzero"),)
+
+
+SINC, sinc = _float_unary("sinc", _half_in_float32(np.sinc), _sinc_bw, save="io",
+                          doc="Normalized sinc: sin(pi x) / (pi x), 1 at 0.")
+
+# ---- sigmoid and logit --------------------------------------------------------------------------------
+
+
+def _sigmoid_kernel(x):
+    r = np.exp(-x)
+    r += 1.0
+    return np.reciprocal(r)
+
+
+def _sigmoid_bw(ctx, g):
+    o = ctx.output
+    return (g * (o * (1.0 - o)),)
+
+
+SIGMOID, sigmoid = _float_unary("sigmoid", _half_in_float32(_sigmoid_kernel), _sigmoid_bw, save="o",
+                                doc="1 / (1 + exp(-x)).")
+
+
+def _logit_kernel(x, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1.0 - eps)
+    return np.log(x / (1.0 - x))
+
+
+def _logit_bw(ctx, g):
+    x = ctx.inputs[0]
+    v = g / (x * (1.0 - x))
+    eps = ctx.attrs.get("eps")
+    if eps is None:       # outside [0, 1] the derivative is NaN, as torch defines it
+        return (_where_mask(v, x, "in", 0.0, 1.0, fill=math.nan),)
+    return (_where_mask(v, x, "in", eps, 1.0 - eps),)
+
+
+LOGIT = register("logit", _half_in_float32(_logit_kernel), _logit_bw, save="i")
+
+
+def logit(input, eps=None, *, out=None):
+    """log(x / (1 - x)); with ``eps``, x is first clamped to [eps, 1 - eps]."""
+    if input.__class__ is not Tensor or input._dtype.category != _FLOAT:
+        input = _to_float(input, "logit")
+    if eps is not None:
+        if not isinstance(eps, (int, float, np.number)) or isinstance(eps, bool):
+            raise TypeError(f"logit(): argument 'eps' must be float, not {type(eps).__name__}")
+        eps = float(eps)
+        if eps < 0:           # torch: a negative eps means no clamping
+            eps = None
+    r = apply(LOGIT, (input,), {"eps": eps}) if eps is not None else apply(LOGIT, (input,))
+    return r if out is None else _out(r, out)
+
+
+_expose(("logit",), logit, _inplace_of(logit, "logit", True))
+
+# ---- error function -----------------------------------------------------------------------------------
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_bw(ctx, g):
+    x = ctx.inputs[0]
+    return (g * exp(-(x * x)) * _TWO_OVER_SQRT_PI,)
+
+
+def _erfc_bw(ctx, g):
+    x = ctx.inputs[0]
+    return (g * exp(-(x * x)) * -_TWO_OVER_SQRT_PI,)
+
+
+def _erfinv_bw(ctx, g):
+    o = ctx.output
+    return (g * exp(o * o) * (math.sqrt(math.pi) / 2.0),)
+
+
+ERF, erf = _float_unary("erf", _in_float64(_special.erf, True), _erf_bw, doc="The error function.")
+ERFC, erfc = _float_unary("erfc", _in_float64(_special.erfc, True), _erfc_bw,
+                          doc="The complementary error function 1 - erf(x).")
+ERFINV, erfinv = _float_unary("erfinv", _in_float64(_special.erfinv), _erfinv_bw, save="o",
+                              doc="The inverse error function (+-inf at +-1, nan outside [-1, 1]).",
+                              fn_inplace=False)
+
+# ---- gamma family and Bessel --------------------------------------------------------------------------
+
+LGAMMA, lgamma = _float_unary("lgamma", _in_float64(_special.lgamma),
+                              lambda ctx, g: (g * digamma(ctx.inputs[0]),),
+                              doc="log|Gamma(x)|.", fn_inplace=False)
+DIGAMMA, digamma = _float_unary("digamma", _in_float64(_special.digamma),
+                                lambda ctx, g: (g * polygamma(1, ctx.inputs[0]),),
+                                doc="The logarithmic derivative of Gamma, psi(x).", fn_inplace=False)
+
+
+def _polygamma_kernel(x, n):
+    flat = x.astype(np.float64).reshape(-1)
+    return _special.polygamma(n, flat).reshape(x.shape).astype(x.dtype, copy=False)
+
+
+POLYGAMMA = register("polygamma", _polygamma_kernel,
+                     lambda ctx, g: (g * polygamma(ctx.attrs["n"] + 1, ctx.inputs[0]),), save="i")
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma: ``polygamma(n, x)`` (n >= 0)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    input = _to_float(input, "polygamma")
+    r = apply(POLYGAMMA, (input,), {"n": int(n)})
+    return r if out is None else _out(r, out)
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def _polygamma_(self, n):
+    if _check(self, "polygamma_")._dtype.category != _FLOAT:
+        raise RuntimeError(f"result type {dtype_name(_dt.get_default_dtype())} can't be cast to the "
+                           f"desired output type {dtype_name(self._dtype)}")
+    return write_result(self, lambda s: polygamma(n, s), "polygamma_")
+
+
+attach("polygamma", polygamma, method=False)
+attach("polygamma", _polygamma_method, function=False)
+attach("polygamma_", _polygamma_, function=False)
+__all__.append("polygamma")
+
+
+def _i1_bw(ctx, g):
+    # I1'(x) = I0(x) - I1(x)/x, with the limit 1/2 at x = 0 (x is kept away from 0 where it is tiny)
+    x = ctx.inputs[0]
+    eps = _dt.finfo(x._dtype).eps
+    x_safe = _where_mask(x, x, "abs_gt", eps, fill=eps)
+    v = i0(x_safe) - ctx.output / x_safe
+    return (g * _where_mask(v, x, "abs_gt", eps, fill=0.5),)
+
+
+# I1 is reached only as the derivative of i0 (torch exposes it as torch.special.i1)
+I1 = register("special_i1", _in_float64(_special.i1), _i1_bw, save="io")
+I0, i0 = _float_unary("i0", _in_float64(_special.i0), lambda ctx, g: (g * apply(I1, (ctx.inputs[0],)),),
+                      doc="Modified Bessel function of the first kind, order 0.")
+
+# ---- sign, abs and rounding: dtype-preserving ---------------------------------------------------------
+
+
+def _sign_kernel(x):
+    if x.dtype == np.bool_:
+        return x.copy()
+    r = np.sign(x)
+    if x.dtype.kind not in "iu":
+        nan = np.isnan(r)
+        if nan.any():           # torch: sign(nan) = 0
+            r[nan] = 0
+    return r
+
+
+SIGN = register("sign", _sign_kernel, _zeros_bw)
+
+
+def sign(input, *, out=None):
+    """-1, 0 or 1 by the sign of each element (0 for nan; bool stays bool)."""
+    if input.__class__ is not Tensor:
+        _check(input, "sign")
+    r = apply(SIGN, (input,))
+    return r if out is None else _out(r, out)
+
+
+_sign_ = _inplace_of(sign, "sign", False)
+_expose(("sign",), sign, _sign_, fn_inplace=False)
+_expose(("sgn",), sign, _inplace_of(sign, "sgn", False), fn_inplace=False)
+
+
+def _signbit_kernel(x):
+    if x.dtype.kind == "i":
+        return np.less(x, 0)
+    if x.dtype.kind in "ub":
+        return np.zeros(x.shape, dtype=np.bool_)
+    return np.signbit(x)          # floats, including bfloat16
+
+
+SIGNBIT = register("signbit", _signbit_kernel, differentiable=False)
+
+
+def signbit(input, *, out=None):
+    """True where the sign bit is set (including -0.0 and negative NaNs)."""
+    r = apply(SIGNBIT, (_check(input, "signbit"),))
+    return r if out is None else _out(r, out)
+
+
+_expose(("signbit",), signbit)
+
+ABS = register("abs", np.abs, lambda ctx, g: (g * sign(ctx.inputs[0]),), save="i")
+
+
+def abs(input, *, out=None):  # noqa: A001 - torch's name
+    """|x|; keeps the dtype (not defined for bool, as in torch)."""
+    if input.__class__ is not Tensor:
+        _check(input, "abs")
+    if input._dtype is _dt.bool:
+        raise _not_implemented("abs_cpu", input._dtype)
+    r = apply(ABS, (input,))
+    return r if out is None else _out(r, out)
+
+
+_abs_ = _inplace_of(abs, "abs", False)
+_expose(("abs",), abs, _abs_)
+_expose(("absolute",), abs, _inplace_of(abs, "absolute", False), fn_inplace=False)
+
+
+def _rounding(name, npfn, kernel_name, doc):
+    op = register(name, npfn, _zeros_bw)
+
+    def fn(input, *, out=None):
+        if input.__class__ is not Tensor:
+            _check(input, name)
+        dt = input._dtype
+        if dt.category != _FLOAT:
+            if dt is _dt.bool:
+                raise _not_implemented(kernel_name, dt)
+            r = input.clone()             # integers are already rounded: a copy, as torch returns
+        else:
+            r = apply(op, (input,))
+        return r if out is None else _out(r, out)
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return op, fn
+
+
+FLOOR, floor = _rounding("floor", np.floor, "floor_vml_cpu", "Largest integer <= x (integers unchanged).")
+CEIL, ceil = _rounding("ceil", np.ceil, "ceil_vml_cpu", "Smallest integer >= x (integers unchanged).")
+TRUNC, trunc = _rounding("trunc", np.trunc, "trunc_vml_cpu", "x rounded toward zero (integers unchanged).")
+_expose(("floor",), floor, _inplace_of(floor, "floor", False))
+_expose(("ceil",), ceil, _inplace_of(ceil, "ceil", False))
+_expose(("trunc",), trunc, _inplace_of(trunc, "trunc", False))
+_expose(("fix",), trunc, _inplace_of(trunc, "fix", False))
+
+
+def _round_kernel(x, decimals=0):
+    if decimals == 0:
+        return np.rint(x)
+    # torch: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for negative d
+    if decimals > 0:
+        p = 10.0 ** decimals
+        return np.rint(x * p) / p
+    p = 10.0 ** -decimals
+    return np.rint(x / p) * p
+
+
+ROUND = register("round", _half_in_float32(_round_kernel), _zeros_bw)
+
+
+def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - torch's name
+    """Round half to even; with ``decimals``, to that many decimal places (floats only)."""
+    if input.__class__ is not Tensor:
+        _check(input, "round")
+    dt = input._dtype
+    if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    if dt.category != _FLOAT:
+        if dt is _dt.bool or decimals != 0:
+            raise _not_implemented("round_cpu" if decimals else "round_vml_cpu", dt)
+        r = input.clone()
+    else:
+        r = apply(ROUND, (input,), {"decimals": int(decimals)}) if decimals else apply(ROUND, (input,))
+    return r if out is None else _out(r, out)
+
+
+_expose(("round",), round, _inplace_of(round, "round", False))
+
+
+def _frac_kernel(x):
+    return x - np.trunc(x)
+
+
+FRAC = register("frac", _frac_kernel, lambda ctx, g: (g,))
+
+
+def frac(input, *, out=None):
+    """x - trunc(x) (floats only)."""
+    if input.__class__ is not Tensor:
+        _check(input, "frac")
+    if input._dtype.category != _FLOAT:
+        raise _not_implemented("frac_cpu", input._dtype)
+    r = apply(FRAC, (input,))
+    return r if out is None else _out(r, out)
+
+
+_expose(("frac",), frac, _inplace_of(frac, "frac", False))
+
+
+def _relu_kernel(x):
+    # with the scalar first, NumPy's maximum keeps -0.0 (and NaN) as torch's relu does
+    return np.maximum(0, x)
+
+
+RELU = register("relu", _relu_kernel, lambda ctx, g: (_where_mask(g, ctx.output, "pos"),), save="o")
+
+
+def relu(input):
+    """max(x, 0); NaN stays NaN (and passes its gradient), integer dtypes are kept."""
+    if input.__class__ is not Tensor:
+        _check(input, "relu")
+    if input._dtype is _dt.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return apply(RELU, (input,))
+
+
+_expose(("relu",), relu, _inplace_of(relu, "relu", False))
+
+
+def positive(input):
+    """Returns ``input`` itself (torch.positive); not defined for bool."""
+    _check(input, "positive")
+    if input._dtype is _dt.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+_expose(("positive",), positive)
+
+# ---- classification ------------------------------------------------------------------------------------
+
+
+def _classify(name, float_kernel, int_value, out_arg):
+    def kernel(x):
+        if x.dtype.kind in "iub":           # integers are finite and never nan/inf
+            return np.full(x.shape, int_value, dtype=np.bool_)
+        return float_kernel(x)
+    op = register(name, kernel, differentiable=False)
+
+    if out_arg:
+        def fn(input, *, out=None):
+            r = apply(op, (_check(input, name),))
+            return r if out is None else _out(r, out)
+    else:
+        def fn(input):
+            return apply(op, (_check(input, name),))
+    fn.__name__ = name
+    fn.__doc__ = f"torch.{name}: a bool tensor, elementwise."
+    _expose((name,), fn)
+    return op, fn
+
+
+ISNAN, isnan = _classify("isnan", np.isnan, False, False)
+ISINF, isinf = _classify("isinf", np.isinf, False, False)
+ISPOSINF, isposinf = _classify("isposinf", lambda x: np.equal(x, np.inf), False, True)
+ISNEGINF, isneginf = _classify("isneginf", lambda x: np.equal(x, -np.inf), False, True)
+ISFINITE, isfinite = _classify("isfinite", np.isfinite, True, False)
+ISREAL, isreal = _classify("isreal", lambda x: np.ones(x.shape, dtype=np.bool_), True, False)
+
+# ---- nan_to_num ------------------------------------------------------------------------------------------
+
+
+def _nan_to_num_kernel(x, nan, posinf, neginf):
+    r = x.copy()
+    r[np.isnan(x)] = nan
+    r[np.equal(x, np.inf)] = posinf
+    r[np.equal(x, -np.inf)] = neginf
+    return r
+
+
+NAN_TO_NUM = register("nan_to_num", _nan_to_num_kernel,
+                      lambda ctx, g: (_where_mask(g, ctx.inputs[0], "finite"),), save="i")
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Replace NaN by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (default: the dtype's limits)."""
+    _check(input, "nan_to_num")
+    for arg, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and not isinstance(v, _number):
+            raise TypeError(f"nan_to_num(): argument '{arg}' must be float, not {type(v).__name__}")
+    dt = input._dtype
+    if dt.category != _FLOAT:
+        r = input.clone()                  # integers have no nan/inf
+    else:
+        fi = _dt.finfo(dt)
+        attrs = {"nan": 0.0 if nan is None else float(nan),
+                 "posinf": fi.max if posinf is None else float(posinf),
+                 "neginf": fi.min if neginf is None else float(neginf)}
+        r = apply(NAN_TO_NUM, (input,), attrs)
+    return r if out is None else _out(r, out)
+
+
+_expose(("nan_to_num",), nan_to_num, _inplace_of(nan_to_num, "nan_to_num", False))
+
+# ---- clamp --------------------------------------------------------------------------------------------
+
+
+def _clamp_kernel(x, lo, hi, dt=None):
+    if dt is not None:
+        x = x.astype(dt, copy=False)
+        if type(lo) is np.ndarray:
+            lo = lo.astype(dt, copy=False)
+        if type(hi) is np.ndarray:
+            hi = hi.astype(dt, copy=False)
+    dtype = x.dtype
+    if lo is not None:
+        x = np.maximum(x, lo)
+    if hi is not None:
+        x = np.minimum(x, hi)
+    # bfloat16 with a Python float bound would otherwise come back as float32
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def _clamp_bw(ctx, g):
+    x, lo, hi = ctx.inputs
+    need = ctx.edges
+    gx = apply(WHERE_MASK, (g, x, lo, hi), {"mode": "self"}) if need[0] is not None else None
+    glo = apply(WHERE_MASK, (g, x, lo, hi), {"mode": "min"}) if need[1] is not None else None
+    ghi = apply(WHERE_MASK, (g, x, lo, hi), {"mode": "max"}) if need[2] is not None else None
+    return gx, glo, ghi
+
+
+CLAMP = register("clamp", _clamp_kernel, _clamp_bw, save="i")
+
+
+def _bound_arg(v, name, arg):
+    if v is None or isinstance(v, Tensor):
+        return v
+    if isinstance(v, _number):
+        return v.item() if isinstance(v, (np.number, np.bool_)) else v
+    raise TypeError(f"{name}() received an invalid combination of arguments - got {arg}="
+                    f"{type(v).__name__}, but expected min and max to be both Tensors or both Numbers")
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - torch's names
+    """Clamp every element into [min, max]; min/max may be numbers or (broadcastable) tensors.
+
+    Where min > max the result is max. The result dtype follows torch's promotion of input, min and max.
+    """
+    return _clamp(input, min, max, "clamp", out)
+
+
+def _clamp(input, lo, hi, name, out=None):
+    if (out is None and input.__class__ is Tensor and input._dtype.category == _FLOAT
+            and (lo.__class__ is float or lo is None) and (hi.__class__ is float or hi is None)
+            and (lo is not None or hi is not None)):
+        return apply(CLAMP, (input, lo, hi))       # hot path: float tensor, Python float bounds
+    if input.__class__ is not Tensor:
+        _check(input, name)
+    lo = _bound_arg(lo, name, "min")
+    hi = _bound_arg(hi, name, "max")
+    if lo is None and hi is None:
+        raise RuntimeError(f"torch.{name}: At least one of 'min' or 'max' must not be None")
+    if lo is not None and hi is not None and isinstance(lo, Tensor) != isinstance(hi, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(lo).__name__}, {type(hi).__name__}), but expected min and max to be both "
+                        "Tensors or both Numbers")
+    dt = _dt.result_type(input, lo, hi)
+    if dt.category < _FLOAT:
+        # integer bounds must fit the result dtype, as torch checks
+        info = np.iinfo(dt.np) if dt is not _dt.bool else None
+        for b in (lo, hi):
+            # torch lets uint8 take negative bounds down to -255 (they wrap around)
+            if info is not None and isinstance(b, int) and not (
+                    info.min <= b <= info.max or (dt is _dt.uint8 and -255 <= b < 0)):
+                raise RuntimeError(f"value cannot be converted to type {dt.c_name} without overflow")
+    if dt is _dt.uint8:
+        lo = lo + 256 if isinstance(lo, int) and lo < 0 else lo
+        hi = hi + 256 if isinstance(hi, int) and hi < 0 else hi
+    attrs = None
+    if (input._dtype is not dt or (isinstance(lo, Tensor) and lo._dtype is not dt)
+            or (isinstance(hi, Tensor) and hi._dtype is not dt)):
+        attrs = {"dt": dt.np}
+    try:
+        r = apply(CLAMP, (input, lo, hi), attrs) if attrs else apply(CLAMP, (input, lo, hi))
+    except ValueError as e:
+        if "broadcast" in str(e):
+            from ._util import broadcast_error
+            shapes = [a._data.shape for a in (input, lo, hi) if isinstance(a, Tensor)]
+            raise broadcast_error(name, shapes) from None
+        raise
+    return r if out is None else _out(r, out)
+
+
+def clamp_min(input, min, *, out=None):  # noqa: A002
+    """max(input, min)."""
+    if min is None:
+        raise TypeError("clamp_min(): argument 'min' must be Number or Tensor, not NoneType")
+    return _clamp(input, min, None, "clamp_min", out)
+
+
+def clamp_max(input, max, *, out=None):  # noqa: A002
+    """min(input, max)."""
+    if max is None:
+        raise TypeError("clamp_max(): argument 'max' must be Number or Tensor, not NoneType")
+    return _clamp(input, None, max, "clamp_max", out)
+
+
+def _clamp_inplace(fn, name):
+    def method(self, *args, **kw):
+        _check(self, name)
+        bounds = [a for a in args] + [v for k, v in kw.items() if k in ("min", "max")]
+        rt = _dt.result_type(self, *[b for b in bounds if b is not None and not isinstance(b, str)])
+        if not can_cast(rt, self._dtype):
+            raise RuntimeError(f"result type {dtype_name(rt)} can't be cast to the desired output "
+                               f"type {dtype_name(self._dtype)}")
+        return write_result(self, lambda s: fn(s, *args, **kw), name)
+    method.__name__ = name
+    method.__doc__ = f"In-place version of :func:`{name[:-1]}`."
+    return method
+
+
+_expose(("clamp",), clamp, _clamp_inplace(clamp, "clamp_"))
+_expose(("clip",), clamp, _clamp_inplace(clamp, "clip_"))
+_expose(("clamp_min",), clamp_min, _clamp_inplace(clamp_min, "clamp_min_"))
+_expose(("clamp_max",), clamp_max, _clamp_inplace(clamp_max, "clamp_max_"))
+
+# Python's abs(tensor)
+Tensor.__abs__ = lambda self: abs(self)

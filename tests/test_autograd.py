@@ -1398,3 +1398,34 @@ def test_view_of_view_has_root_base():
         v.add_(1)
         return v._base is x, x, v.storage_offset()
     same(f)
+
+
+def test_grad_wrt_subset_then_rest_without_retain_graph():
+    # nodes autograd.grad did not need to run keep their saved values (torch frees only what ran)
+    def f(m):
+        a, b, c, d = (leaf(m, [1.0, 2.0]), leaf(m, [3.0, 4.0]), leaf(m, [5.0, 6.0]), leaf(m, [7.0, 8.0]))
+        z = (a * b + c * d).sum()
+        (ga,) = m.autograd.grad(z, a, retain_graph=False)
+        (gc,) = m.autograd.grad(z, c)
+        return ga, gc
+    same(f)
+
+    def again(m):
+        a, b = leaf(m, [1.0, 2.0]), leaf(m, [3.0, 4.0])
+        z = (a * b).sum()
+        m.autograd.grad(z, a)
+        m.autograd.grad(z, b)
+    same_error(again)
+
+
+def test_sibling_views_after_inplace_on_one_view():
+    def f(m):
+        x = leaf(m, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])
+        y = x * 1
+        a, b = y.narrow(0, 0, 2), y.narrow(0, 2, 2)     # disjoint views
+        whole = y.narrow(0, 1, 2)    # overlaps both
+        a.mul_(10)
+        (b * b + whole.sum() * 0 + whole * whole).sum().backward()
+        return x.grad, whole
+    same(f)
+

@@ -400,9 +400,21 @@ def test_inplace_samplers_under_no_grad_on_leaf():
     w = ember.zeros(4, 3, requires_grad=True)
     with ember.no_grad():
         w.uniform_(-1, 1)
-        w[0].normal_() if hasattr(ember.Tensor, "__getitem__") else w.normal_()
+        w.select(0, 0).normal_()
     assert w.requires_grad and w.grad_fn is None
-    assert (arr(w) != 0).all()
+    assert (arr(w.detach()) != 0).all()
+
+
+def test_default_dtype_is_followed():
+    old = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        for r in (ember.rand(2), ember.randn(2), ember.normal(0.0, 1.0, (2,)), ember.linspace(0, 1, 3),
+                  ember.logspace(0, 1, 3), ember.eye(2), ember.empty_strided((2,), (1,))):
+            assert r.dtype is ember.float64
+        assert ember.randint(3, (2,)).dtype is ember.int64 and ember.randperm(3).dtype is ember.int64
+    finally:
+        ember.set_default_dtype(old)
 
 
 # ---- linspace / logspace / eye / empty_strided ---------------------------------------------------------

@@ -202,9 +202,9 @@ def test_flip_roll_values(fn):
 def test_flip_is_a_copy_and_rot90_strides():
     a = ember.arange(6.0).reshape(2, 3)
     f = a.flip(0)
-    f[0, 0] = 100.0 if hasattr(ember.Tensor, "__setitem__") else 0.0
-    assert a[0, 0].item() == 0.0 if hasattr(ember.Tensor, "__getitem__") else True
     assert not np.shares_memory(f._data, a._data)
+    f.fill_(9.0)
+    assert a.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     assert ember.rot90(a).stride() == torch.rot90(torch.arange(6.0).reshape(2, 3)).stride()
 
 

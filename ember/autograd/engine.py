@@ -175,8 +175,6 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
             stack.append(fn)
     while stack:
         node = stack.pop()
-        if node.released and node.op.save:
-            node._check()            # raises torch's "backward through the graph a second time"
         for e in node.edges:
             if e is None:
                 continue
@@ -248,9 +246,8 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
                         if cid in buffers:
                             heapq.heappush(ready, (-child.seq, cid, child))
                         else:
-                            # no gradient reached it: skip it, but free it and count its edges done
-                            if not keep_graph:
-                                child.release()
+                            # no gradient reached it: skip it (torch keeps its saved values, as it
+                            # never ran) and count its edges done
                             work.append(child)
                 else:
                     lid = id(e)
@@ -279,8 +276,6 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
             if nid in buffers:
                 heapq.heappush(ready, (-node.seq, nid, node))
             else:
-                if not keep_graph:
-                    node.release()
                 finish(node)
         while ready:
             _, nid, node = heapq.heappop(ready)
@@ -388,6 +383,8 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
                     results[i] = grads[nr] if results[i] is None else results[i] + grads[nr]
     if not execute:
         return
+    if node.released and node.op.save:
+        node._check()            # raises torch's "backward through the graph a second time"
     if node.pre_hooks:
         for h in list(node.pre_hooks.values()):
             r = h(tuple(grads))

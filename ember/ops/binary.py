@@ -18,12 +18,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
-from .registry import register, apply, attach, dtype_name
-from .elementwise import binary, _run, _out, div
+from .registry import register, attach, dtype_name
+from .elementwise import binary, _run, _out
 from .inplace import write_result
 from ._util import can_cast
 from .compare import (ew_kernel, is_number, need_tensor, need_tensor_or_number, not_implemented_for,
-                      eq, ne, lt, le, gt, ge, logical_and, logical_or, _HALF, _cast)
+                      logical_and, logical_or, _HALF, _cast)
 
 _FLOAT = 2
 

@@ -30,7 +30,6 @@ from ._util import wrap_dim, broadcast_error, fmt_shape
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, copy_out, _writable
 
-_INT_TYPES = (int, np.integer)
 _NUMBER = (bool, int, float, np.bool_, np.number)
 
 
@@ -601,7 +600,7 @@ def _nd1(shape):
     return tuple(shape) if len(shape) else (1,)
 
 
-def _scatter_checks(op, self, dim, index, src):
+def _scatter_checks(self, dim, index, src):
     """torch's shape/dtype/bounds checks shared by scatter, scatter_add and scatter_reduce."""
     nd = self._data.ndim
     d = wrap_dim(dim, nd)
@@ -720,7 +719,7 @@ def scatter(input, dim: int, index, src=None, value=None, *, reduce=None, out=No
         raise RuntimeError("reduce argument must be either add or multiply.")
     if not isinstance(src, (Tensor,) + _NUMBER):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not {type(src).__name__}")
-    d = _scatter_checks("scatter", input, dim, index, src)
+    d = _scatter_checks(input, dim, index, src)
     attrs = {"dim": d} if reduce is None else {"dim": d, "reduce": reduce}
     r = apply(SCATTER, (input, index, src), attrs)
     return r if out is None else copy_out(r, out)
@@ -746,7 +745,7 @@ def scatter_add(input, dim: int, index, src, *, out=None) -> Tensor:
     _tensor_arg(input, "scatter_add", "input", 1)
     _tensor_arg(index, "scatter_add", "index", 3)
     _tensor_arg(src, "scatter_add", "src", 4)
-    d = _scatter_checks("scatter_add", input, dim, index, src)
+    d = _scatter_checks(input, dim, index, src)
     r = apply(SCATTER_ADD, (input, index, src), {"dim": d})
     return r if out is None else copy_out(r, out)
 
@@ -823,7 +822,7 @@ def _scatter_reduce_bw(ctx, g):
         if need_s:
             gs = apply(GATHER, (g, index), {"dim": dim})
     elif reduce in ("amax", "amin"):
-        r = ctx.output._data
+        r = _scatter_reduce_kernel(x._data, index._data, src._data, **a)   # recomputed: only masks need it
         r1 = np.atleast_1d(r)
         s_used = _corner(np.atleast_1d(src._data), idx.shape)
         # ties share the gradient evenly; like torch, self is counted among the ties even when excluded
@@ -861,7 +860,7 @@ def _prod_bw(ctx, g, x, index, src, dim, incl, need_x, need_s):
         if not incl:
             gx = apply(SCATTER, (gx, index, 0), {"dim": dim})
     if need_s:
-        result = ctx.output
+        result = apply(SCATTER_REDUCE, (x, index, src), attrs)   # recomputed so double backward flows through it
         s = src._data
         s_zero = s == 0
         nz = np.zeros(_nd1(x._data.shape), dtype=np.int64)
@@ -878,7 +877,7 @@ def _prod_bw(ctx, g, x, index, src, dim, incl, need_x, need_s):
     return gx, gs
 
 
-SCATTER_REDUCE = register("scatter_reduce", _scatter_reduce_kernel, _scatter_reduce_bw, save="io",
+SCATTER_REDUCE = register("scatter_reduce", _scatter_reduce_kernel, _scatter_reduce_bw, save="i",
                           prim="scatter_reduce")
 
 
@@ -889,7 +888,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     _tensor_arg(src, "scatter_reduce", "src", 4)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    d = _scatter_checks("scatter_reduce", input, dim, index, src)
+    d = _scatter_checks(input, dim, index, src)
     r = apply(SCATTER_REDUCE, (input, index, src), {"dim": d, "reduce": reduce, "include_self": builtins.bool(include_self)})
     return r if out is None else copy_out(r, out)
 
@@ -936,7 +935,7 @@ def _index_select_bw(ctx, g):
 INDEX_SELECT = register("index_select", _index_select_kernel, _index_select_bw, save="1", prim="gather")
 
 
-def _vector_index(index: Tensor, op: str) -> Tensor:
+def _vector_index(index: Tensor) -> Tensor:
     return index.reshape((1,)) if index._data.ndim == 0 else index
 
 
@@ -956,7 +955,7 @@ def index_select(input, dim: int, index, *, out=None) -> Tensor:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if _first_bad(index._data, size, False) is not None:
         raise IndexError("index out of range in self")
-    r = apply(INDEX_SELECT, (x, _vector_index(index, "index_select")), {"dim": d})
+    r = apply(INDEX_SELECT, (x, _vector_index(index)), {"dim": d})
     if nd == 0:
         r = r.reshape(())
     return r if out is None else copy_out(r, out)
@@ -1029,7 +1028,7 @@ def _index_source_checks(op, x, d, index, source, long_only=False):
 
 def _as_1d_pair(x, index, source):
     """0-dim self/index/source are handled as 1-element vectors (as torch does)."""
-    index = _vector_index(index, "")
+    index = _vector_index(index)
     if x._data.ndim == 0:
         x = x.reshape((1,))
     if source._data.ndim == 0:
@@ -1130,7 +1129,7 @@ def index_fill(input, dim: int, index, value) -> Tensor:
     bad = _first_bad(index._data, size, True)
     if bad is not None:
         raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-    idx = _vector_index(index, "index_fill")
+    idx = _vector_index(index)
     if idx._data.size and idx._data.min() < 0:
         idx = wrap(np.where(idx._data < 0, idx._data + size, idx._data))
     r = apply(INDEX_FILL, (x, idx, value), {"dim": d})

@@ -99,13 +99,12 @@ def _bcast_shapes(a, b) -> tuple:
     nd = max(len(a), len(b))
     pa = (1,) * (nd - len(a)) + tuple(a)
     pb = (1,) * (nd - len(b)) + tuple(b)
-    out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
+    for i in range(nd - 1, -1, -1):                       # torch reports the rightmost mismatch
+        x, y = pa[i], pb[i]
         if x != y and x != 1 and y != 1:
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
                                f"non-singleton dimension {i}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
+    return tuple(y if x == 1 else x for x, y in zip(pa, pb))
 
 
 def _not_impl(kernel: str, d) -> NotImplementedError:
@@ -180,52 +179,103 @@ def matmul_raw(a: Tensor, b: Tensor) -> Tensor:
     return apply(MATMUL, (a, b))
 
 
-def _check_matmul(a: Tensor, b: Tensor) -> None:
-    """torch's matmul validation, with the message of the kernel torch dispatches each case to."""
+def _broadcastable(a, b) -> bool:
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y and x != 1 and y != 1:
+            return False
+    return True
+
+
+def _check_matmul(a: Tensor, b: Tensor, has_out: bool = False) -> None:
+    """Validate a matmul; the error (if any) is the one of the kernel torch would dispatch to."""
     na, nb = a._data.ndim, b._data.ndim
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")
     sa, sb = a._data.shape, b._data.shape
+    kb = sb[0] if nb == 1 else sb[-2]
+    # torch computes empty bool products (its kernels return before dispatching on the dtype)
+    dtype_ok = a._dtype is b._dtype and (a._dtype is not _dt.bool or a._data.size == 0 or b._data.size == 0)
+    if sa[-1] == kb and dtype_ok and (na < 3 or nb < 3 or _broadcastable(sa[:-2], sb[:-2])):
+        return
+    _matmul_error(a, b, has_out)
+
+
+def _should_fold(a: Tensor, b: Tensor, has_out: bool) -> bool:
+    """torch's choice of folding an N-D operand into a matrix (mm/mv) instead of running bmm."""
+    a_larger = a._data.ndim >= b._data.ndim
+    t1 = a if a_larger else b
+    shape, strides = list(t1._data.shape), list(t1.stride())
+    if not a_larger:                                      # t1 is b.mT
+        shape[-2:], strides[-2:] = shape[-1:-3:-1], strides[-1:-3:-1]
+    d1, d2 = len(shape), (b._data.ndim if a_larger else a._data.ndim)
+    if not (d1 >= 3 and d2 in (1, 2)):
+        return False
+    if (b if a_larger else a)._rg and not has_out:
+        return True
+    if a._data.ndim == 2:
+        return False
+    if t1._data.size == 0:
+        return True
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(d1 - 2))
+
+
+def _mm_error(m1_shape, m2_shape, d1, d2):
+    if m1_shape[1] != m2_shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m1_shape[0]}x{m1_shape[1]} and "
+                           f"{m2_shape[0]}x{m2_shape[1]})")
+    if d1 is not d2:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(d1)} != {_cname(d2)}")
+    raise _not_impl("addmm_impl_cpu_", d1)
+
+
+def _mv_error(mat_shape, k, dmat, dvec):
+    if mat_shape[1] != k:
+        raise RuntimeError(f"size mismatch, got input ({mat_shape[0]}), mat ({mat_shape[0]}x{mat_shape[1]}), vec ({k})")
+    if dmat is not dvec:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {dtype_name(dvec)}, "
+                           f"{dtype_name(dmat)}, and {dtype_name(dvec)}")
+    raise _not_impl("addmv_impl_cpu", dmat)
+
+
+def _matmul_error(a: Tensor, b: Tensor, has_out: bool):
+    na, nb = a._data.ndim, b._data.ndim
+    sa, sb = a._data.shape, b._data.shape
     da, db = a._dtype, b._dtype
     if na == 1 and nb == 1:
         _check_dot(a, b)
-        return
-    if nb == 1:                                           # (..., M, K) @ (K,): addmv
-        rows = _prod(sa[:-1])
-        if da is not db:
-            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {dtype_name(db)}, "
-                               f"{dtype_name(da)}, and {dtype_name(db)}")
-        if da is _dt.bool:
-            raise _not_impl("addmv_impl_cpu", da)
-        if sa[-1] != sb[0]:
-            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{sa[-1]}), vec ({sb[0]})")
-        return
-    if nb == 2:                                           # (M, K) or (..., M, K) @ (K, N): mm
-        rows = _prod(sa[:-1])
-        if da is not db:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(da)} != {_cname(db)}")
-        if da is _dt.bool:
-            raise _not_impl("addmm_impl_cpu_", da)
-        if sa[-1] != sb[0]:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{sa[-1]} and {sb[0]}x{sb[1]})")
-        return
-    # batched: bmm on broadcast batch dims
+    if na == 2 and nb == 1:
+        _mv_error(sa, sb[0], da, db)
+    if na == 1 and nb == 2:
+        _mm_error((1, sa[0]), sb, da, db)
+    if na == 2 and nb == 2:
+        _mm_error(sa, sb, da, db)
+    if _should_fold(a, b, has_out):
+        if na >= nb:                                      # (..., M, K) folded to (P, K)
+            rows = (_prod(sa[:-1]), sa[-1])
+            if nb == 1:
+                _mv_error(rows, sb[0], da, db)
+            _mm_error(rows, sb, da, db)
+        rows = (_prod(sb[:-2]) * sb[-1], sb[-2])          # b.mT folded: (P * N, K)
+        if na == 1:
+            _mv_error(rows, sa[0], db, da)
+        _mm_error(rows, (sa[1], sa[0]), db, da)
+    # bmm on the broadcast batch
     batch = _bcast_shapes(sa[:-2], sb[:-2])
+    nbatch = _prod(batch)
+    kb = sb[0] if nb == 1 else sb[-2]
+    if sa[-1] != kb:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nbatch}, {sa[-1]}] "
+                           f"but got: [{nbatch}, {kb}].")
     if da is not db:
         raise RuntimeError(f"expected scalar type {dtype_name(da)} but found {dtype_name(db)}")
-    if da is _dt.bool:
-        raise _not_impl("bmm", da)
-    if sa[-1] != sb[-2]:
-        nbatch = _prod(batch)
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nbatch}, {sa[-1]}] "
-                           f"but got: [{nbatch}, {sb[-2]}].")
+    raise _not_impl("bmm", da)
 
 
 def matmul(input, other, *, out=None) -> Tensor:
     """Matrix product with torch's rules: 1-D operands are vectors, batch dims broadcast."""
     _tensor_arg(input, "matmul", "input")
     _tensor_arg(other, "matmul", "other")
-    _check_matmul(input, other)
+    _check_matmul(input, other, out is not None)
     r = apply(MATMUL, (input, other))
     return r if out is None else _out(r, out)
 
@@ -249,13 +299,13 @@ def _check_bmm(b1: Tensor, b2: Tensor) -> None:
     if b2._data.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     s1, s2 = b1._data.shape, b2._data.shape
+    if s2[0] != s1[0] or s2[1] != s1[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{s1[0]}, {s1[2]}] "
+                           f"but got: [{s2[0]}, {s2[1]}].")
     if b1._dtype is not b2._dtype:
         raise RuntimeError(f"expected scalar type {dtype_name(b1._dtype)} but found {dtype_name(b2._dtype)}")
     if b1._dtype is _dt.bool:
         raise _not_impl("bmm", b1._dtype)
-    if s2[0] != s1[0] or s2[1] != s1[2]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{s1[0]}, {s1[2]}] "
-                           f"but got: [{s2[0]}, {s2[1]}].")
 
 
 def bmm(input, mat2, *, out=None) -> Tensor:
@@ -285,12 +335,12 @@ def _check_dot(a: Tensor, b: Tensor) -> None:
     if a._dtype is not b._dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {dtype_name(a._dtype)} "
                            f"and {dtype_name(b._dtype)}")
-    if a._dtype is _dt.bool:
-        raise _not_impl("dot", a._dtype)
     n, m = a._data.shape[0], b._data.shape[0]
     if n != m:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same number "
                            f"of elements, but got {n} and {m} elements respectively")
+    if a._dtype is _dt.bool:
+        raise _not_impl("dot", a._dtype)
 
 
 def dot(input, tensor, *, out=None) -> Tensor:

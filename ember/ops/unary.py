@@ -1,15 +1,18 @@
 """Unary elementwise math: exp/log, powers, trigonometric and hyperbolic functions, rounding, special
 functions (erf, lgamma, digamma, polygamma, i0), classification (isnan, ...), clamp and nan_to_num.
 
-Each op is registered once with a NumPy kernel and a derivative written in ember ops. Most public
-functions are built by two factories:
+Each op is registered once with a NumPy kernel and a derivative written in ember ops.
 
-- ``_float_unary``: float-valued ops (exp, sin, sigmoid, ...). Integer and bool inputs are cast to the
-  default float dtype first, as torch does; float16/bfloat16 stay in their dtype.
-- ``_same_unary``: ops that keep the input dtype (abs, floor, square, ...).
+- Float-valued ops (exp, sin, sigmoid, erf, ...) come from one factory, ``_float_unary``: integer and
+  bool inputs are cast to the default float dtype first, as torch does; float16/bfloat16 stay in their
+  dtype (composite kernels compute them in float32, the special functions in float64).
+- Ops that keep the input dtype (abs, sign, square, floor/ceil/trunc/round, relu, nan_to_num, clamp)
+  are written out, since each has its own rules for integer and bool inputs.
 
 The hot path of a float op on a float tensor is one class check, one dtype check and ``apply``.
-Each factory also makes the in-place method (``exp_``), the ``out=`` argument and torch's aliases.
+``_inplace_of`` makes the in-place methods (``exp_``) and ``_expose`` attaches names and aliases.
+Derivatives of piecewise ops (clamp, relu, logit with eps, sinc at 0, nan_to_num, i1 at 0) go through
+one masking op, ``where_mask``, so they follow torch's conventions at the kinks and stay differentiable.
 
 NumPy's floating-point warnings (log(0), overflow in exp, ...) are silenced for the kernels in this
 module: torch returns inf/nan there without warnings, and a per-call ``np.errstate`` would double

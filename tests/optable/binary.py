@@ -73,7 +73,7 @@ def _shift_arrays(rng, dtype):
     return [a, s]
 
 
-def _where_nan(m, c, a, b):
+def _where_broadcast(m, c, a, b):
     return m.where(c > 0, a, b)
 
 
@@ -196,7 +196,7 @@ CASES = [
     # ---- where ------------------------------------------------------------------------------------
     Case("where", lambda m, c, a, b: m.where(c > 0, a, b), shapes=((3, 4), (3, 4), (3, 4)),
          double_backward=True, layouts=ALL3, grad_inputs=(1, 2)),
-    Case("where_broadcast", lambda m, c, a, b: _where_nan(m, c, a, b), shapes=((3, 1), (4,), (3, 4)),
+    Case("where_broadcast", lambda m, c, a, b: _where_broadcast(m, c, a, b), shapes=((3, 1), (4,), (3, 4)),
          grad_inputs=(1, 2)),
     Case("where_scalars", lambda m, c, a: (m.where(c > 0, a, 0.0), m.where(c > 0, 2, a), m.where(c < 0, 1, 2.5)),
          shapes=((3, 4), (3, 4)), grad_inputs=(1,)),

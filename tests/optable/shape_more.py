@@ -51,9 +51,9 @@ def _zero(m, a, b):
 
 def _inplace_random(m, a):
     x = a * 1.0
-    x[0].uniform_(1.5, 1.5)
-    x[1].normal_(2.0, 0.0)
-    x[2].bernoulli_(1.0)
+    x.select(0, 0).uniform_(1.5, 1.5)
+    x.select(0, 1).normal_(2.0, 0.0)
+    x.select(0, 2).bernoulli_(1.0)
     return x
 
 

@@ -392,7 +392,9 @@ class Tensor:
                 else:
                     t.grad = t.grad + g
             return None
-        self.grad_fn._add_tensor_hook(self._output_nr, _retain, retain=True)
+        handle = self.grad_fn._add_tensor_hook(self._output_nr, _retain, retain=True)
+        handle.node = self.grad_fn
+        self._retain_handle = handle    # moved to the new node if this tensor is later modified in place
 
     @property
     def retains_grad(self) -> bool:
@@ -554,7 +556,8 @@ class Tensor:
         new._rg = self._rg
         new.grad_fn = None
         for k, v in self.__dict__.items():
-            if k in ("_vc", "_base", "_grad", "_storage_src", "_acc_node", "_hooks", "_post_acc_hooks", "_views"):
+            if k in ("_vc", "_base", "_grad", "_storage_src", "_acc_node", "_hooks", "_post_acc_hooks", "_views",
+                     "_retain_handle", "_retains_grad"):
                 continue
             new.__dict__[k] = copy.deepcopy(v, memo)
         if self._grad is not None:
@@ -642,12 +645,15 @@ def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
 
 
 class _RemovableHandle:
-    __slots__ = ("_d", "_k")
+    """Returned by register_hook & co.: ``remove()`` unregisters the hook (also a context manager)."""
+
+    __slots__ = ("_d", "_k", "node")
     _next_id = 0
 
     def __init__(self, d: dict, k):
         self._d = d
         self._k = k
+        self.node = None
 
     @property
     def id(self):

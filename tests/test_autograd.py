@@ -1429,3 +1429,52 @@ def test_sibling_views_after_inplace_on_one_view():
         return x.grad, whole
     same(f)
 
+
+
+def test_retain_grad_follows_inplace_and_old_hooks_stay():
+    def f(m):
+        x = leaf(m, [1.0, 2.0, 3.0])
+        y = x * 2
+        y.retain_grad()
+        seen = []
+        y.register_hook(lambda g: seen.append(g))
+        y.mul_(3)
+        (y * y).sum().backward()
+        return y.grad, seen, y.retains_grad, x.grad
+    same(f)
+
+    def view(m):
+        x = leaf(m, [[1.0, 2.0], [3.0, 4.0]])
+        y = x * 2
+        v = y[0]
+        v.retain_grad()
+        y.mul_(5)
+        (v * 1).sum().backward()
+        return v.grad, x.grad
+    same(view)
+
+
+def test_setitem_and_indexing_views_with_autograd():
+    def f(m):
+        x = leaf(m, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        w = leaf(m, [10.0, 20.0])
+        y = x * 1
+        y[:, 0] = w * 2
+        y[1] += w[0]
+        z = y[0, 1:]
+        z.mul_(w[1])
+        (y * y).sum().backward()
+        return y, x.grad, w.grad
+    same(f)
+
+
+def test_overwrite_non_leaf_with_constant():
+    def f(m):
+        x = leaf(m, [1.0, 2.0, 3.0])
+        y = x * 2
+        v = y[1:]
+        y.zero_()
+        y.add_(1)
+        (v * x[1:]).sum().backward()
+        return x.grad, v
+    same(f)

@@ -50,6 +50,9 @@ def refresh(root: Tensor, skip: Tensor | None = None) -> None:
     written (``skip``'s, or all of ``root``) a fresh node on root's new history.
 
     Views that do not overlap the write keep their values, so their old history stays correct."""
+    move_retain_grad(root)
+    if skip is not None:
+        move_retain_grad(skip)
     views = root.__dict__.get("_views")
     if views is None or not root._rg:
         return
@@ -64,6 +67,18 @@ def refresh(root: Tensor, skip: Tensor | None = None) -> None:
             continue
         Node.record(AS_STRIDED, (root,), {"geom": view_geometry(root, v)}, (v,))
         v._output_nr = 0
+        move_retain_grad(v)
+
+
+def move_retain_grad(t: Tensor) -> None:
+    """After ``t`` got new history, its retained ``.grad`` follows the new value (as in torch); hooks
+    registered earlier stay with the old value."""
+    handle = t.__dict__.get("_retain_handle")
+    if handle is None or t.grad_fn is None or handle.node is t.grad_fn:
+        return
+    handle.remove()
+    t._retains_grad = False
+    t.retain_grad()
 
 
 def _extent(a) -> tuple:

@@ -97,6 +97,9 @@ def _adv_key(ndim, idx, pos):
 
 
 def _index_kernel(x, idx, pos):
+    shape = _adv_result_shape(x.shape, idx, pos)
+    if 0 in shape:
+        return np.empty(shape, dtype=x.dtype)   # empty result: its (unchecked) indices are never read
     return x[_adv_key(x.ndim, idx, pos)]
 
 
@@ -108,6 +111,8 @@ def _index_bw(ctx, g):
 
 def _index_put_kernel(x, v, idx, pos, accumulate):
     out = np.array(x, copy=True)
+    if 0 in _adv_result_shape(x.shape, idx, pos):
+        return out
     key = _adv_key(out.ndim, idx, pos)
     v = np.asarray(v).astype(out.dtype, copy=False)
     if accumulate:
@@ -336,11 +341,19 @@ def _expand_adv(view_shape, adv):
         else:
             idx.append(a)
             pos.append(p)
+    if len(idx) > 1:
+        try:
+            np.broadcast_shapes(*[a.shape for a in idx])
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(fmt_shape(a.shape) for a in idx)) from None
+    # like torch, indices are not checked when the result is empty (nothing is read)
+    empty = bool(idx) and 0 in _adv_result_shape(view_shape, idx, pos)
     out = []
     for k, (a, p) in enumerate(zip(idx, pos)):
         size = view_shape[p]
         a = a.astype(np.int64, copy=False)
-        if a.size:
+        if a.size and not empty:
             if size == 0:
                 raise IndexError("index is out of bounds for dimension with size 0")
             mn, mx = _min_max(a)
@@ -350,12 +363,6 @@ def _expand_adv(view_shape, adv):
             if mn < 0:
                 a = np.where(a < 0, a + size, a)
         out.append(a)
-    if len(out) > 1:
-        try:
-            np.broadcast_shapes(*[a.shape for a in out])
-        except ValueError:
-            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
-                             + ", ".join(fmt_shape(a.shape) for a in out)) from None
     return tuple(out), tuple(pos)
 
 
@@ -559,6 +566,8 @@ def _index_put_impl_(self, idx, pos, values, accumulate, name, check_dtype=True)
     if not (GRAD[0] and (self._rg or values._rg)):
         # no autograd: write in place instead of copying the whole tensor
         _writable(self, name)
+        if 0 in _adv_result_shape(self._data.shape, idx, pos):
+            return self
         key = _adv_key(self._data.ndim, idx, pos)
         if accumulate:
             np.add.at(self._data, key, values._data)

@@ -85,6 +85,7 @@ def rebase_history(self: Tensor, r: Tensor) -> None:
         geom = np.arange(self._data.size, dtype=np.int64).reshape(self._data.shape)
         Node.record(COPY_SLICES, (old, r), {"geom": geom}, (self,))
         self._output_nr = 0
+        refresh_views(self)
         return
     if base is None:
         self.grad_fn = r.grad_fn

@@ -5,9 +5,9 @@ Three kinds of ops live here:
 * value reductions (prod, amax/amin, var/std, norms, logsumexp, nansum, median): a NumPy kernel and a
   derivative built from ember ops, expanded back with ``_expand_back``;
 * index-selecting ops (max/min with ``dim``, sort, topk, kthvalue, median/mode with ``dim``,
-  cummax/cummin): the public function computes the int64 indices with NumPy, the op gathers the values
-  at those indices, and the derivative scatters the gradient back to them with the registry's
-  ``put_flat_add`` op (whose own derivative is a gather, so double backward works);
+  cummax/cummin): the kernel computes the int64 indices and gathers the values at them; the
+  derivative scatters the gradient back to the saved indices with shape.py's ``put_flat_add`` op
+  (whose own derivative is a gather, so double backward works);
 * scans (cumsum, cumprod, logcumsumexp) and softmax/log_softmax.
 
 Index outputs are int64 and never differentiable. Integer inputs follow torch: sum-like results

@@ -773,7 +773,22 @@ def overwrite(self: Tensor, src, name: str = "copy_") -> Tensor:
     """Write ``src`` (a Tensor, broadcastable to ``self``) into ``self`` in place, with autograd:
     the old values of ``self`` get no gradient, ``src`` gets the gradient of the written region."""
     from .inplace import write_result
+    if _plain_write(self, src):
+        np.copyto(self._data, src._data, casting="unsafe")      # broadcasts; handles overlapping memory
+        self._bump()
+        return self
     return write_result(self, lambda s: apply(COPY, (s, src), {"dt": s._dtype.np}), name)
+
+
+def _plain_write(self: Tensor, src=None) -> bool:
+    """True when a write needs no autograd record and no hook sees it: then copy the bytes directly."""
+    from ..autograd.grad_mode import GRAD
+    from .registry import HOOKS
+    from .inplace import _writable
+    if HOOKS or (GRAD[0] and (self._rg or (isinstance(src, Tensor) and src._rg))):
+        return False
+    _writable(self, "copy_")
+    return True
 
 
 def copy_(self, src, non_blocking: bool = False) -> Tensor:
@@ -828,6 +843,10 @@ def fill_(self, value) -> Tensor:
         raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__}), "
                         "but expected one of: (Number value) or (Tensor value)")
     _check_no_overlap(self, "fill_")
+    if _plain_write(self, value):
+        np.copyto(self._data, value._data if isinstance(value, Tensor) else value, casting="unsafe")
+        self._bump()
+        return self
     return write_result(self, lambda s: apply(FILL, (s, value), {"dt": s._dtype.np}), "fill_")
 
 
@@ -845,6 +864,10 @@ def zero_(self) -> Tensor:
     """Set every element to zero."""
     from .inplace import write_result
     _check_no_overlap(self, "zero_")
+    if _plain_write(self):
+        self._data[...] = 0
+        self._bump()
+        return self
     return write_result(self, lambda s: apply(ZERO, (s,)), "zero_")
 
 

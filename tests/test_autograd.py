@@ -1478,3 +1478,122 @@ def test_overwrite_non_leaf_with_constant():
         (v * x[1:]).sum().backward()
         return x.grad, v
     same(f)
+
+
+# ---- saved tensor hooks -------------------------------------------------------------------------------------
+
+def test_saved_tensors_hooks_pack_and_unpack():
+    def f(m):
+        calls = []
+
+        def pack(t):
+            calls.append(("pack", tuple(t.shape)))
+            return t * 1
+
+        def unpack(p):
+            calls.append(("unpack", tuple(p.shape)))
+            return p
+        x = leaf(m, [1.0, 2.0, 3.0])
+        w = leaf(m, [0.5, 0.5, 2.0])
+        with m.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = x * w
+            z = y.exp()
+            s = (x + 1).sum()
+        packed = list(calls)
+        calls.clear()
+        (z.sum() + s).backward()
+        return packed, sorted(calls), x.grad, w.grad
+    same(f)
+
+
+def test_saved_tensors_hooks_skip_version_check_and_custom_function():
+    def f(m):
+        x = leaf(m, [1.0, 2.0])
+        with m.autograd.graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda p: p):
+            y = x * x
+        with m.no_grad():
+            x.add_(1)
+        y.sum().backward()
+        return x.grad
+    same(f)
+
+    def fn(m):
+        seen = []
+
+        class Sq(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                ctx.save_for_backward(t)
+                return t * t
+
+            @staticmethod
+            def backward(ctx, g):
+                (t,) = ctx.saved_tensors
+                return g * 2 * t
+        x = leaf(m, [3.0])
+        with m.autograd.graph.saved_tensors_hooks(lambda t: (seen.append("p"), t * 2)[1],
+                                                  lambda p: (seen.append("u"), p)[1]):
+            y = Sq.apply(x)
+        y.backward()
+        return seen, x.grad
+    same(fn)
+
+
+def test_disable_saved_tensors_hooks_and_increment_version():
+    def f(m):
+        with m.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            with m.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+    same_error(f)
+
+    def g(m):
+        x = m.zeros(2)
+        m.autograd.graph.increment_version(x)
+        return x._version
+    same(g)
+    # the dispatch hook is gone once no saved-tensor hooks are active
+    from ember.ops import registry
+    with ember.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert registry.HOOKS
+    assert not registry.HOOKS
+
+
+def test_grad_layout_follows_dense_leaf_strides():
+    def f(m):
+        out = []
+        for mk in (lambda: m.zeros(4, 3).t(), lambda: m.zeros(4, 6)[:, ::2] if hasattr(m.zeros(1), "__getitem__")
+                   else m.zeros(4, 3), lambda: m.zeros(3, 1).expand(3, 4), lambda: m.zeros(2, 3, 4).permute(2, 0, 1)):
+            x = mk().requires_grad_()
+            (x * 2).sum().backward()
+            out.append((x.grad.stride(), x.grad.is_contiguous(), x.grad))
+        return out
+    same(f)
+
+
+def test_grad_is_not_aliased_to_user_tensors():
+    def f(m):
+        x = leaf(m, [1.0, 2.0])
+        g = m.tensor([5.0, 6.0])
+        x.backward(g)                      # the seed must be copied, not adopted
+        g.mul_(0)
+        y = leaf(m, [1.0, 2.0])
+        kept = []
+        y.register_hook(lambda gr: (kept.append(gr), gr)[1])
+        (y * 3).sum().backward()
+        kept[0].mul_(0) if not kept[0].requires_grad else None
+        a, b = leaf(m, [1.0]), leaf(m, [2.0])
+        (a + b).sum().backward()           # add passes one gradient to both leaves
+        a.grad.add_(10)
+        return x.grad, y.grad, a.grad, b.grad
+    same(f)
+
+
+def test_node_call_returns_formula_grads():
+    def f(m):
+        x = leaf(m, X)
+        w = leaf(m, [1.0, 2.0, 3.0])
+        c = m.ones(2, 3)
+        y = x * w
+        z = c * x
+        return y.grad_fn(m.ones(2, 3)), z.grad_fn(m.ones(2, 3))
+    same(f)

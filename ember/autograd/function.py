@@ -50,8 +50,9 @@ class FunctionCtx:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
                                 f"{tensors.index(t)} is of type {type(t).__name__}")
-        self._saved = tensors
-        self._saved_versions = tuple(t._get_vc()[0] if isinstance(t, Tensor) else None for t in tensors)
+        from .graph import pack_for_function
+        self._saved = pack_for_function(tensors)
+        self._saved_versions = tuple(t._get_vc()[0] if isinstance(t, Tensor) else None for t in self._saved)
 
     def save_for_forward(self, *tensors):
         """Forward-mode AD is not implemented in ember; the tensors are kept for API compatibility."""
@@ -64,7 +65,8 @@ class FunctionCtx:
         for t, v in zip(self._saved, self._saved_versions):
             if isinstance(t, Tensor) and t._get_vc()[0] != v:
                 _version_error(t, None, t._vc[0], v)
-        return self._saved
+        from .graph import unpack_args
+        return unpack_args(self._saved)
 
     def _release(self):
         if self._saved:

@@ -110,12 +110,22 @@ class Node:
 
     @property
     def inputs(self) -> tuple:
+        """All positional arguments the op was called with (saved tensors checked for in-place changes)."""
         self._check()
+        cd = self.ctx_data
+        if cd is not None and cd.get("packed_in"):
+            from .graph import unpack_args
+            return unpack_args(self.args)
         return self.args
 
     @property
     def outputs(self) -> tuple:
+        """The op's outputs, rebuilt from the saved data (checked for in-place changes)."""
         self._check()
+        cd = self.ctx_data
+        if cd is not None and "packed_out" in cd:
+            from .graph import unpack_args
+            return unpack_args(cd["packed_out"])
         outs = []
         for i, (data, dt, vc, v) in enumerate(self.saved_out):
             if vc[0] != v:
@@ -199,11 +209,19 @@ class Node:
         self.saved_out = None
         self.versions = None
         cd = self.ctx_data
-        if cd is not None and "ctx" in cd:
-            cd["ctx"]._release()
+        if cd is not None:
+            if "ctx" in cd:
+                cd["ctx"]._release()
+            cd.pop("packed_out", None)
 
     def __call__(self, *grads):
-        return self.op.backward(self, *grads)
+        """Run this node's derivative on ``grads`` (one per output): one gradient per input, as the
+        formula gives it (broadcast inputs are reduced later by the engine, as in torch)."""
+        gi = self.op.backward(self, *grads)
+        if type(gi) is not tuple:
+            gi = (gi,) if not isinstance(gi, list) else tuple(gi)
+        gi = gi + (None,) * (len(self.edges) - len(gi))
+        return tuple(None if e is None else g for e, g in zip(self.edges, gi))
 
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"

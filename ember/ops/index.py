@@ -349,13 +349,14 @@ def _expand_adv(view_shape, adv):
                              + ", ".join(fmt_shape(a.shape) for a in idx)) from None
     # like torch, indices are not checked when the result is empty (nothing is read)
     empty = bool(idx) and 0 in _adv_result_shape(view_shape, idx, pos)
+    used = bool(idx) and 0 not in np.broadcast_shapes(*[a.shape for a in idx])   # broadcast indices non-empty
     out = []
     for k, (a, p) in enumerate(zip(idx, pos)):
         size = view_shape[p]
         a = a.astype(np.int64, copy=False)
+        if used and size == 0:
+            raise IndexError("index is out of bounds for dimension with size 0")
         if a.size and not empty:
-            if size == 0:
-                raise IndexError("index is out of bounds for dimension with size 0")
             mn, mx = _min_max(a)
             if mn < -size or mx >= size:
                 bad = _first_bad(a, size, True)

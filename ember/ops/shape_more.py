@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, Size, wrap
 from .registry import register, apply, attach, dtype_name
-from ._util import wrap_dim, fmt_shape
+from ._util import wrap_dim, fmt_shape, can_cast
 from .shape import reshape, narrow, diagonal, TAKE_FLAT
 
 
@@ -107,7 +107,7 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     dt = tensors[0]._dtype
     for t in tensors[1:]:
         dt = _dt.promote_types(dt, t._dtype)
-    if out is not None and not _can_cast(dt, out._dtype):
+    if out is not None and not can_cast(dt, out._dtype):
         raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {dtype_name(out._dtype)}")
     d = 0
     sizes = [0] * len(tensors)
@@ -128,11 +128,6 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
         wrap_dim(int(dim), 1)
     r = apply(CAT, tuple(tensors), {"axis": d, "dt": dt.np, "keep": keep, "sizes": tuple(sizes)})
     return r if out is None else _out(r, out)
-
-
-def _can_cast(src, dst) -> bool:
-    from ._util import can_cast
-    return can_cast(src, dst)
 
 
 def stack(tensors, dim: int = 0, *, out=None) -> Tensor:

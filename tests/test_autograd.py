@@ -1597,3 +1597,61 @@ def test_node_call_returns_formula_grads():
         z = c * x
         return y.grad_fn(m.ones(2, 3)), z.grad_fn(m.ones(2, 3))
     same(f)
+
+
+# ---- autograd.functional -------------------------------------------------------------------------------
+
+def _fns(m):
+    def f1(x):
+        return x * x * 2 + x.sum()
+
+    def f2(x, y):
+        return (x * y).sum(), x * 3 - y
+
+    def scalar(x, y):
+        return (x * x * y).sum() + (y * y * y).sum()
+    return f1, f2, scalar
+
+
+def test_functional_jacobian_and_hessian():
+    def f(m):
+        F = m.autograd.functional
+        f1, f2, scalar = _fns(m)
+        x = m.tensor([1.0, 2.0, -1.0], dtype=m.float64)
+        y = m.tensor([0.5, -2.0, 3.0], dtype=m.float64)
+        return [F.jacobian(f1, x), F.jacobian(f2, (x, y)), F.jacobian(lambda a: (a * 2, a.sum()), x),
+                F.jacobian(lambda a, b: a * b, (x, y)), F.hessian(lambda a: (a * a * a).sum(), x),
+                F.hessian(scalar, (x, y)), F.jacobian(f1, x, vectorize=True),
+                F.jacobian(lambda a: a.reshape(3, 1) * m.ones(2), x), x.requires_grad]
+    same(f)
+
+
+def test_functional_products():
+    def f(m):
+        F = m.autograd.functional
+        f1, f2, scalar = _fns(m)
+        x = m.tensor([1.0, 2.0, -1.0], dtype=m.float64)
+        y = m.tensor([0.5, -2.0, 3.0], dtype=m.float64)
+        v = m.tensor([1.0, -1.0, 0.5], dtype=m.float64)
+        return [F.vjp(f1, x, v), F.jvp(f1, x, v), F.vjp(f2, (x, y), (m.tensor(2.0, dtype=m.float64), v)),
+                F.jvp(f2, (x, y), (v, v)), F.vhp(scalar, (x, y), (v, v)), F.hvp(scalar, (x, y), (v, v)),
+                F.vjp(lambda a: a.sum(), x), F.hvp(lambda a: (a * a).sum() * 1, m.tensor([3.0], dtype=m.float64))]
+    same(f)
+
+
+def test_functional_create_graph_and_strict():
+    def f(m):
+        F = m.autograd.functional
+        x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+        _, g = F.vjp(lambda a: (a * a * a).sum(), x, create_graph=True)
+        (gg,) = m.autograd.grad(g.sum(), x)
+        j = F.jacobian(lambda a: a * a, x, create_graph=True)
+        (jj,) = m.autograd.grad(j.sum(), x)
+        return g, gg, j, jj, g.requires_grad, F.jacobian(lambda a: a * 2, x).requires_grad
+    same(f)
+    same_error(lambda m: m.autograd.functional.jacobian(lambda a, b: a * 2, (m.ones(2), m.ones(2)), strict=True))
+    same_error(lambda m: m.autograd.functional.vjp(lambda a: a * 2, m.ones(2)))
+    same_error(lambda m: m.autograd.functional.vjp(lambda a: a * 2, m.ones(2), m.ones(3)))
+    same_error(lambda m: m.autograd.functional.hessian(lambda a: a * 2, m.ones(2)))
+    same_error(lambda m: m.autograd.functional.jacobian(lambda a: a * 2, [m.ones(2)]))
+    same(lambda m: m.autograd.functional.jacobian(lambda a, b: a * 2, (m.ones(2), m.ones(2))))

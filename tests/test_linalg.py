@@ -373,3 +373,47 @@ def test_namespace():
         assert hasattr(ember, name)
     for name in ("addmm_", "addmv_", "addr_", "addbmm_", "baddbmm_", "tril_", "triu_"):
         assert hasattr(ember.Tensor, name)
+
+
+def test_legacy_svd_qr_forms_and_cond_rank():
+    x = np.random.default_rng(3).standard_normal((2, 4, 3))
+    (e,), (t,) = _pair(x)
+    eu, es, ev = ember.svd(e, compute_uv=False)
+    tu, ts, tv = torch.svd(t, compute_uv=False)
+    assert eu.shape == tuple(tu.shape) and ev.shape == tuple(tv.shape) and not eu.numpy().any()
+    np.testing.assert_allclose(es.numpy(), ts.numpy())
+    q, r = e.qr(some=False)
+    assert q.shape == (2, 4, 4) and r.shape == (2, 4, 3)
+    np.testing.assert_allclose((q @ r).numpy(), x, atol=1e-12)
+    sq = np.random.default_rng(4).standard_normal((3, 3)) + 3 * np.eye(3)
+    (es_,), (ts_,) = _pair(sq)
+    import importlib.util
+    has_norms = importlib.util.find_spec("ember.ops.reduce_more") is not None
+    for p in (None, 2, -2, "fro", "nuc", 1, float("inf")):
+        if p not in (None, 2, -2) and not has_norms:
+            continue
+        np.testing.assert_allclose(ember.linalg.cond(es_, p).numpy(), torch.linalg.cond(ts_, p).numpy(), rtol=1e-10)
+    low = np.outer(np.arange(1.0, 5), np.arange(1.0, 4))
+    (el,), (tl,) = _pair(low)
+    assert ember.linalg.matrix_rank(el).item() == torch.linalg.matrix_rank(tl).item() == 1
+    sym = low @ low.T
+    assert ember.linalg.matrix_rank(ember.tensor(sym), hermitian=True).item() == 1
+    assert ember.linalg.matrix_rank(el, atol=1e9).item() == torch.linalg.matrix_rank(tl, atol=1e9).item() == 0
+
+
+def test_lstsq_outputs_follow_torch_drivers():
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    (ea, eb), (ta, tb) = _pair(a, b)
+    for drv in (None, "gels", "gelsy", "gelsd", "gelss"):
+        e = ember.linalg.lstsq(ea, eb, driver=drv)
+        t = torch.linalg.lstsq(ta, tb, driver=drv)
+        for x, y in zip(e, t):
+            assert x.shape == tuple(y.shape) and x.dtype.name == str(y.dtype)[6:], (drv, x.shape, y.shape)
+            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-8, atol=1e-10)
+    # rank-deficient: minimum-norm solution, no residuals
+    low = np.outer(np.arange(1.0, 6), np.arange(1.0, 4))
+    e = ember.linalg.lstsq(ember.tensor(low), eb, driver="gelsd")
+    t = torch.linalg.lstsq(torch.tensor(low), tb, driver="gelsd")
+    assert e.rank.item() == t.rank.item() == 1 and e.residuals.shape == tuple(t.residuals.shape)
+    np.testing.assert_allclose(e.solution.numpy(), t.solution.numpy(), rtol=1e-8)

@@ -5,3 +5,5 @@ from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # n
 from .function import Function, FunctionCtx  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from . import graph  # noqa: F401
+from . import functional  # noqa: F401
+from .gradcheck import GradcheckError  # noqa: F401

@@ -904,14 +904,17 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
 
 
 def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    """In-place ``scatter``."""
     return write_result(self, lambda s: scatter(s, dim, index, src, value, reduce=reduce), "scatter_")
 
 
 def _scatter_add_(self, dim, index, src):
+    """In-place ``scatter_add``."""
     return write_result(self, lambda s: scatter_add(s, dim, index, src), "scatter_add_")
 
 
 def _scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place ``scatter_reduce``."""
     return write_result(self, lambda s: scatter_reduce(s, dim, index, src, reduce, include_self=include_self),
                         "scatter_reduce_")
 
@@ -1147,14 +1150,17 @@ def index_fill(input, dim: int, index, value) -> Tensor:
 
 
 def _index_add_(self, dim, index, source, *, alpha=1):
+    """In-place ``index_add``."""
     return write_result(self, lambda s: index_add(s, dim, index, source, alpha=alpha), "index_add_")
 
 
 def _index_copy_(self, dim, index, source):
+    """In-place ``index_copy``."""
     return write_result(self, lambda s: index_copy(s, dim, index, source), "index_copy_")
 
 
 def _index_fill_(self, dim, index, value):
+    """In-place ``index_fill``."""
     return write_result(self, lambda s: index_fill(s, dim, index, value), "index_fill_")
 
 
@@ -1224,6 +1230,7 @@ def _c_type(d) -> str:
 
 
 def _masked_fill_(self, mask, value):
+    """In-place ``masked_fill`` (the mask must broadcast to ``self``)."""
     _check_mask(mask, lambda m: f"masked_fill_ only supports boolean masks, but got mask with dtype "
                                 f"{_c_type(m._dtype)}")
     return write_result(self, lambda s: masked_fill(s, mask, value), "masked_fill_")
@@ -1294,6 +1301,7 @@ def masked_scatter(input, mask, source) -> Tensor:
 
 
 def _masked_scatter_(self, mask, source):
+    """In-place ``masked_scatter`` (the mask must broadcast to ``self``)."""
     _check_mask(mask, lambda m: f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                                 f"{dtype_name(m._dtype)}")
     if not _bcast_ok(self, mask) or np.broadcast_shapes(self._data.shape, mask._data.shape) != self._data.shape:

@@ -12,7 +12,6 @@ accumulate) before casting back.
 """
 from __future__ import annotations
 
-import builtins
 import collections
 import importlib
 import math
@@ -113,6 +112,9 @@ def _not_impl(kernel: str, d) -> NotImplementedError:
 
 # ---- matmul: the one product kernel -------------------------------------------------------------------
 
+# dtypes NumPy multiplies natively (float16 and ml_dtypes' bfloat16 go through float32)
+_NP_NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_)}
+
 
 def _matmul_kernel(a, b):
     dt = a.dtype
@@ -131,9 +133,6 @@ def _matmul_kernel(a, b):
     if low:
         r = np.asarray(r).astype(dt)
     return r
-
-
-_NP_NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_)}
 
 
 def _matmul_bw(ctx, g):
@@ -578,6 +577,10 @@ def _einsum_kernel(*xs, subs, out):
     if low:
         xs = [x.astype(np.float32) for x in xs]
     if len(xs) == 1:
+        if dt.kind in "biu" and set(out) != set(subs[0]):
+            # a one-operand reduction is a sum: integers and bools accumulate in int64, as torch.sum
+            dt = np.dtype(np.int64)
+            xs = [xs[0].astype(dt)]
         r = np.einsum(f"{subs[0]}->{out}", xs[0])
     else:
         cur, cs = xs[0], subs[0]
@@ -740,7 +743,8 @@ def einsum(*args) -> Tensor:
         opre, oell, opost = _parse_operand(rhs, len(lhs) + 2)
         for c in opre + opost:
             if c not in size:
-                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   f"operand")
         seen = set()
         for c in opre + opost:
             if c in seen:
@@ -1002,7 +1006,8 @@ def _singular_error(op: str, A: np.ndarray) -> LinAlgError:
 def _not_pd_error(op: str, A: np.ndarray) -> LinAlgError:
     idx, info = _first_failure(A, _chol_fail_order)
     if idx is None:
-        return LinAlgError(f"{op}: The factorization could not be completed because the input is not positive-definite.")
+        return LinAlgError(f"{op}: The factorization could not be completed because the input is not "
+                           f"positive-definite.")
     return LinAlgError(f"{op}: {_batch_prefix(A, idx)}The factorization could not be completed because the input is "
                        f"not positive-definite (the leading minor of order {info} is not positive-definite).")
 

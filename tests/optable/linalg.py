@@ -147,6 +147,7 @@ CASES = [
     Case("einsum_sublist", lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]), shapes=((2, 3), (3, 4))),
     Case("einsum_transpose", lambda m, a: m.einsum("ij->ji", a) * 1.0, shapes=((2, 3),)),
     Case("einsum_int", lambda m, a, b: m.einsum("ij,jk->ik", a, b), shapes=((2, 3), (3, 4)), dtypes=("int64",)),
+    Case("einsum_int_sum", lambda m, a: m.einsum("ij->i", a), shapes=((2, 3),), dtypes=("int32", "bool")),
     Case("einsum_zero", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), shapes=((2, 3, 4), (2, 4, 5)),
          layouts=("zero",)),
     Case("tensordot_int", lambda m, a, b: m.tensordot(a, b, dims=2), shapes=((2, 3, 4), (3, 4, 5)),
@@ -233,7 +234,7 @@ CASES = [
          dtypes=F64),
     Case("matrix_rank", lambda m, a: m.linalg.matrix_rank(a), shapes=((2, 4, 3),), grad=False),
     Case("cond", lambda m, a: m.linalg.cond(a), make=wellcond((3, 3)), dtypes=F64),
-    # ---- chains and vectors --------------------------------------------------------------------------------------------
+    # ---- chains and vectors ----------------------------------------------------------------------------
     Case("multi_dot", lambda m, a, b, c, d: m.linalg.multi_dot([a, b, c, d]), shapes=((3,), (3, 10), (10, 2), (2, 6)),
          double_backward=True),
     Case("multi_dot_vec_vec", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), shapes=((3,), (3, 4), (4,))),

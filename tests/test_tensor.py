@@ -127,8 +127,7 @@ def test_contains():
     def f(m):
         x = m.tensor([[1, 2], [3, 4]])
         return [2 in x, 5 in x, m.tensor(3) in x, 2.0 in x]
-    if hasattr(ember.Tensor, "__eq__") and ember.Tensor.__eq__ is not object.__eq__ and hasattr(ember.Tensor, "any"):
-        same(f)
+    same(f)
     same_error(lambda m: "a" in m.tensor([1, 2]))
 
 
@@ -139,7 +138,7 @@ def test_from_numpy_and_as_tensor_share_memory_both_ways():
         a = np.arange(6, dtype=np.float32).reshape(2, 3)
         t = m.from_numpy(a)
         a[0, 0] = 100
-        assert t[0, 0].item() == 100 if hasattr(t, "__getitem__") and m is torch else t.tolist()[0][0] == 100
+        assert t[0, 0].item() == 100
         t.add_(1)
         assert a[1, 2] == 6.0
         b = np.ones(3)
@@ -176,8 +175,6 @@ def test_from_numpy_dtypes():
             out.append(str(m.from_numpy(np.zeros(2, dtype=npdt)).dtype)[6:])
         return out
     same(f)
-    same_error(lambda m: m.from_numpy(np.zeros(2, dtype=np.complex64).astype(np.uint32)), contains="uint32") \
-        if False else None
     with pytest.raises(TypeError):
         ember.from_numpy(np.zeros(2, dtype=np.uint32))
     with pytest.raises(TypeError):
@@ -310,7 +307,6 @@ def test_deepcopy_leaf():
         x = m.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
         (x * x).sum().backward()
         y = copy.deepcopy(x)
-        y.data.add_(1) if False else None
         with m.no_grad():
             y.add_(10)
         return [x, y, y.requires_grad, y.is_leaf, y.grad, y.grad is not x.grad, y.data_ptr() != x.data_ptr()]

@@ -48,7 +48,7 @@ def broadcast_error(op: str, shapes) -> RuntimeError:
         nd = max(len(a), len(b))
         pa = (1,) * (nd - len(a)) + tuple(a)
         pb = (1,) * (nd - len(b)) + tuple(b)
-        for i in range(nd):
+        for i in reversed(range(nd)):  # torch names the rightmost mismatching dim
             if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
                 return RuntimeError(
                     f"{op}: The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) "

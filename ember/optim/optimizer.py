@@ -1,38 +1,116 @@
-"""Optimizer base class: param groups, per-parameter state, state_dict in torch's layout.
+"""Optimizer base class: param groups, per-parameter state, hooks, state_dict in torch's layout.
 
 Updates run on the parameters' NumPy buffers in place (as torch's foreach/fused paths do on their
 storage), then bump each parameter's version counter so autograd's saved-tensor checks stay sound.
+
+``state_dict()`` has torch's layout (``{"state": {int: {...}}, "param_groups": [{..., "params": [int]}]}``
+with the same per-optimizer state keys and tensor dtypes), so ``ember.save(opt.state_dict())`` loads in
+torch and a torch optimizer checkpoint loads here.
 """
 from __future__ import annotations
 
-import copy
-from collections import defaultdict
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from itertools import chain
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..tensor import Tensor, _RemovableHandle, wrap
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import no_grad, enable_grad
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
 
 
 class _RequiredParameter:
+    """Singleton marking a hyper-parameter that every param group must give."""
+
     def __repr__(self):
         return "<required parameter>"
 
 
 required = _RequiredParameter()
 
+_global_optimizer_pre_hooks: "OrderedDict[object, Any]" = OrderedDict()
+_global_optimizer_post_hooks: "OrderedDict[object, Any]" = OrderedDict()
+
+
+def _add_hook(hooks: OrderedDict, hook, prepend: bool = False) -> _RemovableHandle:
+    key = object()
+    hooks[key] = hook
+    if prepend:
+        hooks.move_to_end(key, last=False)
+    return _RemovableHandle(hooks, key)
+
+
+def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
+    """Register a pre-step hook ``hook(optimizer, args, kwargs)`` run before every optimizer's step."""
+    return _add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
+    """Register a post-step hook ``hook(optimizer, args, kwargs)`` run after every optimizer's step."""
+    return _add_hook(_global_optimizer_post_hooks, hook)
+
+
+def _to_scalar(x):
+    """A hyper-parameter given as a one-element tensor becomes a Python float (as torch's ``_to_scalar``)."""
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        return float(x._data.reshape(()))
+    return x
+
+
+def _scalar_step(value: float = 0.0) -> Tensor:
+    """torch keeps ``state['step']`` (and similar counters) as a float32 0-dim tensor on the CPU."""
+    return wrap(np.array(value, dtype=np.float32))
+
+
+def _hook_step(func):
+    """Wrap a class's ``step`` so the global and per-instance step hooks run around it (once per call)."""
+    @functools.wraps(func)
+    def step(*args, **kwargs):
+        self = args[0]
+        for pre in chain(tuple(_global_optimizer_pre_hooks.values()), tuple(self._optimizer_step_pre_hooks.values())):
+            result = pre(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+        out = func(*args, **kwargs)
+        self._optimizer_step_code()
+        for post in chain(tuple(self._optimizer_step_post_hooks.values()), tuple(_global_optimizer_post_hooks.values())):
+            post(self, args, kwargs)
+        return out
+    step.hooked = True
+    return step
+
 
 class Optimizer:
-    """Base class: holds ``param_groups`` (list of dicts) and ``state`` (param -> dict)."""
+    """Base class of all optimizers: ``param_groups`` (list of dicts) and ``state`` (param -> dict).
+
+    Subclasses either implement ``_step_group(group)`` (the base ``step`` runs the closure with grad
+    enabled, then every group's update under ``no_grad``) or override ``step`` entirely.
+    """
 
     def __init__(self, params: Iterable, defaults: dict):
         self.defaults = defaults
-        self.state: dict = defaultdict(dict)
-        self.param_groups: list = []
-        self._step_pre_hooks: dict = {}
-        self._step_post_hooks: dict = {}
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            f"but got {type(params).__name__}")
+                            f"but got {_typename(params)}")
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list = []
         param_groups = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
@@ -41,11 +119,28 @@ class Optimizer:
         for g in param_groups:
             self.add_param_group(g)
 
+    # ---- pickling / repr ----------------------------------------------------------------------------
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                self.__dict__[name] = OrderedDict()
+        self._patch_step_function()
+        self.defaults.setdefault("differentiable", False)
+        # older checkpoints may lack newer options and keep 'step' as a number: fill in as torch does
+        for group in self.param_groups:
+            for k, v in self.defaults.items():
+                if k != "params" and v is not required:
+                    group.setdefault(k, v)
+            for p in group["params"]:
+                st = self.state.get(p)
+                if st and "step" in st and not isinstance(st["step"], Tensor) and not isinstance(self, _NoStepTensor):
+                    st["step"] = _scalar_step(float(st["step"]))
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -58,9 +153,11 @@ class Optimizer:
         s += ")"
         return s
 
+    # ---- param groups -------------------------------------------------------------------------------
     def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters (with optional per-group options) to ``param_groups``."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             param_group["params"] = [params]
@@ -69,41 +166,67 @@ class Optimizer:
                             "of tensors in sets will change between runs. Please use a list instead.")
         else:
             param_group["params"] = list(params)
+        # named parameters: (name, tensor) pairs as given by module.named_parameters()
+        names, tensors = [], []
         for p in param_group["params"]:
+            if isinstance(p, tuple):
+                names.append(p[0])
+                tensors.append(p[1])
+            else:
+                tensors.append(p)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        for p in tensors:
             if not isinstance(p, Tensor):
-                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + type(p).__name__)
-            if p.grad_fn is not None:
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(p))
+            if not self.defaults.get("differentiable", None) and not (p.grad_fn is None or p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             param_group.setdefault(name, default)
-        params = param_group["params"]
-        if len(params) != len({id(p) for p in params}):
-            import warnings
+        if len(tensors) != len({id(p) for p in tensors}):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
-                          "cause an error", stacklevel=3)
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
         seen = set()
         for g in self.param_groups:
             seen.update(id(p) for p in g["params"])
-        if any(id(p) in seen for p in params):
+            if ("param_names" in param_group) != ("param_names" in g):
+                txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {txt} to the optimizer")
+        if any(id(p) in seen for p in tensors):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized tensors: to None (default) or to zeros in place."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
+                g = p.grad
+                if g is not None:
                     if set_to_none:
                         p.grad = None
                     else:
-                        if p.grad.grad_fn is not None:
-                            p.grad = p.grad.detach()
-                        p.grad._data[...] = 0
-                        p.grad._bump()
+                        if g.grad_fn is not None:
+                            g.detach_()
+                        else:
+                            g._rg = False
+                        g._data[...] = 0
+                        g._bump()
 
     # ---- state dict (torch's layout: params become integer ids) ------------------------------------
     def state_dict(self) -> dict:
+        """The optimizer state as ``{"state": {id: {...}}, "param_groups": [...]}`` (torch's layout).
+
+        The state tensors are the live ones (not copies), as in torch.
+        """
+        for hook in tuple(self._optimizer_state_dict_pre_hooks.values()):
+            hook(self)
         mapping: dict = {}
         start = 0
 
@@ -116,78 +239,147 @@ class Optimizer:
             start += len(packed["params"])
             return packed
         groups = [pack(g) for g in self.param_groups]
-        state = {mapping[id(k)]: v for k, v in self.state.items() if id(k) in mapping}
-        return {"state": state, "param_groups": groups}
+        state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        sd = {"state": state, "param_groups": groups}
+        for hook in tuple(self._optimizer_state_dict_post_hooks.values()):
+            res = hook(self, sd)
+            if res is not None:
+                sd = res
+        return sd
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
+        # floating state follows the parameter's dtype; 'step' keeps its own (float32) dtype
+        if key == "step":
+            return value
+        if param.is_floating_point() and value.is_floating_point() and value._dtype is not param._dtype:
+            return wrap(value._data.astype(param._dtype.np), param._dtype)
+        if not value._data.flags.writeable:
+            # updates write into state tensors in place: give read-only (e.g. memory-mapped) data its own copy
+            return wrap(value._data.copy(), value._dtype)
+        return value
 
     def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = copy.deepcopy(state_dict)
+        """Load a state dict made by ``state_dict()`` here or by torch (parameters matched by position)."""
+        state_dict = state_dict.copy()
+        for hook in tuple(self._optimizer_load_state_dict_pre_hooks.values()):
+            res = hook(self, state_dict)
+            if res is not None:
+                state_dict = res
         groups = self.param_groups
-        saved_groups = state_dict["param_groups"]
+        saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
             raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                              "optimizer's group")
-        id_map = {}
-        for g, s in zip(groups, saved_groups):
-            for old, p in zip(s["params"], g["params"]):
-                id_map[old] = p
-        state: dict = defaultdict(dict)
+        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        raw_groups = state_dict["param_groups"]
+
+        def cast(param, value, param_id, key=None):
+            if isinstance(value, Tensor):
+                return self._process_value_according_to_param_policy(param, value, param_id, raw_groups, key)
+            if isinstance(value, dict):
+                return {k: cast(param, v, param_id, k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v, param_id) for v in value)
+            return value
+
+        state: defaultdict = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 p = id_map[k]
-                state[p] = {key: (val.to(p.dtype) if isinstance(val, Tensor) and key != "step" and val.is_floating_point() else val)
-                            for key, val in v.items()}
+                state[p] = cast(p, v, k)
             else:
                 state[k] = v
-        self.state = state
         new_groups = []
         for g, s in zip(groups, saved_groups):
-            s = dict(s)
             s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
             new_groups.append(s)
-        self.param_groups = new_groups
+        self.__setstate__({"state": state, "param_groups": new_groups})
+        for hook in tuple(self._optimizer_load_state_dict_post_hooks.values()):
+            hook(self)
 
     # ---- hooks -------------------------------------------------------------------------------------
-    def register_step_pre_hook(self, hook):
-        k = object()
-        self._step_pre_hooks[k] = hook
-        return _RemovableHandle(self._step_pre_hooks, k)
+    def _patch_step_function(self) -> None:
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{self.__class__.__name__}.zero_grad"
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hook_step(cls.step)
 
-    def register_step_post_hook(self, hook):
-        k = object()
-        self._step_post_hooks[k] = hook
-        return _RemovableHandle(self._step_post_hooks, k)
+    def _optimizer_step_code(self) -> None:
+        """Entry point for profilers: runs after every ``step`` (empty, as in torch)."""
 
-    def _run_closure(self, closure):
-        if closure is None:
-            return None
-        from ..autograd.grad_mode import enable_grad
-        with enable_grad():
-            return closure()
+    def register_step_pre_hook(self, hook) -> _RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs before ``step``; it may return new ``(args, kwargs)``."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
 
+    def register_step_post_hook(self, hook) -> _RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs after ``step``."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer)`` runs before ``state_dict`` builds the dict."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs on the result of ``state_dict``; it may return a new dict."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs before ``load_state_dict``; it may return a new dict."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer)`` runs after ``load_state_dict``."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # ---- stepping ----------------------------------------------------------------------------------
     def step(self, closure=None):
-        """Run one update. Subclasses implement ``_step_group(group)``."""
-        for h in list(self._step_pre_hooks.values()):
-            h(self, (), {})
-        loss = self._run_closure(closure)
+        """Run one update (re-evaluating the model with ``closure`` first if given); returns its loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         with no_grad():
             for group in self.param_groups:
+                self._check_group(group)
                 self._step_group(group)
-        for h in list(self._step_post_hooks.values()):
-            h(self, (), {})
         return loss
 
     def _step_group(self, group: dict) -> None:
         raise NotImplementedError
+
+    def _check_group(self, group: dict) -> None:
+        """Reject the options ember does not implement (torch's GPU-only and autograd-through-step paths)."""
+        if group.get("capturable"):
+            raise AssertionError("If capturable=True, params and state_steps must be on supported devices: "
+                                 "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla'].")
+        if group.get("differentiable"):
+            raise RuntimeError(f"{type(self).__name__}: differentiable=True (autograd through the optimizer step) "
+                               "is not supported by ember; use differentiable=False")
 
     @staticmethod
     def _grad_array(p: Tensor, maximize: bool):
         g = p.grad._data
         return -g if maximize else g
 
+    @staticmethod
+    def _zeros_state(p: Tensor) -> Tensor:
+        """A zero tensor shaped and typed like ``p`` (torch.zeros_like(p, memory_format=preserve_format))."""
+        return wrap(np.zeros_like(p._data), p._dtype)
 
-def _scalar_step(value: float = 0.0) -> Tensor:
-    """torch keeps ``state['step']`` as a float32 0-dim tensor."""
-    import numpy as np
-    return wrap(np.array(value, dtype=np.float32))
+
+class _NoStepTensor:
+    """Mixin for optimizers whose state has no tensor 'step' counter (LBFGS)."""
+
+
+def _typename(o) -> str:
+    if isinstance(o, Tensor):
+        return "ember.Tensor" if type(o) is Tensor else f"{type(o).__module__}.{type(o).__qualname__}"
+    module = type(o).__module__
+    name = type(o).__qualname__
+    return name if module in ("builtins", None) else f"{module}.{name}"

@@ -376,17 +376,39 @@ def celu_(input, alpha: float = 1.0):
 
 # gelu: x * Phi(x) (exact) or its tanh approximation
 
-def _erf(x):
-    # the float64 series of ember.erf; float32 needs far fewer terms
-    tol = 1e-17 if x.dtype == np.float64 else 1e-10
-    return _special.erf(x.astype(np.float64).reshape(-1), tol=tol).reshape(x.shape).astype(x.dtype, copy=False)
+# erfc(z) = t * exp(-z^2 + P(t)), t = 1 / (1 + |z| / 2): the Chebyshev fit of Numerical Recipes
+# ("erfcc"), relative error < 1.2e-7 everywhere: float32 accuracy at a tiny fraction of a series' cost
+_ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+           0.37409196, 1.00002368, -1.26551223)
+
+
+def _normal_cdf(x):
+    """Phi(x) = erfc(-x / sqrt(2)) / 2, in x's dtype: series erf for float64, the fit above otherwise."""
+    if x.dtype == np.float64:
+        e = _special.erf((x * _SQRT_HALF).reshape(-1)).reshape(x.shape)
+        e += 1
+        e *= 0.5
+        return e
+    z = x.astype(np.float64) * -_SQRT_HALF
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    p = np.full_like(t, _ERFC_P[0])
+    for c in _ERFC_P[1:]:
+        p *= t
+        p += c
+    np.multiply(a, a, out=a)
+    np.subtract(p, a, out=p)
+    np.exp(p, out=p)
+    p *= t                                       # erfc(|z|)
+    p *= 0.5
+    return _where(np.greater_equal(z, 0), p, 1.0 - p).astype(x.dtype)
 
 
 def _gelu_fwd(x, approximate):
     if approximate == "tanh":
         t = np.tanh((x + x * x * x * _GELU_C) * _GELU_K)
         return x * 0.5 * (t + 1)
-    return x * 0.5 * (_erf(x * _SQRT_HALF) + 1)
+    return x * _normal_cdf(x)
 
 
 def _gelu_d1(x, approximate):
@@ -394,8 +416,7 @@ def _gelu_d1(x, approximate):
         x2 = x * x
         t = np.tanh((x + x2 * x * _GELU_C) * _GELU_K)
         return 0.5 * (t + 1) + 0.5 * x * (1 - t * t) * (_GELU_K * (1 + 3 * _GELU_C * x2))
-    cdf = 0.5 * (_erf(x * _SQRT_HALF) + 1)
-    return cdf + x * np.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return _normal_cdf(x) + x * np.exp(x * x * -0.5) * _INV_SQRT_2PI
 
 
 def _gelu_d2(x, approximate):

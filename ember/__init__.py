@@ -34,3 +34,9 @@ from . import linalg  # noqa: E402,F401
 
 from . import nn, optim  # noqa: E402,F401
 from .serialization import save, load, serialize, deserialize  # noqa
+from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+from ._compat import *  # noqa: E402,F401,F403
+from . import memory, profiler  # noqa: E402,F401
+from .memory import OutOfMemoryError  # noqa: E402,F401
+from .events import Event, synchronize  # noqa: E402,F401

@@ -5,8 +5,10 @@ same buffer, so writes go through exactly as in torch, and ``stride()`` is NumPy
 divided by the item size. Views share their base's version counter (``_vc``, created lazily) so that
 an in-place write bumps the version every saved reference checks.
 
-Hot fields live in ``__slots__``; rarely-set fields (``grad``, ``_base``, hooks) live in the instance
-dict with class-level defaults, so making a tensor assigns only four attributes.
+Hot fields live in ``__slots__``; rarely-set fields (``_grad``, ``_base``, hooks) live in the instance
+dict with class-level defaults, so making a tensor assigns only four attributes. ``_base`` marks an
+autograd view (of the root tensor); ``_storage_src`` marks an alias that shares memory without being a
+view (``detach()``, ``.data``); together they define ``storage_offset`` and ``untyped_storage``.
 
 Operators are not defined here: each op family in ``ember/ops`` registers its function and attaches
 the method form to this class (see ``ember/ops/registry.py``).
@@ -130,11 +132,6 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
-def _size(shape) -> Size:
-    # the hot path: NumPy shapes are already tuples of ints
-    return tuple.__new__(Size, shape)
-
-
 class Tensor:
     """A multi-dimensional array with torch's semantics (see the module docstring)."""
 
@@ -163,6 +160,8 @@ class Tensor:
                 arr = np.array(args[0], dtype=_dt.get_default_dtype().np)
             else:
                 arr = np.empty(tuple(args), dtype=_dt.get_default_dtype().np)
+            if _mem_track is not None:
+                _mem_track(arr)
             self._data = arr
             self._dtype = _BY_NP[arr.dtype]
         elif cls is Tensor and not args:
@@ -246,9 +245,9 @@ class Tensor:
     def data_ptr(self) -> int:
         return self._data.__array_interface__["data"][0]
 
-    def untyped_storage(self):
-        from .storage import UntypedStorage
-        return UntypedStorage._of(self)
+    def untyped_storage(self) -> "UntypedStorage":
+        """The memory this tensor is a view of (shared by all its views and aliases)."""
+        return UntypedStorage(self._storage_root())
 
     @property
     def ndim(self) -> int:
@@ -416,6 +415,9 @@ class Tensor:
         return self.grad_fn._add_tensor_hook(self._output_nr, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
+        """Register ``hook(tensor)`` run after a gradient was accumulated into this leaf's ``.grad``."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
@@ -625,6 +627,37 @@ def _deepcopy_array(t: "Tensor", memo: dict):
     return arr, storage
 
 
+class UntypedStorage:
+    """The bytes behind a tensor and its views (read-only description: pointer, size, device)."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: Tensor):
+        self._owner = owner
+
+    def data_ptr(self) -> int:
+        return int(np.lib.array_utils.byte_bounds(self._owner._data)[0])
+
+    def nbytes(self) -> int:
+        lo, hi = np.lib.array_utils.byte_bounds(self._owner._data)
+        return int(hi - lo)
+
+    def size(self) -> int:
+        return self.nbytes()
+
+    __len__ = size
+
+    def element_size(self) -> int:
+        return 1
+
+    @property
+    def device(self) -> device:
+        return CPU
+
+    def __repr__(self):
+        return f"UntypedStorage(data_ptr={self.data_ptr()}, nbytes={self.nbytes()}, device=cpu)"
+
+
 def _c_contig(a: np.ndarray) -> bool:
     # torch ignores strides of size-1 dims when deciding contiguity
     expected = a.itemsize
@@ -672,8 +705,13 @@ class _RemovableHandle:
 _object_new = object.__new__
 
 
+_mem_track = None   # set by ember.memory while statistics are on: counts each new storage once
+
+
 def wrap(arr: np.ndarray, dtype: _dt.dtype | None = None) -> Tensor:
     """Make a Tensor around an ndarray (no copy). The hot path of every op."""
+    if _mem_track is not None:
+        _mem_track(arr)
     t = _object_new(Tensor)
     t._data = arr
     t._dtype = dtype or _BY_NP[arr.dtype]

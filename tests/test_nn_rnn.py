@@ -334,3 +334,20 @@ def test_cell_errors(name):
     _same_error(lambda: e_mod(ember.zeros(2, 3), st(ember, 2, 5)), lambda: t_mod(torch.zeros(2, 3), st(torch, 2, 5)))
     _same_error(lambda: e_mod(ember.zeros(2, 3, dtype=ember.float64)),
                 lambda: t_mod(torch.zeros(2, 3, dtype=torch.float64)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["RNN", "GRU", "LSTM"])
+def test_low_precision_keeps_dtype(name, dtype):
+    t_mod = getattr(torch.nn, name)(3, 4).to(getattr(torch, dtype))
+    e_mod = getattr(ember.nn, name)(3, 4).to(getattr(ember, dtype))
+    e_mod.load_state_dict({k: ember.tensor(v.float().numpy()).to(getattr(ember, dtype))
+                           for k, v in t_mod.state_dict().items()})
+    x = _seq(5, 2, 3)
+    t_out = t_mod(torch.tensor(x).to(getattr(torch, dtype)))[0]
+    ex = ember.tensor(x).to(getattr(ember, dtype)).requires_grad_()
+    e_out = e_mod(ex)[0]
+    e_out.sum().backward()
+    assert e_out.dtype is getattr(ember, dtype) and ex.grad.dtype is getattr(ember, dtype)
+    assert e_mod.weight_hh_l0.grad.dtype is getattr(ember, dtype)
+    np.testing.assert_allclose(e_out.detach().float().numpy(), t_out.detach().float().numpy(), atol=1e-2)

@@ -392,3 +392,41 @@ def test_deepcopy_base_and_view_together():
         cb2.mul_(-1)
         return [cb, cv, cv.storage_offset(), cv2, cb2, cv2.storage_offset(), base]
     same(f)
+
+
+def test_untyped_storage_is_shared_by_views_and_aliases():
+    def f(m):
+        x = m.zeros(3, 4)
+        s = x.untyped_storage()
+        views = [x.t(), x.narrow(0, 1, 1), x.detach(), x.data, x.view(12), x.t().detach().narrow(0, 1, 2)]
+        return [s.nbytes(), len(s), [v.untyped_storage().data_ptr() == s.data_ptr() for v in views],
+                [v.untyped_storage().nbytes() for v in views], (x + 1).untyped_storage().data_ptr() != s.data_ptr()]
+    same(f)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_repr_random_tensors_match_torch(seed):
+    rng = np.random.default_rng(seed)
+    nd = int(rng.integers(0, 4))
+    shape = tuple(int(rng.integers(1, 6)) for _ in range(nd))
+    if seed % 7 == 0:
+        shape = (int(rng.integers(2, 5)), int(rng.integers(300, 500)))      # summarised
+    dt = ["float32", "float64", "float16", "int64", "int32", "bool", "bfloat16", "uint8"][seed % 8]
+    scale = 10.0 ** float(rng.integers(-6, 10))
+    vals = rng.standard_normal(shape) * scale
+    if seed % 3 == 0:
+        vals = np.round(vals)
+    if seed % 5 == 0 and vals.size > 2:
+        vals.reshape(-1)[0] = np.nan
+        vals.reshape(-1)[1] = -np.inf
+    if dt == "bool":
+        vals = vals > 0
+    elif dt in ("int64", "int32", "uint8"):
+        vals = np.nan_to_num(np.abs(vals) if dt == "uint8" else vals, posinf=0, neginf=0).clip(-1e9, 1e9)
+        vals = vals.clip(0, 255) if dt == "uint8" else vals
+    t = torch.tensor(vals.tolist(), dtype=getattr(torch, dt))
+    e = ember.tensor(vals.tolist(), dtype=getattr(ember, dt))
+    if dt in ("float32", "float64") and seed % 2:
+        t.requires_grad_()
+        e.requires_grad_()
+    assert repr(e).replace("ember.", "torch.") == repr(t), f"\n{e!r}\n{t!r}"

@@ -26,6 +26,9 @@ from . import grad_mode as _gm
 from . import anomaly as _anomaly
 
 
+NODE_HOOKS: list = []   # the profiler: hook(node, run) -> gradients wraps each derivative; checked once per node
+
+
 def _as_tuple(x):
     if x is None:
         return None
@@ -394,7 +397,7 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
         grads = _materialize(node, grads)
     op = node.op
     try:
-        gi = op.backward(node, *grads)
+        gi = op.backward(node, *grads) if not NODE_HOOKS else NODE_HOOKS[-1](node, lambda: op.backward(node, *grads))
     except Exception:
         if node.trace is not None:
             warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "

@@ -156,7 +156,7 @@ class Function(metaclass=_FunctionMeta):
     def setup_context(ctx, inputs, output):
         raise NotImplementedError("setup_context is not implemented.")
 
-    def __init__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please "
                            "use new-style autograd function with static forward method. (Example: "
                            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
@@ -189,18 +189,25 @@ class Function(metaclass=_FunctionMeta):
             return out
         fixed = []
         tensor_outs = []
+        rebase = []
         for o in outs:
             if isinstance(o, Tensor):
                 if id(o) in dirty:
+                    # modified in place: the node's output is an alias, onto which o is rebased below
                     _check_dirty(o)
-                elif any(o is a for a in args):
+                    a = _alias(o)
+                    rebase.append((o, a))
+                    tensor_outs.append(a)
+                    fixed.append(o)
+                    continue
+                if any(o is a for a in args):
                     # an input returned as is becomes a new tensor (same data) carrying this node
                     o = _alias(o)
                 tensor_outs.append(o)
             fixed.append(o)
-        nondiff = tuple(i for i, o in enumerate(tensor_outs) if id(o) in ctx._non_diff)
+        nondiff = tuple(i for i, o in enumerate(tensor_outs) if id(o) in ctx._non_diff
+                        or any(id(d) in ctx._non_diff and a is o for d, a in rebase))
         op = _FnOp(cls, len(tensor_outs), nondiff)
-        # dirty outputs keep their object; their history moves onto this node (output_nr as set below)
         node = Node.record(op, args, {}, tuple(tensor_outs))
         node._name = op.node_name
         cd = dict(node.ctx_data or {})
@@ -211,6 +218,11 @@ class Function(metaclass=_FunctionMeta):
         else:
             cd.pop("out_meta", None)
         node.ctx_data = cd
+        if rebase:
+            from ..ops.inplace import rebase_history
+            for o, a in rebase:
+                if a._rg:
+                    rebase_history(o, a)
         fixed = tuple(fixed)
         return fixed[0] if single else fixed
 
@@ -223,11 +235,11 @@ def _alias(t: Tensor) -> Tensor:
 
 
 def _check_dirty(t: Tensor) -> None:
-    if t._rg and t.grad_fn is None:
+    base = t._base
+    if base is not None and base._rg and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._rg and t.grad_fn is None and base is None:
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-    if t._base is not None and t._base._rg:
-        raise RuntimeError("ember: mark_dirty on a view of a tensor that requires grad is not supported; "
-                           "modify the base tensor instead")
 
 
 class InplaceFunction(Function):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from ..tensor import Tensor, _RemovableHandle
 from . import anomaly as _anomaly
 

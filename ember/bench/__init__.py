@@ -1,6 +1,12 @@
 """``python -m ember.bench [suite ...]``: ember against torch, interleaved in one process.
 
-Suites are modules in this package exposing ``cases() -> list[harness.Case]``. ``--json`` saves
-results with machine information; ``compare old.json new.json --plot rel.png`` plots relative speed.
+Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
+
+- ``overhead``: what one op call costs from Python (eager dispatch, autograd recording, deep graphs);
+- ``train``: training steps of an MLP (batch 64/512) and a small CNN with SGD and Adam.
+
+``--json out.json`` saves results with machine and version information; ``--plot vs.png`` draws ember
+against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
+performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead"]
+SUITES = ["overhead", "train"]     # "compile" joins when the compiler lands

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 
 from . import SUITES
-from .harness import run_case, print_results, machine_info, Result
+from .harness import run_case, print_results, save_results, Result
 
 
 def _run(args) -> int:
@@ -29,11 +28,12 @@ def _run(args) -> int:
         it = cases
     results: list[Result] = []
     for c in it:
+        if hasattr(it, "set_postfix_str"):
+            it.set_postfix_str(f"{c.suite}/{c.name}")
         results.extend(run_case(c, repeat=args.repeat))
     print_results(results)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"machine": machine_info(), "results": [r.to_dict() for r in results]}, f, indent=1)
+        save_results(args.json, results, suites=suites, repeat=args.repeat, filter=args.filter)
         print(f"saved {args.json}")
     if args.plot:
         from .plot import plot_versus

@@ -49,6 +49,29 @@ class Result:
         return {"name": self.name, "suite": self.suite, "variant": self.variant, "samples": self.samples,
                 "median": self.median, "unit": self.unit, "per": self.per}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Result":
+        samples = d.get("samples") or [d["median"]]
+        return cls(d["name"], d["suite"], d["variant"], list(samples), d.get("unit", "us"), d.get("per", "call"))
+
+
+def save_results(path: str, results: list, **extra) -> None:
+    """Write ``results`` with machine and version information (``--json``)."""
+    import json
+    doc = {"machine": machine_info(), **extra, "results": [r.to_dict() for r in results]}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def load_results(path: str) -> tuple:
+    """``(machine_info, [Result, ...])`` from a file written by ``save_results``."""
+    import json
+    with open(path) as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or "results" not in doc:
+        raise ValueError(f"{path}: not an ember benchmark file (expected a JSON object with 'results')")
+    return doc.get("machine", {}), [Result.from_dict(d) for d in doc["results"]]
+
 
 def _calibrate(fn: Callable, target: float = 0.02) -> int:
     n = 1
@@ -101,6 +124,7 @@ def machine_info() -> dict:
     try:
         import torch
         info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
     except Exception:
         info["torch"] = None
     return info
@@ -113,16 +137,24 @@ def fmt_time(sec: float, unit: str) -> str:
     return f"{sec * _SCALE[unit]:10.2f} {unit}"
 
 
+def fmt_rate(sec: float, per: str) -> str:
+    """Calls per second: "1,234.5 step/s"."""
+    return f"{1.0 / sec:,.1f} {per}/s" if sec > 0 else "-"
+
+
 def print_results(results: list[Result], baseline: str = "torch", file=sys.stdout) -> None:
-    """A table: case, variant, median per call (IQR), and ratio to the baseline variant."""
+    """A table: case, variant, median per call (IQR), rate (calls or steps per second), and the ratio
+    of times to the baseline variant (below 1: faster than the baseline)."""
     by_case: dict = {}
     for r in results:
         by_case.setdefault((r.suite, r.name), []).append(r)
-    print(f"{'case':44s} {'variant':16s} {'median':>14s} {'IQR':>23s} {'vs ' + baseline:>10s}", file=file)
+    print(f"{'case':36s} {'variant':10s} {'median':>14s} {'IQR':>23s} {'rate':>18s} {'vs ' + baseline:>10s}",
+          file=file)
     for (suite, name), rs in by_case.items():
         base = next((r for r in rs if r.variant == baseline), None)
         for r in rs:
             lo, hi = r.iqr
             ratio = f"{r.median / base.median:9.2f}x" if base is not None and r is not base else ""
-            print(f"{suite + '/' + name:44s} {r.variant:16s} {fmt_time(r.median, r.unit):>14s} "
-                  f"[{lo * _SCALE[r.unit]:8.2f}, {hi * _SCALE[r.unit]:8.2f}] {ratio:>10s}", file=file)
+            print(f"{suite + '/' + name:36s} {r.variant:10s} {fmt_time(r.median, r.unit):>14s} "
+                  f"[{lo * _SCALE[r.unit]:8.2f}, {hi * _SCALE[r.unit]:8.2f}] {fmt_rate(r.median, r.per):>18s} "
+                  f"{ratio:>10s}", file=file)

@@ -22,6 +22,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name
+from ..amp.state import AUTOCAST as _AUTOCAST, cast_args as _autocast_args
 
 _LOW = (_dt.float16, _dt.bfloat16)
 
@@ -274,6 +275,8 @@ def matmul(input, other, *, out=None) -> Tensor:
     """Matrix product with torch's rules: 1-D operands are vectors, batch dims broadcast."""
     _tensor_arg(input, "matmul", "input")
     _tensor_arg(other, "matmul", "other")
+    if _AUTOCAST[0] is not None:                          # ember.autocast: run in the low precision
+        input, other = _autocast_args(input, other)
     _check_matmul(input, other, out is not None)
     r = apply(MATMUL, (input, other))
     return r if out is None else _out(r, out)
@@ -283,6 +286,8 @@ def mm(input, mat2, *, out=None) -> Tensor:
     """Product of two matrices."""
     _tensor_arg(input, "mm", "input")
     _tensor_arg(mat2, "mm", "mat2")
+    if _AUTOCAST[0] is not None:
+        input, mat2 = _autocast_args(input, mat2)
     if input._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2._data.ndim != 2:
@@ -311,6 +316,8 @@ def bmm(input, mat2, *, out=None) -> Tensor:
     """Batched product of (b, n, m) and (b, m, p) tensors (no broadcasting)."""
     _tensor_arg(input, "bmm", "input")
     _tensor_arg(mat2, "bmm", "mat2")
+    if _AUTOCAST[0] is not None:
+        input, mat2 = _autocast_args(input, mat2)
     _check_bmm(input, mat2)
     r = apply(MATMUL, (input, mat2))
     return r if out is None else _out(r, out)
@@ -376,6 +383,8 @@ def inner(input, other, *, out=None) -> Tensor:
     if input._data.ndim == 1 and other._data.ndim == 1:
         r = dot(input, other)
     else:
+        if _AUTOCAST[0] is not None:                      # a matmul in torch, so it autocasts
+            input, other = _autocast_args(input, other)
         r = _tensordot(input, other, [input._data.ndim - 1], [other._data.ndim - 1])
     return r if out is None else _out(r, out)
 
@@ -438,6 +447,8 @@ def _add_scaled(inp: Tensor, prod: Tensor, beta, alpha) -> Tensor:
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _tensor_arg(input, "addmm", "input")
+    if _AUTOCAST[0] is not None:
+        input, mat1, mat2 = _autocast_args(input, mat1, mat2)
     if mat1._data.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1._data.ndim}-D tensor")
     if mat2._data.ndim != 2:
@@ -487,6 +498,8 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _tensor_arg(input, "addbmm", "input")
+    if _AUTOCAST[0] is not None:
+        input, batch1, batch2 = _autocast_args(input, batch1, batch2)
     s1, s2 = batch1._data.shape, batch2._data.shape
     if len(s1) >= 2 and len(s2) >= 3:
         input.expand(s1[1], s2[2])                 # torch sizes the result before checking ranks
@@ -512,6 +525,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     _tensor_arg(input, "baddbmm", "input")
+    if _AUTOCAST[0] is not None:
+        input, batch1, batch2 = _autocast_args(input, batch1, batch2)
     s1, s2 = batch1._data.shape, batch2._data.shape
     if len(s1) >= 2 and len(s2) >= 3:
         input.expand(s1[0], s1[1], s2[2])          # torch sizes the result before checking ranks
@@ -689,6 +704,8 @@ def einsum(*args) -> Tensor:
     for o in ops:
         if not isinstance(o, Tensor):
             raise TypeError(f"einsum(): operands must be Tensors, got {type(o).__name__}")
+    if _AUTOCAST[0] is not None and len(ops) > 1:        # contractions run as bmm, which autocasts
+        ops = list(_autocast_args(*ops))
     eq = eq.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     parts = lhs.split(",")
@@ -787,6 +804,8 @@ def tensordot(a, b, dims=2, out=None) -> Tensor:
     """Contract ``dims`` (an int: last n of a with first n of b; or two lists of dims)."""
     _tensor_arg(a, "tensordot", "a")
     _tensor_arg(b, "tensordot", "b")
+    if _AUTOCAST[0] is not None:
+        a, b = _autocast_args(a, b)
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     na, nb = a._data.ndim, b._data.ndim
@@ -1658,6 +1677,8 @@ def multi_dot(tensors, *, out=None) -> Tensor:
             raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {nd}D")
         if 0 < i < k - 1 and nd != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {nd}D")
+    if _AUTOCAST[0] is not None:
+        tensors = list(_autocast_args(*tensors))
     dt = tensors[0]._dtype
     for i, t in enumerate(tensors[1:], 1):
         if t._dtype is not dt:
@@ -1729,6 +1750,8 @@ def vecdot(x, y, *, dim: int = -1, out=None) -> Tensor:
     """Dot product of vectors along ``dim`` (batch dims broadcast)."""
     _tensor_arg(x, "linalg.vecdot", "x")
     _tensor_arg(y, "linalg.vecdot", "y")
+    if _AUTOCAST[0] is not None:
+        x, y = _autocast_args(x, y)
     if x._dtype is not y._dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{dtype_name(x._dtype)} and y of type {dtype_name(y._dtype)} instead")

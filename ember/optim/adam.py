@@ -1,20 +1,42 @@
-"""Adam and AdamW (amsgrad, weight decay, maximize), following torch's update rule step by step."""
+"""Adam and AdamW (amsgrad, L2 or decoupled weight decay, maximize), torch's update rule step by step."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ..tensor import wrap
-from .optimizer import Optimizer, _scalar_step
+from ..tensor import Tensor
+from .optimizer import Optimizer, _lerp_, _scalar_step, _to_scalar
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _check_betas(betas) -> tuple:
+    b0, b1 = betas
+    if not ((isinstance(b0, float) and isinstance(b1, float)) or (isinstance(b0, Tensor) and isinstance(b1, Tensor))):
+        raise ValueError("betas must be either both floats or both Tensors")
+    if isinstance(b0, Tensor) and b0.numel() != 1:
+        raise ValueError("Tensor betas[0] must be 1-element")
+    if isinstance(b1, Tensor) and b1.numel() != 1:
+        raise ValueError("Tensor betas[1] must be 1-element")
+    return (_to_scalar(b0), _to_scalar(b1))
 
 
 class Adam(Optimizer):
-    _decoupled = False
+    """Adam (Kingma & Ba) with optional AMSGrad, as ``torch.optim.Adam``.
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
+    State per parameter: ``step`` (float32 0-dim tensor), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad,
+    ``max_exp_avg_sq``.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
+        if isinstance(lr, Tensor):
+            if foreach and not capturable:
+                raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+            if lr.numel() != 1:
+                raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -25,62 +47,89 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+        betas = _check_betas(betas)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
-                        fused=fused)
-        if type(self) is Adam:
-            defaults["decoupled_weight_decay"] = decoupled_weight_decay
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
 
     def _step_group(self, group):
-        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        lr = _to_scalar(group["lr"])
+        b1, b2 = (_to_scalar(b) for b in group["betas"])
+        eps, wd = group["eps"], group["weight_decay"]
         amsgrad, maximize = group["amsgrad"], group["maximize"]
-        decoupled = self._decoupled or group.get("decoupled_weight_decay", False)
+        decoupled = group.get("decoupled_weight_decay", False)
+        state = self.state
         for p in group["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
             d = p._data
-            g = self._grad_array(p, maximize)
-            st = self.state[p]
-            if not st:
+            g = grad._data
+            if maximize:
+                g = -g
+            st = state[p]
+            if len(st) == 0:
                 st["step"] = _scalar_step(0.0)
-                st["exp_avg"] = wrap(np.zeros_like(d))
-                st["exp_avg_sq"] = wrap(np.zeros_like(d))
+                st["exp_avg"] = self._zeros_state(p)
+                st["exp_avg_sq"] = self._zeros_state(p)
                 if amsgrad:
-                    st["max_exp_avg_sq"] = wrap(np.zeros_like(d))
-            step_t = st["step"]
-            step_t._data[...] += 1
-            step = float(step_t._data)
+                    st["max_exp_avg_sq"] = self._zeros_state(p)
+            step_arr = st["step"]._data
+            step_arr += 1
+            step = float(step_arr)
             if wd != 0:
                 if decoupled:
-                    d *= (1 - lr * wd)
+                    d *= 1 - lr * wd
                 else:
-                    g = g + wd * d
+                    g = g + d * wd
             m = st["exp_avg"]._data
             v = st["exp_avg_sq"]._data
-            m += (g - m) * (1 - b1)            # torch: exp_avg.lerp_(grad, 1 - beta1)
+            _lerp_(m, g, 1 - b1)
             v *= b2
-            v += (1 - b2) * g * g
-            bc1 = 1 - b1 ** step
-            bc2 = 1 - b2 ** step
-            step_size = lr / bc1
-            bc2_sqrt = math.sqrt(bc2)
+            v += g * (1 - b2) * g                  # addcmul_(grad, grad, value=1-beta2)
+            step_size = lr / (1 - b1 ** step)
+            bc2_sqrt = math.sqrt(1 - b2 ** step)
             if amsgrad:
                 mx = st["max_exp_avg_sq"]._data
                 np.maximum(mx, v, out=mx)
-                denom = np.sqrt(mx) / bc2_sqrt + eps
+                denom = np.sqrt(mx)
             else:
-                denom = np.sqrt(v) / bc2_sqrt + eps
-            d -= (step_size * (m / denom)).astype(d.dtype, copy=False)
+                denom = np.sqrt(v)
+            denom /= bc2_sqrt
+            denom += eps
+            upd = m * -step_size                   # addcdiv_(exp_avg, denom, value=-step_size)
+            upd /= denom
+            d += upd
             p._bump()
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (default weight_decay=1e-2, as torch)."""
-
-    _decoupled = True
+    """Adam with decoupled weight decay (default weight_decay=1e-2), as ``torch.optim.AdamW``."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         capturable=capturable, differentiable=differentiable, fused=fused)
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

@@ -69,6 +69,16 @@ def _scalar_step(value: float = 0.0) -> Tensor:
     return wrap(np.array(value, dtype=np.float32))
 
 
+def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
+    """``a.lerp_(b, w)`` in place with torch's two-sided formula (exact at both ends)."""
+    if w < 0.5:
+        a += (b - a) * w
+    else:
+        t = b - a
+        t *= 1 - w
+        np.subtract(b, t, out=a)
+
+
 def _hook_step(func):
     """Wrap a class's ``step`` so the global and per-instance step hooks run around it (once per call)."""
     @functools.wraps(func)
@@ -139,7 +149,7 @@ class Optimizer:
                     group.setdefault(k, v)
             for p in group["params"]:
                 st = self.state.get(p)
-                if st and "step" in st and not isinstance(st["step"], Tensor) and not isinstance(self, _NoStepTensor):
+                if st and "step" in st and not isinstance(st["step"], Tensor):
                     st["step"] = _scalar_step(float(st["step"]))
 
     def __repr__(self):
@@ -371,10 +381,6 @@ class Optimizer:
     def _zeros_state(p: Tensor) -> Tensor:
         """A zero tensor shaped and typed like ``p`` (torch.zeros_like(p, memory_format=preserve_format))."""
         return wrap(np.zeros_like(p._data), p._dtype)
-
-
-class _NoStepTensor:
-    """Mixin for optimizers whose state has no tensor 'step' counter (LBFGS)."""
 
 
 def _typename(o) -> str:

@@ -3,45 +3,77 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import wrap
-from .optimizer import Optimizer, required
+from ..tensor import Tensor, wrap
+from .optimizer import Optimizer, _to_scalar
+
+__all__ = ["SGD"]
 
 
 class SGD(Optimizer):
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+    """Stochastic gradient descent, optionally with (Nesterov) momentum, as ``torch.optim.SGD``.
+
+    State per parameter (only with ``momentum != 0``): ``momentum_buffer``.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if lr is not required and lr < 0.0:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize, foreach=foreach,
-                                      differentiable=differentiable, fused=fused))
+        super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
 
     def _step_group(self, group):
-        lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
+        lr = _to_scalar(group["lr"])
+        mom, damp, wd = group["momentum"], group["dampening"], group["weight_decay"]
         nesterov, maximize = group["nesterov"], group["maximize"]
+        state = self.state
         for p in group["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
             d = p._data
-            g = self._grad_array(p, maximize)
+            g = grad._data
+            if maximize:
+                g = -g
             if wd != 0:
-                g = g + wd * d
+                g = g + d * wd                      # grad.add(param, alpha=wd)
             if mom != 0:
-                st = self.state[p]
+                st = state[p]
                 buf = st.get("momentum_buffer")
                 if buf is None:
-                    buf = wrap(np.array(g, dtype=d.dtype, copy=True))
-                    st["momentum_buffer"] = buf
+                    # the first step seeds the buffer with the gradient itself (no dampening)
+                    st["momentum_buffer"] = buf = wrap(np.array(g, copy=True), grad._dtype)
                 else:
                     b = buf._data
                     b *= mom
-                    b += (1 - damp) * g
-                g = g + mom * buf._data if nesterov else buf._data
-            d -= (lr * g).astype(d.dtype, copy=False)
+                    if damp != 0:
+                        b += g * (1 - damp)
+                    else:
+                        b += g
+                g = g + buf._data * mom if nesterov else buf._data
+            d -= g * lr                             # param.add_(grad, alpha=-lr)
             p._bump()

@@ -547,8 +547,8 @@ def _hardswish_fwd(x):
 
 def _hardswish_d1(x):
     mid = x / 3 + 0.5
-    return _where(np.less(x, -3), np.asarray(0, dtype=mid.dtype),
-                  _where(np.less_equal(x, 3), mid, np.asarray(1, dtype=mid.dtype)))
+    return _where(np.less_equal(x, -3), np.asarray(0, dtype=mid.dtype),
+                  _where(np.less(x, 3), mid, np.asarray(1, dtype=mid.dtype)))
 
 
 def _hardswish_bw_bw(ctx, gg):

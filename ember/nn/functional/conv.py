@@ -109,7 +109,7 @@ def _linear_kernel(x, w, b):
         lead = x.shape[:-1]
         r = np.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(lead + (w.shape[0],))
     if b is not None:
-        if r.dtype == b.dtype or low:
+        if b.ndim <= r.ndim and all(n in (1, m) for n, m in zip(b.shape[::-1], r.shape[::-1])):
             np.add(r, b, out=r, casting="unsafe")       # r is a fresh array: add the bias in place
         else:
             r = r + b
@@ -130,9 +130,9 @@ def _linear_bw(ctx, g):
             x2 = x if x._data.ndim == 2 else x.reshape(-1, w._data.shape[1])
             gw = matmul_raw(g2.t(), x2)                     # (out, rows) @ (rows, in)
         if b is not None and need[2] is not None:
-            gb = g2.sum(0)
-            if b._data.ndim == 0:
-                gb = gb.sum()
+            bs = b._data.shape
+            # the usual (out,) bias sums the rows; other broadcastable shapes sum down to their own shape
+            gb = g2.sum(0) if len(bs) == 1 and bs[0] == w._data.shape[0] else g.sum_to_size(bs)
     return gx, gw, gb
 
 
@@ -176,11 +176,15 @@ def linear(input, weight, bias=None):
             raise RuntimeError(f"self and mat2 must have the same dtype, but got {dtype_name(bias._dtype)} and "
                                f"{dtype_name(input._dtype)}")
         bs = bias._data.shape
-        if len(bs) > 1 or (len(bs) == 1 and bs[0] not in (1, wd.shape[0])):
-            target = xd.shape[:-1] + (wd.shape[0],)
-            raise RuntimeError(f"The expanded size of the tensor ({wd.shape[0]}) must match the existing size "
-                               f"({bs[-1]}) at non-singleton dimension {len(target) - 1}.  Target sizes: "
-                               f"{_shape_str(target)}.  Tensor sizes: {_shape_str(bs)}")
+        target = xd.shape[:-1] + (wd.shape[0],)
+        if len(bs) > len(target) or any(b not in (1, t) for b, t in zip(bs[::-1], target[::-1])):
+            for i, (b, t) in enumerate(zip(bs[::-1], target[::-1])):
+                if b not in (1, t):
+                    raise RuntimeError(f"The expanded size of the tensor ({t}) must match the existing size ({b}) "
+                                       f"at non-singleton dimension {len(target) - 1 - i}.  Target sizes: "
+                                       f"{_shape_str(target)}.  Tensor sizes: {_shape_str(bs)}")
+            raise RuntimeError(f"linear: bias of shape {_shape_str(bs)} cannot be broadcast to the output shape "
+                               f"{_shape_str(target)}")
     return apply(LINEAR, (input, weight, bias))
 
 
@@ -282,17 +286,33 @@ def _col2im(cols, out_hw, stride, pad, dil):
 # ---- the convolution ops --------------------------------------------------------------------------------
 
 
+# im2col columns are about C*kh*kw times the input: past this many elements per call, go a batch slice
+# at a time so memory stays bounded (the result is the same)
+_COLS_LIMIT = 1 << 25
+
+
+def _batch_step(N: int, per_sample: int) -> int:
+    return max(1, min(N, _COLS_LIMIT // max(per_sample, 1)))
+
+
 def _conv2d_kernel(x, w, b, stride, pad, dil, groups):
     dt = x.dtype
     x, w = _up(x), _up(w)
-    N, C = x.shape[:2]
+    N, C, H, W = x.shape
     O, Cg, kh, kw = w.shape
-    cols, Ho, Wo = _im2col(x, (kh, kw), stride, pad, dil)
-    if groups == 1:
-        out = np.matmul(w.reshape(O, -1), cols)                       # one GEMM per sample
-    else:
-        G = groups
-        out = np.matmul(w.reshape(G, O // G, -1), cols.reshape(N, G, -1, Ho * Wo)).reshape(N, O, Ho * Wo)
+    G = groups
+    Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dil[0])
+    Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dil[1])
+    wm = w.reshape(O, -1) if G == 1 else w.reshape(G, O // G, -1)
+    out = np.empty((N, O, Ho * Wo), dtype=np.result_type(x.dtype, w.dtype))
+    step = _batch_step(N, C * kh * kw * Ho * Wo)
+    for s in range(0, N, step):
+        cols, _, _ = _im2col(x[s:s + step], (kh, kw), stride, pad, dil)
+        n = cols.shape[0]
+        if G == 1:
+            np.matmul(wm, cols, out=out[s:s + n])                 # one GEMM per sample
+        else:
+            out[s:s + n] = np.matmul(wm, cols.reshape(n, G, -1, Ho * Wo)).reshape(n, O, Ho * Wo)
     if b is not None:
         out += _up(b).reshape(1, O, 1)
     out = out.reshape(N, O, Ho, Wo)
@@ -305,11 +325,23 @@ def _conv_t_kernel(y, w, b, stride, pad, dil, groups, out_hw):
     N, O, Ho, Wo = y.shape
     _, Cg, kh, kw = w.shape
     G = groups
-    if G == 1:
-        cols = np.matmul(w.reshape(O, -1).T, y.reshape(N, O, Ho * Wo))
-    else:
-        cols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), y.reshape(N, G, O // G, Ho * Wo))
-    out = _col2im(cols.reshape(N, Cg * G, kh, kw, Ho, Wo), out_hw, stride, pad, dil)
+    wt = w.reshape(O, -1).T if G == 1 else w.reshape(G, O // G, -1).transpose(0, 2, 1)
+    out = None
+    step = _batch_step(N, Cg * G * kh * kw * Ho * Wo)
+    for s in range(0, N, step):
+        ys = y[s:s + step]
+        n = ys.shape[0]
+        if G == 1:
+            cols = np.matmul(wt, ys.reshape(n, O, Ho * Wo))
+        else:
+            cols = np.matmul(wt, ys.reshape(n, G, O // G, Ho * Wo))
+        part = _col2im(cols.reshape(n, Cg * G, kh, kw, Ho, Wo), out_hw, stride, pad, dil)
+        if step >= N:
+            out = part
+        else:
+            if out is None:
+                out = np.empty((N,) + part.shape[1:], dtype=part.dtype)
+            out[s:s + n] = part
     if b is not None:
         out += _up(b).reshape(1, -1, 1, 1)
     return out.astype(dt) if out.dtype != dt else out
@@ -319,14 +351,22 @@ def _conv_w_kernel(x, g, stride, pad, dil, groups, kernel):
     dt = x.dtype
     x, g = _up(x), _up(g)
     N, C = x.shape[:2]
-    O = g.shape[1]
-    cols, Ho, Wo = _im2col(x, kernel, stride, pad, dil)
+    O, Ho, Wo = g.shape[1:]
     G = groups
-    if G == 1:
-        gw = np.matmul(g.reshape(N, O, Ho * Wo), cols.transpose(0, 2, 1)).sum(0)
-    else:
-        gw = np.matmul(g.reshape(N, G, O // G, Ho * Wo),
-                       cols.reshape(N, G, -1, Ho * Wo).transpose(0, 1, 3, 2)).sum(0)
+    gw = None
+    step = _batch_step(N, C * kernel[0] * kernel[1] * Ho * Wo)
+    for s in range(0, N, step):
+        cols, _, _ = _im2col(x[s:s + step], kernel, stride, pad, dil)
+        n = cols.shape[0]
+        gs = g[s:s + n]
+        if G == 1:
+            part = np.matmul(gs.reshape(n, O, Ho * Wo), cols.transpose(0, 2, 1)).sum(0)
+        else:
+            part = np.matmul(gs.reshape(n, G, O // G, Ho * Wo),
+                             cols.reshape(n, G, -1, Ho * Wo).transpose(0, 1, 3, 2)).sum(0)
+        gw = part if gw is None else gw + part
+    if gw is None:          # an empty batch: no contribution
+        gw = np.zeros((O, C // G * kernel[0] * kernel[1]), dtype=np.result_type(x.dtype, g.dtype))
     gw = gw.reshape(O, C // G, kernel[0], kernel[1])
     return gw.astype(dt) if gw.dtype != dt else gw
 
@@ -389,9 +429,6 @@ CONV_W = register("conv2d_weight", _conv_w_kernel, _conv_w_bw, save="i")
 
 def _check_conv_dtypes(input, weight, bias, op):
     if input._dtype is not weight._dtype:
-        if input._dtype.category == 2 and weight._dtype.category == 2 and input._data.ndim >= 1:
-            raise RuntimeError(f"Input type ({_tname(input._dtype)}) and weight type ({_tname(weight._dtype)}) "
-                               "should be the same or input should be a MKLDNN tensor and weight is a dense tensor")
         raise RuntimeError(f"expected scalar type {dtype_name(input._dtype)} but found {dtype_name(weight._dtype)}")
     if bias is not None:
         _check_tensor(bias, op, "bias", 3)
@@ -400,11 +437,6 @@ def _check_conv_dtypes(input, weight, bias, op):
                                "should be the same")
     if input._dtype is _dt.bool:
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
-
-
-def _tname(d) -> str:
-    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
-            "bfloat16": "torch.BFloat16Tensor"}.get(d.name, d.name)
 
 
 def _batched(input, nsp: int, op: str):
@@ -678,3 +710,18 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"blocks {Ho} * {Wo} = {Ho * Wo}, but got input.size(2)={L}.")
     r = apply(COL2IM, (c,), {"out_hw": out_hw, "k": k, "stride": s, "pad": p, "dil": d})
     return r.squeeze(0) if nd == 2 else r
+
+
+def _export_toplevel(pairs) -> None:
+    """Also expose these as ``ember.<name>`` (torch has them at the top level too)."""
+    import sys
+    from ...ops.registry import attach
+    root = sys.modules.get("ember")
+    for name, fn in pairs:
+        attach(name, fn, method=False)
+        if root is not None and not hasattr(root, name):
+            setattr(root, name, fn)
+
+
+_export_toplevel([("conv1d", conv1d), ("conv2d", conv2d), ("conv_transpose1d", conv_transpose1d),
+                  ("conv_transpose2d", conv_transpose2d), ("bilinear", bilinear)])

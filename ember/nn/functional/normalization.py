@@ -20,7 +20,6 @@ float16/bfloat16 inputs are computed in float32 and rounded back, as torch's CPU
 """
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
@@ -292,8 +291,8 @@ def _bn_core(input, weight, bias, running_mean, running_var, training, momentum,
     shp = tuple(input.shape)
     c = shp[1] if len(shp) > 1 else 0
     n = shp[0] if shp else 1
-    for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
-                    (running_var, "running_var")):
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"),
+                    (bias, "bias")):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{what} should contain {c} elements not {t.numel()}")
     for t, what in ((running_mean, "running_mean"), (running_var, "running_var")):

@@ -143,31 +143,38 @@ def _max_pool_kernel(x, k, s, p, d, ceil):
     is_float = x.dtype.kind == "f"
     fill = -np.inf if is_float else np.iinfo(x.dtype).min
     xp = _padded(x, H, W, Ho, Wo, k, s, p, d, fill)
+    nan = is_float and bool(np.isnan(x).any())
+    K = k[0] * k[1]
     best = arg = None
     for i, j, rs, cs in _offsets(k, s, d, Ho, Wo):
         v = xp[:, :, rs, cs]
         if best is None:
             best = v.copy()
-            arg = np.zeros(best.shape, dtype=np.int64)
+            arg = np.zeros(best.shape, dtype=np.int8 if K < 128 else np.int32)
             continue
-        upd = v > best
-        if is_float:
-            upd |= np.isnan(v)           # torch: a NaN always takes over
-        np.copyto(best, v, where=upd)
-        arg[upd] = i * k[1] + j
-    ki, kj = np.divmod(arg, k[1])
+        pos = arg.dtype.type(i * k[1] + j)
+        if nan:
+            upd = (v > best) | np.isnan(v)      # torch: a NaN always takes over
+            best = np.where(upd, v, best)
+        else:
+            upd = v > best
+            np.maximum(best, v, out=best)
+        arg -= upd * (arg - pos)                # arg = where(upd, pos, arg) without a masked copy
+    # flat index h * W + w = (window origin) + (offset of the arg-max within the window)
+    off = np.arange(K)
+    table = (off // k[1]) * d[0] * W + (off % k[1]) * d[1]
     hs = (np.arange(Ho) * s[0] - p[0]).reshape(Ho, 1)
     ws = (np.arange(Wo) * s[1] - p[1]).reshape(1, Wo)
-    h = hs + ki * d[0]
-    w = ws + kj * d[1]
-    oob = (h < 0) | (h >= H) | (w < 0) | (w >= W)
-    if oob.any():
-        # every in-bounds value equals the fill: torch reports the window's first in-bounds element
+    idx = (hs * W + ws) + table[arg]
+    if (p[0] or p[1] or ceil) and bool((best == fill).any()):
+        # a padded position may have won a window whose every value equals the fill: torch reports the
+        # window's first in-bounds element there
+        h = hs + (off // k[1] * d[0])[arg]
+        w = ws + (off % k[1] * d[1])[arg]
+        oob = (h < 0) | (h >= H) | (w < 0) | (w >= W)
         h0 = np.where(hs < 0, hs + ((-hs + d[0] - 1) // d[0]) * d[0], hs)
         w0 = np.where(ws < 0, ws + ((-ws + d[1] - 1) // d[1]) * d[1], ws)
-        h = np.where(oob, h0, h)
-        w = np.where(oob, w0, w)
-    idx = h * W + w
+        idx = np.where(oob, h0 * W + w0, idx)
     return (best.astype(dt) if best.dtype != dt else best), idx
 
 
@@ -185,12 +192,12 @@ def _scatter_kernel(g, idx, in_hw, unique):
     HW = in_hw[0] * in_hw[1]
     g2 = g.reshape(N * C, -1)
     i2 = idx.reshape(N * C, -1)
+    flat = (i2 + (np.arange(N * C, dtype=np.int64) * HW)[:, None]).ravel()
     if unique:
-        out = np.zeros((N * C, HW), dtype=g.dtype)
-        np.put_along_axis(out, i2, g2, axis=1)
+        out = np.zeros(N * C * HW, dtype=g.dtype)
+        out[flat] = g2.ravel()
     else:
         # overlapping windows: sum the contributions (bincount accumulates in float64)
-        flat = (i2 + (np.arange(N * C, dtype=np.int64) * HW)[:, None]).ravel()
         out = np.bincount(flat, weights=g2.ravel().astype(np.float64), minlength=N * C * HW).astype(g.dtype)
     return out.reshape((N, C) + tuple(in_hw))
 
@@ -553,3 +560,32 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Partial inverse of max_pool1d."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def _adaptive_max_pool1d_top(input, output_size):
+    # torch.adaptive_max_pool1d returns (values, indices)
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def _max_pool1d_top(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool1d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def _max_pool2d_top(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+def _max_pool1d_with_indices_top(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool1d_with_indices(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+_adaptive_max_pool1d_top.__name__ = "adaptive_max_pool1d"
+_max_pool1d_top.__name__ = "max_pool1d"
+_max_pool2d_top.__name__ = "max_pool2d"
+_max_pool1d_with_indices_top.__name__ = "max_pool1d_with_indices"
+
+from .conv import _export_toplevel  # noqa: E402
+
+_export_toplevel([("max_pool1d", _max_pool1d_top), ("max_pool2d", _max_pool2d_top),
+                  ("max_pool1d_with_indices", _max_pool1d_with_indices_top), ("avg_pool1d", avg_pool1d),
+                  ("adaptive_avg_pool1d", adaptive_avg_pool1d), ("adaptive_max_pool1d", _adaptive_max_pool1d_top)])

@@ -88,6 +88,25 @@ class _EM:
         return _ember.stack(xs)
 
 
+_NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _opmath(kernel):
+    """Run a kernel in float32 for float16/bfloat16 arrays and cast its results back (torch's opmath)."""
+    def run(*arrays, **attrs):
+        dt = next(a.dtype for a in arrays if isinstance(a, np.ndarray))
+        if dt in _NATIVE:
+            return kernel(*arrays, **attrs)
+        up = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == dt else a for a in arrays]
+        res = kernel(*up, **attrs)
+        if isinstance(res, tuple):
+            return tuple(r.astype(dt) for r in res)
+        return res.astype(dt)
+    run.__name__ = kernel.__name__
+    run.__doc__ = kernel.__doc__
+    return run
+
+
 def _steps(T, reverse):
     """Time indices in processing order."""
     return range(T - 1, -1, -1) if reverse else range(T)
@@ -156,10 +175,12 @@ def _rnn_backward(K, x, h0, w_ih, w_hh, outs, g_out, nonlinearity, reverse, need
     return dx, dh, dw_ih, dw_hh, db, db
 
 
+@_opmath
 def _rnn_kernel(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity="tanh", reverse=False):
     return np.stack(_rnn_forward(_NP, x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity, reverse))
 
 
+@_opmath
 def _rnn_bw_kernel(g_out, x, h0, w_ih, w_hh, out, nonlinearity="tanh", reverse=False, need=()):
     outs = list(out)
     res = _rnn_backward(_NP, x, h0, w_ih, w_hh, outs, g_out, nonlinearity, reverse, need)
@@ -238,6 +259,7 @@ def _lstm_backward(K, x, h0, c0, w_ih, w_hh, w_hr, outs, acts, cs, hps, g_out, g
     return dx, dh, dc, dw_ih, dw_hh, db, db, dw_hr
 
 
+@_opmath
 def _lstm_kernel(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse=False):
     outs, acts, cs, hps = _lstm_forward(_NP, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse)
     out = np.stack(outs)
@@ -249,6 +271,7 @@ def _lstm_kernel(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse=False):
     return out, c_n, a_all, c_all, hp_all
 
 
+@_opmath
 def _lstm_bw_kernel(g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, a_all, c_all, hp_all,
                     reverse=False, need=()):
     H = c_all.shape[-1]
@@ -321,12 +344,14 @@ def _gru_backward(K, x, h0, w_ih, w_hh, outs, acts, ghns, g_out, reverse, need):
     return dx, dh, dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)
 
 
+@_opmath
 def _gru_kernel(x, h0, w_ih, w_hh, b_ih, b_hh, reverse=False):
     outs, acts, ghns = _gru_forward(_NP, x, h0, w_ih, w_hh, b_ih, b_hh, reverse)
     a_all = np.stack([np.concatenate(a, axis=1) for a in acts])
     return np.stack(outs), a_all, np.stack(ghns)
 
 
+@_opmath
 def _gru_bw_kernel(g_out, x, h0, w_ih, w_hh, out, a_all, ghn_all, reverse=False, need=()):
     H = ghn_all.shape[-1]
     acts = [(a[:, :H], a[:, H:2 * H], a[:, 2 * H:]) for a in a_all]

@@ -1,0 +1,211 @@
+"""Top-level helpers real PyTorch programs call: default device, thread counts, determinism and
+matmul-precision switches, type predicates (``is_tensor``, ``is_floating_point``, ``numel``) and the
+``ember.version`` record.
+
+ember computes on the CPU with NumPy, so the switches are stored and reported back; where they can
+act they do (``set_num_threads`` limits NumPy's BLAS threads when threadpoolctl is installed).
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import types
+import warnings
+
+from .tensor import Tensor, device as _device_cls, CPU
+
+__all__ = ["set_default_device", "get_default_device", "get_num_threads", "set_num_threads",
+           "get_num_interop_threads", "set_num_interop_threads", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+           "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_float32_matmul_precision",
+           "get_float32_matmul_precision", "is_tensor", "is_floating_point", "is_complex", "numel", "version",
+           "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype",
+           "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
+           "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled", "set_autocast_cpu_dtype",
+           "get_autocast_gpu_dtype", "autocast_increment_nesting", "autocast_decrement_nesting"]
+
+from .amp.autocast_mode import (is_autocast_enabled, get_autocast_dtype, set_autocast_enabled,  # noqa: E402
+                                set_autocast_dtype, is_autocast_cache_enabled, set_autocast_cache_enabled,
+                                clear_autocast_cache, get_autocast_cpu_dtype, is_autocast_cpu_enabled,
+                                set_autocast_cpu_enabled, set_autocast_cpu_dtype, get_autocast_gpu_dtype,
+                                autocast_increment_nesting, autocast_decrement_nesting)
+
+
+# ---- default device -------------------------------------------------------------------------------
+
+
+def set_default_device(device) -> None:
+    """Set the device factory functions use by default. ember has only the CPU, so ``"cpu"``,
+    ``"cpu:0"``, ``ember.device("cpu")`` and None (reset) are accepted; anything else raises.
+
+        >>> ember.set_default_device("cpu")
+    """
+    if device is None:
+        return
+    if isinstance(device, bool) or not isinstance(device, (str, int, _device_cls)):
+        raise TypeError(f"set_default_device(): expected a device (str, int or ember.device) or None, "
+                        f"got {type(device).__name__}")
+    d = _device_cls("cuda", device) if isinstance(device, int) else _device_cls(device)
+    if d.type != "cpu" or d.index not in (None, 0):
+        raise RuntimeError(f"set_default_device(): device '{d}' is not available: ember computes on the 'cpu' "
+                           "device only")
+
+
+def get_default_device() -> _device_cls:
+    """The default device: always ``device(type='cpu')``."""
+    return CPU
+
+
+# ---- threads --------------------------------------------------------------------------------------
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+_THREADS = {"intra": _cpu_count(), "inter": _cpu_count()}
+_LIMITER: list = []    # the threadpoolctl limiter in force, kept alive so the limit stays
+
+
+def get_num_threads() -> int:
+    """The number of threads used for intra-op parallelism (the CPU count unless set)."""
+    return _THREADS["intra"]
+
+
+def set_num_threads(int) -> None:  # noqa: A002 - torch's parameter name
+    """Set the number of intra-op threads. ember's kernels are NumPy's: the number is stored, and the BLAS
+    thread pool is limited to it when the ``threadpoolctl`` package is installed."""
+    n = int
+    if isinstance(n, bool) or not isinstance(n, builtins.int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _THREADS["intra"] = n
+    try:
+        import threadpoolctl
+    except ImportError:
+        return
+    _LIMITER[:] = [threadpoolctl.threadpool_limits(limits=n, user_api="blas")]
+
+
+def get_num_interop_threads() -> int:
+    """The number of inter-op threads (stored; ember runs ops one at a time)."""
+    return _THREADS["inter"]
+
+
+def set_num_interop_threads(int) -> None:  # noqa: A002
+    """Set the number of inter-op threads (stored; ember runs ops one at a time)."""
+    n = int
+    if isinstance(n, bool) or not isinstance(n, builtins.int):
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    _THREADS["inter"] = n
+
+
+# ---- determinism and precision switches -------------------------------------------------------------
+
+_DET = {"mode": False, "warn_only": False}
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Ask for deterministic algorithms. ember's NumPy kernels are deterministic already (the same
+    inputs give the same bits, run after run), so the flag is stored and reported back."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be bool, "
+                        f"not {type(mode).__name__}")
+    if not isinstance(warn_only, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'warn_only' must be bool, "
+                        f"not {type(warn_only).__name__}")
+    _DET["mode"], _DET["warn_only"] = mode, warn_only
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _DET["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _DET["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """0/"default": off; 1/"warn": deterministic with warnings; 2/"error": deterministic."""
+    names = {"default": 0, "warn": 1, "error": 2}
+    if isinstance(debug_mode, str):
+        if debug_mode not in names:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, `error`, but got "
+                               f"{debug_mode}")
+        debug_mode = names[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    if not _DET["mode"]:
+        return 0
+    return 1 if _DET["warn_only"] else 2
+
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Store the float32 matmul precision ("highest", "high", "medium"). ember's float32 matmuls always
+    run in full float32 precision (the "highest" behaviour)."""
+    if precision not in ("highest", "high", "medium"):
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", stacklevel=2)
+        return
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _MATMUL_PRECISION[0]
+
+
+# ---- type predicates --------------------------------------------------------------------------------
+
+
+def _tensor_only(fn: str, x) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+
+
+def is_tensor(obj) -> bool:
+    """True if ``obj`` is an ``ember.Tensor`` (parameters included).
+
+        >>> ember.is_tensor(ember.ones(1)), ember.is_tensor([1])
+        (True, False)
+    """
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> bool:  # noqa: A002
+    """True if ``input``'s dtype is a floating type (float16, bfloat16, float32, float64)."""
+    _tensor_only("is_floating_point", input)
+    return input._dtype.is_floating_point
+
+
+def is_complex(input) -> bool:  # noqa: A002
+    """True if ``input``'s dtype is complex (never, so far: ember has no complex dtypes)."""
+    _tensor_only("is_complex", input)
+    return False
+
+
+def numel(input) -> int:  # noqa: A002
+    """The number of elements of ``input``."""
+    _tensor_only("numel", input)
+    return int(input._data.size)
+
+
+def _make_version():
+    from . import __version__
+    return types.SimpleNamespace(__version__=__version__, cuda=None, hip=None, xpu=None, debug=False,
+                                 git_version="unknown")
+
+
+version = _make_version()

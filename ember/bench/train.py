@@ -1,0 +1,113 @@
+"""Suite ``train``: one training step (forward, cross-entropy, backward, optimizer step), ember eager
+against torch eager, interleaved.
+
+Cases:
+
+- ``mlp_b{64,512}_{sgd,adam}``: Linear(784,256)-Softshrink-Linear(256,256)-Softshrink-Linear(256,256)-
+  Softshrink-Linear(256,10) on a batch of 64 or 512 flattened 28x28 images;
+- ``cnn_b64_{sgd,adam}``: Conv2d(1,8,3)-ReLU-MaxPool2d(2)-Conv2d(8,16,3)-ReLU-MaxPool2d(2)-Flatten-
+  Linear(400,10) on a batch of 64 1x28x28 images.
+
+Both libraries start from the same weights (torch's initialisation copied into ember) and the same data,
+so both do exactly the same arithmetic; SGD uses lr=0.01 with momentum 0.9, Adam lr=1e-3. Times are
+per step (``per="step"``), printed with steps/s.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+from .harness import Case
+
+
+def _try_torch():
+    try:
+        import torch
+        return torch
+    except Exception:
+        return None
+
+
+def mlp(lib):
+    """The MLP of the ``mlp_*`` cases, built with ``lib`` (ember or torch)."""
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.Softshrink(), nn.Linear(256, 256), nn.Softshrink(),
+                         nn.Linear(256, 256), nn.Softshrink(), nn.Linear(256, 10))
+
+
+def cnn(lib):
+    """The small CNN of the ``cnn_*`` cases, built with ``lib`` (ember or torch)."""
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 5 * 5, 10))
+
+
+def _optimizer(lib, name, params):
+    if name == "sgd":
+        return lib.optim.SGD(params, lr=0.01, momentum=0.9)
+    if name == "adam":
+        return lib.optim.Adam(params, lr=1e-3)
+    raise ValueError(f"unknown optimizer '{name}'")
+
+
+def _data(kind, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    shape = (batch, 784) if kind == "mlp" else (batch, 1, 28, 28)
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = rng.integers(0, 10, size=batch).astype(np.int64)
+    return x, y
+
+
+def make_step(lib, kind: str, batch: int, opt_name: str, state_dict=None):
+    """A zero-argument training step for ``lib`` and the model that it trains.
+
+    ``state_dict`` (NumPy arrays by name) sets the initial weights, so ember and torch can start equal.
+    Each call returns nothing; ``step.losses`` collects the losses when ``step.keep_losses`` is true.
+    """
+    model = mlp(lib) if kind == "mlp" else cnn(lib)
+    if state_dict is not None:
+        model.load_state_dict({k: lib.tensor(v) for k, v in state_dict.items()})
+    opt = _optimizer(lib, opt_name, model.parameters())
+    xn, yn = _data(kind, batch)
+    x, y = lib.tensor(xn), lib.tensor(yn)
+    cross_entropy = lib.nn.functional.cross_entropy
+
+    def step():
+        opt.zero_grad()
+        loss = cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if step.keep_losses:
+            step.losses.append(float(loss.item()))
+    step.keep_losses = False
+    step.losses = []
+    step.model = model
+    return step
+
+
+SPECS = [("mlp", 64, "sgd"), ("mlp", 64, "adam"), ("mlp", 512, "sgd"), ("mlp", 512, "adam"),
+         ("cnn", 64, "sgd"), ("cnn", 64, "adam")]
+
+
+def case_name(kind, batch, opt_name) -> str:
+    return f"{kind}_b{batch}_{opt_name}"
+
+
+def make_case(kind, batch, opt_name, torch=None) -> Case:
+    """One ``train`` case: ember (and torch, when installed) from identical weights and data."""
+    variants = {}
+    if torch is not None:
+        torch.manual_seed(0)
+        tstep = make_step(torch, kind, batch, opt_name)
+        sd = {k: v.detach().numpy().copy() for k, v in tstep.model.state_dict().items()}
+        variants["ember"] = make_step(ember, kind, batch, opt_name, sd)
+        variants["torch"] = tstep
+    else:
+        ember.manual_seed(0)
+        variants["ember"] = make_step(ember, kind, batch, opt_name)
+    return Case(case_name(kind, batch, opt_name), "train", variants, number=0, unit="ms", per="step")
+
+
+def cases() -> list[Case]:
+    torch = _try_torch()
+    return [make_case(k, b, o, torch) for k, b, o in SPECS]

@@ -1,0 +1,32 @@
+"""ember.cpu.amp: torch's deprecated CPU spellings, ``autocast(...)`` = ``ember.autocast("cpu", ...)``
+and ``GradScaler(...)`` = ``ember.amp.GradScaler("cpu", ...)``."""
+from __future__ import annotations
+
+import warnings
+
+from .. import dtypes as _dt
+from ..amp import autocast_mode as _am
+from ..amp import grad_scaler as _gs
+
+__all__ = ["autocast", "GradScaler"]
+
+
+class autocast(_am.autocast):
+    """``ember.cpu.amp.autocast(args...)`` is ``ember.autocast("cpu", args...)`` (deprecated in torch, which
+    warns with a FutureWarning); it really autocasts (bfloat16 by default)."""
+
+    def __init__(self, enabled: bool = True, dtype=_dt.bfloat16, cache_enabled: bool = True):
+        warnings.warn("`ember.cpu.amp.autocast(args...)` is deprecated. Please use "
+                      "`ember.amp.autocast('cpu', args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
+
+
+class GradScaler(_gs.GradScaler):
+    """``ember.cpu.amp.GradScaler(args...)`` is ``ember.amp.GradScaler("cpu", args...)`` (deprecated in torch)."""
+
+    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        warnings.warn("`ember.cpu.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`ember.amp.GradScaler('cpu', args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)

@@ -1,0 +1,387 @@
+"""Padding, resampling and pixel shuffling: ``pad``, ``interpolate`` (``upsample*``), ``pixel_shuffle``,
+``pixel_unshuffle``.
+
+* Constant padding is one op (``constant_pad_nd``, negative pads crop); its derivative is the same op
+  with the pads negated, so it is its own adjoint family.
+* Reflect / replicate / circular padding is separable: along each padded dim the output is an
+  ``index_select`` of the input with a fixed index map, so gradients (and their gradients) come from
+  ``index_select``'s own derivative.
+* Interpolation is separable too: nearest modes gather with ``index_select`` along each spatial dim;
+  linear modes blend two gathered taps per dim (bicubic four), innermost dim first, with torch's source
+  index and weight formulas computed in the input's precision.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, wrap
+from ...ops.registry import register, apply, dtype_name
+
+__all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+           "pixel_unshuffle"]
+
+
+def _shape_str(s) -> str:
+    return "[" + ", ".join(str(v) for v in s) + "]"
+
+
+# ---- pad -----------------------------------------------------------------------------------------------
+
+
+def _cpad_kernel(x, pads, value):
+    out_shape = tuple(n + a + b for n, (a, b) in zip(x.shape, pads))
+    out = np.full(out_shape, value, dtype=x.dtype)
+    src, dst = [], []
+    for n, (a, b) in zip(x.shape, pads):
+        s0, s1 = max(-a, 0), n - max(-b, 0)
+        if s1 <= s0:
+            return out                      # everything cropped away: only the fill remains
+        d0 = max(a, 0)
+        src.append(slice(s0, s1))
+        dst.append(slice(d0, d0 + s1 - s0))
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def _cpad_bw(ctx, g):
+    return apply(CONSTANT_PAD, (g,), {"pads": tuple((-a, -b) for a, b in ctx.attrs["pads"]), "value": 0})
+
+
+CONSTANT_PAD = register("constant_pad_nd", _cpad_kernel, _cpad_bw)
+
+
+def _pads_per_dim(pad, nd):
+    """torch's flat pad list (last dim first) as one (before, after) pair per dim of the input."""
+    pairs = [(0, 0)] * nd
+    for i in range(len(pad) // 2):
+        pairs[nd - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    return tuple(pairs)
+
+
+def _index_map(n: int, a: int, b: int, mode: str) -> np.ndarray:
+    """Source index of every output position along one dim padded by (a, b) with ``mode``."""
+    np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    # crop first (negative pads), then pad what is left: torch's circular mode wraps the cropped input
+    idx = np.arange(n, dtype=np.int64)[max(-a, 0):n - max(-b, 0)]
+    return np.pad(idx, (max(a, 0), max(b, 0)), mode=np_mode)
+
+
+def pad(input, pad, mode: str = "constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims (pairs given last dim first); ``mode`` is ``'constant'``,
+    ``'reflect'``, ``'replicate'`` or ``'circular'``. Negative pads crop.
+
+        >>> F.pad(ember.ones(1, 2), (1, 2)).tolist()
+        [[0.0, 1.0, 1.0, 0.0, 0.0]]
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    pad = tuple(int(p) for p in pad)
+    nd = input._data.ndim
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > nd:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {nd}")
+    pairs = _pads_per_dim(pad, nd)
+    if mode == "constant":
+        shp = input._data.shape
+        for d, (n, (a, b)) in enumerate(zip(shp, pairs)):
+            if n + a + b < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
+        if value is None:
+            value = 0
+        if all(a == 0 and b == 0 for a, b in pairs):
+            return input.clone()
+        return apply(CONSTANT_PAD, (input,), {"pads": pairs, "value": value})
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    k = len(pad) // 2
+    if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
+    if input._dtype is _dt.bool and mode != "circular":
+        kind = "reflection" if mode == "reflect" else "replication"
+        raise NotImplementedError(f"\"{kind}_pad{k}d\" not implemented for 'Bool'")
+    shp = input._data.shape
+    if mode != "circular" and any(s == 0 for s in (shp[1:] if nd == k + 2 else shp)):
+        dims = {1: "2D or 3D", 2: "3D or 4D", 3: "4D or 5D"}[k]
+        raise RuntimeError(f"Expected {dims} (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {_shape_str(shp)}")
+    x = input
+    for d in range(nd - 1, nd - 1 - k, -1):
+        a, b = pairs[d]
+        n = shp[d]
+        if mode == "reflect" and (a >= n or b >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({a}, {b}) at dimension {d} of input {_shape_str(shp)}")
+        if mode == "circular" and (a > n or b > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if n + a + b < 0:
+            raise RuntimeError(f"The input size {n}, plus negative padding {a} and {b} resulted in a negative "
+                               f"output size, which is invalid. Check dimension {d} of your input.")
+        if a == 0 and b == 0:
+            continue
+        x = x.index_select(d, wrap(_index_map(n, a, b, mode)))
+    return x if x is not input else input.clone()
+
+
+# ---- interpolate ---------------------------------------------------------------------------------------------
+
+_MODES_MSG = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+_NEEDS = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+
+
+def _opmath(dt):
+    # the precision torch's kernels compute source indices and weights in
+    return np.float64 if dt is _dt.float64 else np.float32
+
+
+def _scale_value(n: int, no: int, scale, ft):
+    """torch's compute_scales_value: 1/scale_factor when one was given, else in/out."""
+    if scale is not None and scale > 0:
+        return ft(1.0 / scale)
+    return ft(n) / ft(no)
+
+
+def _nearest_index(n: int, no: int, scale, exact: bool) -> np.ndarray:
+    dst = np.arange(no)
+    if not exact:
+        if no == n:
+            return dst
+        if no == 2 * n:
+            return dst >> 1
+    s = _scale_value(n, no, scale, np.float32)
+    src = (dst.astype(np.float32) + np.float32(0.5)) * s if exact else dst.astype(np.float32) * s
+    return np.minimum(np.floor(src).astype(np.int64), n - 1)
+
+
+def _source_index(n: int, no: int, scale, align_corners: bool, cubic: bool, ft) -> np.ndarray:
+    dst = np.arange(no).astype(ft)
+    if align_corners:
+        r = ft(n - 1) / ft(no - 1) if no > 1 else ft(0)
+        return r * dst
+    r = _scale_value(n, no, scale, ft)
+    src = r * (dst + ft(0.5)) - ft(0.5)
+    return src if cubic else np.maximum(src, ft(0))
+
+
+def _cubic_weights(t, ft):
+    A = ft(-0.75)
+
+    def c1(x):
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def c2(x):
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    one = ft(1)
+    return [c2(t + one), c1(t), c1(one - t), c2(ft(2) - t)]
+
+
+def _along(w: np.ndarray, d: int, nd: int, dt) -> Tensor:
+    """Per-position weights shaped to broadcast along dim ``d`` of an ``nd``-dim tensor."""
+    return wrap(np.ascontiguousarray(w.astype(dt.np).reshape((-1,) + (1,) * (nd - 1 - d))), dt)
+
+
+def _resample(x: Tensor, out_sizes, scales, mode: str, align_corners: bool) -> Tensor:
+    nd = x._data.ndim
+    nsp = len(out_sizes)
+    ft = _opmath(x._dtype)
+    for i in reversed(range(nsp)):           # innermost dim first, as torch's kernels nest
+        d = nd - nsp + i
+        n, no = x._data.shape[d], out_sizes[i]
+        sc = scales[i] if scales is not None else None
+        if mode in ("nearest", "nearest-exact"):
+            idx = _nearest_index(n, no, sc, mode == "nearest-exact")
+            if no == n and np.array_equal(idx, np.arange(n)):
+                continue
+            x = x.index_select(d, wrap(idx))
+        elif mode == "bicubic":
+            src = _source_index(n, no, sc, align_corners, True, ft)
+            fl = np.floor(src)
+            t = (src - fl).astype(ft)
+            base = fl.astype(np.int64)
+            ws = _cubic_weights(t, ft)
+            acc = None
+            for k in range(4):
+                idx = np.clip(base - 1 + k, 0, n - 1)
+                term = x.index_select(d, wrap(idx)) * _along(ws[k], d, nd, x._dtype)
+                acc = term if acc is None else acc + term
+            x = acc
+        else:
+            if no == n and (align_corners or sc is None or sc == 1.0):
+                continue                      # the identity map
+            src = _source_index(n, no, sc, align_corners, False, ft)
+            i0 = np.minimum(src.astype(np.int64), n - 1)
+            l1 = np.clip(src - i0.astype(ft), ft(0), ft(1)).astype(ft)
+            l0 = (ft(1) - l1).astype(ft)
+            i1 = i0 + (i0 < n - 1)
+            x = (x.index_select(d, wrap(i0)) * _along(l0, d, nd, x._dtype)
+                 + x.index_select(d, wrap(i1)) * _along(l1, d, nd, x._dtype))
+    return x
+
+
+def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+                recompute_scale_factor=None, antialias: bool = False):
+    """Resize (N, C, *spatial) input to ``size`` or by ``scale_factor`` (torch.nn.functional.interpolate).
+
+    Modes: ``nearest``, ``nearest-exact``, ``linear`` (3-D input), ``bilinear`` / ``bicubic`` (4-D),
+    ``trilinear`` (5-D), ``area`` (adaptive average pooling, 3-D/4-D).
+
+        >>> F.interpolate(ember.ones(1, 1, 2, 2), scale_factor=2).shape
+        ember.Size([1, 1, 4, 4])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"interpolate(): argument 'input' must be Tensor, not {type(input).__name__}")
+    nd = input._data.ndim
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    nsp = nd - 2
+    spatial = list(input._data.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != nsp:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {spatial} and output size of {size}. Please provide "
+                                 "input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                                 "format.")
+            out_sizes = [int(s) for s in size]
+        else:
+            out_sizes = [int(size)] * max(nsp, 0)
+        scales = None
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != nsp:
+                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {spatial} and scale_factor of shape "
+                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 "scale_factor in (s1, s2, ...,sK) format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * max(nsp, 0)
+        out_sizes = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and out_sizes is None:
+        recompute_scale_factor = True
+    if out_sizes is None:
+        out_sizes = [math.floor(float(n) * s) for n, s in zip(spatial, scales)]
+        if recompute_scale_factor:
+            scales = None
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by ember yet; use antialias=False")
+    if nd not in (3, 4, 5) or mode not in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic",
+                                           "trilinear", "area") or (mode == "bicubic" and nd != 4):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the "
+                                  f"modes: {_MODES_MSG} (got {mode})")
+    need = _NEEDS.get(mode)
+    if need is not None and nd != need:
+        raise NotImplementedError(f"Got {nd}D input, but {mode} mode needs {need}D input")
+    if any(n <= 0 for n in spatial) or any(o <= 0 for o in out_sizes):
+        names = ("D", "H", "W")[3 - nsp:]
+        ins = ", ".join(f"{a}: {b}" for a, b in zip(names, spatial))
+        outs = ", ".join(f"{a}: {b}" for a, b in zip(names, out_sizes))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
+    dt = input._dtype
+    if mode == "area":
+        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+        if nd == 5:
+            raise NotImplementedError("interpolate: mode='area' supports 3-D and 4-D input in ember (no "
+                                      "adaptive_avg_pool3d yet)")
+        return (adaptive_avg_pool1d if nd == 3 else adaptive_avg_pool2d)(input, out_sizes)
+    if dt.category < 2 and not (dt is _dt.uint8 and mode.startswith("nearest")):
+        kind = "nearest" if mode.startswith("nearest") else mode
+        raise NotImplementedError(f"\"upsample_{kind}{nsp}d\" not implemented for '{dtype_name(dt)}'")
+    return _resample(input, out_sizes, scales, mode, bool(align_corners))
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate` (warns, as torch does)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---- pixel shuffle -----------------------------------------------------------------------------------------
+
+
+def pixel_shuffle(input, upscale_factor: int):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r): move channel blocks into space."""
+    r = int(upscale_factor)
+    shp = input._data.shape
+    if len(shp) < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{len(shp)} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    C, H, W = shp[-3:]
+    if C % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={C} is not divisible by {r * r}")
+    lead = shp[:-3]
+    n = len(lead)
+    x = input.reshape(lead + (C // (r * r), r, r, H, W))
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(lead + (C // (r * r), H * r, W * r))
+
+
+def pixel_unshuffle(input, downscale_factor: int):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W): the inverse of :func:`pixel_shuffle`."""
+    r = int(downscale_factor)
+    shp = input._data.shape
+    if len(shp) < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{len(shp)} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    C, H, W = shp[-3:]
+    if H % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={H} is not divisible by {r}")
+    if W % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={W} is not divisible by {r}")
+    lead = shp[:-3]
+    n = len(lead)
+    x = input.reshape(lead + (C, H // r, r, W // r, r))
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(lead + (C * r * r, H // r, W // r))
+
+
+_pad = pad     # the public name is shadowed by the argument below
+
+
+def constant_pad_nd(input, pad, value=0):
+    """``torch.constant_pad_nd``: :func:`pad` with ``mode='constant'``."""
+    return _pad(input, pad, "constant", value)
+
+
+from .conv import _export_toplevel  # noqa: E402
+
+_export_toplevel([("pixel_shuffle", pixel_shuffle), ("pixel_unshuffle", pixel_unshuffle),
+                  ("constant_pad_nd", constant_pad_nd)])

@@ -1,0 +1,147 @@
+"""Padding layers: constant / zero / reflection / replication / circular padding in 1, 2 and 3 dims."""
+from __future__ import annotations
+
+from .module import Module
+from .. import functional as F
+
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+           "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+           "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]
+
+
+def _ntuple(n: int):
+    def parse(x):
+        if isinstance(x, (list, tuple)):
+            return tuple(x)
+        return (x,) * n
+    return parse
+
+
+class _ConstantPadNd(Module):
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, input):
+        return F.pad(input, self.padding, "constant", self.value)
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
+
+
+class ConstantPad1d(_ConstantPadNd):
+    """Pad the last dim with ``value``: ``padding`` is an int or (left, right)."""
+
+    def __init__(self, padding, value: float) -> None:
+        super().__init__(value)
+        self.padding = _ntuple(2)(padding)
+
+
+class ConstantPad2d(_ConstantPadNd):
+    """Pad the last two dims with ``value``: an int or (left, right, top, bottom)."""
+
+    def __init__(self, padding, value: float) -> None:
+        super().__init__(value)
+        self.padding = _ntuple(4)(padding)
+
+
+class ConstantPad3d(_ConstantPadNd):
+    """Pad the last three dims with ``value``: an int or a 6-tuple."""
+
+    def __init__(self, padding, value: float) -> None:
+        super().__init__(value)
+        self.padding = _ntuple(6)(padding)
+
+
+class ZeroPad1d(ConstantPad1d):
+    """Pad the last dim with zeros."""
+
+    def __init__(self, padding) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad2d(ConstantPad2d):
+    """Pad the last two dims with zeros.
+
+        >>> ember.nn.ZeroPad2d(1)
+        ZeroPad2d((1, 1, 1, 1))
+    """
+
+    def __init__(self, padding) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pad the last three dims with zeros."""
+
+    def __init__(self, padding) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class _ModePadNd(Module):
+    mode = ""
+    n = 1
+
+    def __init__(self, padding) -> None:
+        super().__init__()
+        self.padding = _ntuple(2 * self.n)(padding)
+
+    def forward(self, input):
+        return F.pad(input, self.padding, self.mode)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_ModePadNd):
+    """Pad the last dim with its reflection (the edge is not repeated)."""
+    mode, n = "reflect", 1
+
+
+class ReflectionPad2d(_ModePadNd):
+    """Pad the last two dims with their reflection."""
+    mode, n = "reflect", 2
+
+
+class ReflectionPad3d(_ModePadNd):
+    """Pad the last three dims with their reflection."""
+    mode, n = "reflect", 3
+
+
+class ReplicationPad1d(_ModePadNd):
+    """Pad the last dim by repeating its edge values."""
+    mode, n = "replicate", 1
+
+
+class ReplicationPad2d(_ModePadNd):
+    """Pad the last two dims by repeating their edge values."""
+    mode, n = "replicate", 2
+
+
+class ReplicationPad3d(_ModePadNd):
+    """Pad the last three dims by repeating their edge values."""
+    mode, n = "replicate", 3
+
+
+class CircularPad1d(_ModePadNd):
+    """Pad the last dim by wrapping around."""
+    mode, n = "circular", 1
+
+
+class CircularPad2d(_ModePadNd):
+    """Pad the last two dims by wrapping around."""
+    mode, n = "circular", 2
+
+
+class CircularPad3d(_ModePadNd):
+    """Pad the last three dims by wrapping around."""
+    mode, n = "circular", 3

@@ -1,0 +1,175 @@
+"""Lookup-table layers (torch.nn's): Embedding and EmbeddingBag.
+
+The weight is ``(num_embeddings, embedding_dim)``, initialized N(0, 1) with the ``padding_idx`` row
+zeroed; ``from_pretrained`` wraps an existing matrix (frozen by default).
+"""
+from __future__ import annotations
+
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, _check_device
+from ...autograd.grad_mode import no_grad
+from .module import Module
+from ..parameter import Parameter
+from .. import functional as F
+
+__all__ = ["Embedding", "EmbeddingBag"]
+
+
+def _normal_weight(shape, device, dtype) -> Tensor:
+    _check_device(device)
+    import ember
+    return ember.empty(shape, dtype=dtype or _dt.get_default_dtype()).normal_()
+
+
+def _resolve_padding(padding_idx, n: int, msg: str):
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= n:
+                raise AssertionError(msg)
+        elif padding_idx < 0:
+            if padding_idx < -n:
+                raise AssertionError(msg)
+            padding_idx = n + padding_idx
+    return padding_idx
+
+
+class Embedding(Module):
+    """A lookup table: ``forward(indices)`` returns the rows ``weight[indices]``."""
+
+    __constants__ = ["num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
+                     "sparse"]
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = _resolve_padding(padding_idx, num_embeddings, "Padding_idx must be within num_embeddings")
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if _weight is None:
+            self.weight = Parameter(_normal_weight((num_embeddings, embedding_dim), device, dtype),
+                                    requires_grad=not _freeze)
+            self._fill_padding_idx_with_zero()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        self.sparse = sparse
+
+    def reset_parameters(self) -> None:
+        with no_grad():
+            self.weight.normal_()
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            s += ", sparse=True"
+        return s
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> "Embedding":
+        """An Embedding whose weight is ``embeddings`` (shared, not copied); ``freeze`` turns off its gradient."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
+                   padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings: ``forward(input, offsets=None, per_sample_weights=None)``."""
+
+    __constants__ = ["num_embeddings", "embedding_dim", "max_norm", "norm_type", "scale_grad_by_freq", "mode",
+                     "sparse", "include_last_offset", "padding_idx"]
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                 _weight: Tensor | None = None, include_last_offset: bool = False, padding_idx: int | None = None,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.padding_idx = _resolve_padding(padding_idx, num_embeddings, "padding_idx must be within num_embeddings")
+        if _weight is None:
+            self.weight = Parameter(_normal_weight((num_embeddings, embedding_dim), device, dtype))
+            self._fill_padding_idx_with_zero()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self) -> None:
+        with no_grad():
+            self.weight.normal_()
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, self.sparse, per_sample_weights, self.include_last_offset,
+                               self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings!r}, {self.embedding_dim!r}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx!r}"
+        return s
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> "EmbeddingBag":
+        """An EmbeddingBag whose weight is ``embeddings``; ``freeze`` turns off its gradient."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
+                  norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode, sparse=sparse,
+                  include_last_offset=include_last_offset, padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag

@@ -1,0 +1,539 @@
+"""Attention and transformer layers: MultiheadAttention, TransformerEncoder/Decoder(Layer), Transformer.
+
+Constructors, parameter names (``in_proj_weight``, ``out_proj.weight``, ``norm1.weight``, ...), the
+order of submodules (so ``state_dict`` keys and ``repr`` match torch's), initialisation and forward
+semantics follow torch. torch switches to fused "fast path" kernels in inference; they compute the
+same function, with one visible difference ember reproduces: a ``TransformerEncoder`` that takes its
+nested-tensor path returns zeros at padded positions (before the final norm).
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, wrap
+from ..parameter import Parameter
+from .module import Module
+from .container import ModuleList
+from .linear import Linear
+from .. import functional as F
+from ..functional.attention import _canonical_mask, _none_or_dtype, multi_head_attention_forward
+
+__all__ = ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
+           "TransformerEncoderLayer", "TransformerDecoderLayer"]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The ``out_proj`` of MultiheadAttention: a plain Linear under torch's class name (which torch
+    uses to keep it out of dynamic quantization)."""
+
+
+def _init():
+    from .. import init
+    return init
+
+
+def _empty(shape, dtype, device):
+    import ember
+    return ember.empty(shape, dtype=dtype, device=device)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention ``MultiheadAttention(embed_dim, num_heads, dropout=0.0, bias=True,
+    add_bias_kv=False, add_zero_attn=False, kdim=None, vdim=None, batch_first=False)``.
+
+    ``forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+    average_attn_weights=True, is_causal=False) -> (attn_output, attn_weights or None)``.
+    """
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(_empty((embed_dim, embed_dim), dtype, device))
+            self.k_proj_weight = Parameter(_empty((embed_dim, self.kdim), dtype, device))
+            self.v_proj_weight = Parameter(_empty((embed_dim, self.vdim), dtype, device))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(_empty((3 * embed_dim, embed_dim), dtype, device))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(_empty(3 * embed_dim, dtype, device))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        if add_bias_kv:
+            self.bias_k = Parameter(_empty((1, 1, embed_dim), dtype, device))
+            self.bias_v = Parameter(_empty((1, 1, embed_dim), dtype, device))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        init = _init()
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def __setstate__(self, state):
+        state.setdefault("_qkv_same_embed_dim", True)
+        super().__setstate__(state)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False):
+        """Attend from ``query`` to ``key``/``value``; see the class docstring for shapes and masks."""
+        is_batched = query.dim() == 3
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask),
+                                           "attn_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if self.batch_first and is_batched:
+            # sequence-first for the functional form; keep identity so self-attention projects once
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        common = dict(training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+                      attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if not self._qkv_same_embed_dim:
+            out, weights = multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
+                self.out_proj.bias, use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight,
+                k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight, **common)
+        else:
+            out, weights = multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
+                self.out_proj.bias, **common)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), weights
+        return out, weights
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """One (N, heads, L, S) mask from ``attn_mask`` and ``key_padding_mask`` and its type code
+        (0: attn mask only, 1: padding mask only, 2: merged), as torch's fast path uses."""
+        mask_type = None
+        merged = None
+        if key_padding_mask is not None:
+            mask_type = 1
+            merged = key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                attn_mask_expanded = attn_mask.reshape(batch_size, -1, seq_len, seq_len)
+            else:
+                attn_mask_expanded = attn_mask.reshape(1, 1, seq_len, seq_len).expand(batch_size, self.num_heads,
+                                                                                     -1, -1)
+            merged = attn_mask_expanded
+            if key_padding_mask is not None:
+                kpm = key_padding_mask.reshape(batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+                merged = attn_mask_expanded + kpm
+        return merged, mask_type
+
+
+# ---- helpers ----------------------------------------------------------------------------------------
+
+def _generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
+    import ember
+    return ember.triu(ember.full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
+
+
+def _get_seq_len(src: Tensor, batch_first: bool):
+    size = src.size()
+    if len(size) == 2:
+        return size[0]
+    return size[1 if batch_first else 0]
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None) -> bool:
+    """``is_causal`` if given; otherwise whether ``mask`` equals the square causal mask."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.size(-2)
+        causal = _generate_square_subsequent_mask(sz, dtype=mask.dtype)
+        if tuple(mask.size()) == tuple(causal.size()):
+            make_causal = bool((mask == causal).all())
+        else:
+            make_causal = False
+    return make_causal
+
+
+def _get_clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def _get_activation_fn(activation: str):
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+def _activation_code(activation) -> int:
+    """1 for relu, 2 for gelu (function or module), 0 otherwise (torch's activation_relu_or_gelu)."""
+    from .activation import ReLU, GELU
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
+
+
+def _layer_norm(d_model, eps, bias, device, dtype):
+    from .normalization import LayerNorm
+    return LayerNorm(d_model, eps=eps, bias=bias, device=device, dtype=dtype)
+
+
+def _dropout(p):
+    from .dropout import Dropout
+    return Dropout(p)
+
+
+def _any_requires_grad(tensors) -> bool:
+    import ember
+    return ember.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+# ---- transformer layers -----------------------------------------------------------------------------
+
+class TransformerEncoderLayer(Module):
+    """Self-attention block then feed-forward block, each with residual connection and LayerNorm
+    (post-norm, or pre-norm with ``norm_first=True``).
+
+    ``TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=relu,
+    layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True)``;
+    ``forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)``.
+    """
+
+    __constants__ = ["norm_first"]
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation=F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                            device=device, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
+        self.dropout = _dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+        self.norm2 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+        self.dropout1 = _dropout(dropout)
+        self.dropout2 = _dropout(dropout)
+        if isinstance(activation, str):
+            activation = _get_activation_fn(activation)
+        self.activation_relu_or_gelu = _activation_code(activation)
+        self.activation = activation
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "activation"):
+            self.activation = F.relu
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(src_mask), "src_mask", src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention over ``memory``, then feed-forward; residual + LayerNorm each.
+
+    ``forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False)``.
+    """
+
+    __constants__ = ["norm_first"]
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation=F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
+                                            device=device, dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
+                                                 bias=bias, device=device, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
+        self.dropout = _dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+        self.norm2 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+        self.norm3 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+        self.dropout1 = _dropout(dropout)
+        self.dropout2 = _dropout(dropout)
+        self.dropout3 = _dropout(dropout)
+        self.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
+
+    def __setstate__(self, state):
+        state.setdefault("activation", F.relu)
+        super().__setstate__(state)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+class TransformerEncoder(Module):
+    """A stack of ``num_layers`` deep copies of ``encoder_layer`` (then ``norm`` if given).
+
+    ``TransformerEncoder(encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True)``;
+    ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
+    """
+
+    __constants__ = ["norm"]
+
+    def __init__(self, encoder_layer, num_layers: int, norm=None, enable_nested_tensor: bool = True,
+                 mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = _get_clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(mask),
+                                               "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        first = self.layers[0]
+        batch_first = first.self_attn.batch_first
+        # torch's inference path runs padded sequences as nested tensors and pads the result with zeros
+        pad_rows = None
+        layer_kpm = src_key_padding_mask
+        if self._takes_nested_path(src, mask, src_key_padding_mask):
+            # a nested tensor drops the padded tokens entirely: mask them as keys, zero them at the end
+            pad_rows = _padded(src_key_padding_mask)
+            layer_kpm = wrap(pad_rows, _dt.bool)
+        seq_len = _get_seq_len(src, batch_first)
+        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        output = src
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=layer_kpm)
+        if pad_rows is not None:
+            output = output.masked_fill(wrap(np.ascontiguousarray(pad_rows[..., None]), _dt.bool), 0.0)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+    def _takes_nested_path(self, src, mask, kpm) -> bool:
+        """torch's conditions for its nested-tensor ("sparsity") fast path."""
+        first = self.layers[0]
+        if not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3 or kpm is None:
+            return False
+        if mask is not None:
+            return False
+        if getattr(self, "mask_check", True) and not _left_aligned(~_padded(kpm)):
+            return False
+        sa = first.self_attn
+        args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias, first.norm1.weight,
+                first.norm1.bias, first.norm2.weight, first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                first.linear2.weight, first.linear2.bias)
+        return not _any_requires_grad(args)
+
+
+def _padded(kpm) -> np.ndarray:
+    """Padding positions of a canonical (float) key padding mask: torch takes ``mask.logical_not()`` as
+    the tokens to keep, so every non-zero entry is padding."""
+    return np.ascontiguousarray(kpm._data != 0)
+
+
+def _left_aligned(keep: np.ndarray) -> bool:
+    """Every row of the "keep" mask is a run of True followed by False (torch's left-aligned check)."""
+    if keep.ndim != 2:
+        return False
+    n = keep.sum(axis=1)
+    return bool(np.all(keep == (np.arange(keep.shape[1])[None, :] < n[:, None])))
+
+
+def _why_not_nested(layer) -> str:
+    enc = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{enc} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{enc}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{enc}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{enc}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{enc}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{enc}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{enc}.norm1.eps was not equal to {enc}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{enc}.self_attn.num_heads is odd"
+    return ""
+
+
+class TransformerDecoder(Module):
+    """A stack of ``num_layers`` deep copies of ``decoder_layer`` (then ``norm`` if given)."""
+
+    __constants__ = ["norm"]
+
+    def __init__(self, decoder_layer, num_layers: int, norm=None) -> None:
+        super().__init__()
+        self.layers = _get_clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal: bool = False):
+        output = tgt
+        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        for mod in self.layers:
+            output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                         tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """The encoder-decoder transformer of "Attention Is All You Need".
+
+    ``Transformer(d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+    dropout=0.1, activation=relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+    batch_first=False, norm_first=False, bias=True)``.
+    """
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            encoder_layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                                    layer_norm_eps, batch_first, norm_first, bias, device=device,
+                                                    dtype=dtype)
+            encoder_norm = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            decoder_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                                    layer_norm_eps, batch_first, norm_first, bias, device=device,
+                                                    dtype=dtype)
+            decoder_norm = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal: bool = False):
+        is_batched = src.dim() == 3
+        if not self.batch_first and src.size(1) != tgt.size(1) and is_batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if self.batch_first and src.size(0) != tgt.size(0) and is_batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
+        """A float (sz, sz) mask: -inf above the diagonal, 0 on and below it."""
+        return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
+
+    def _reset_parameters(self) -> None:
+        init = _init()
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)

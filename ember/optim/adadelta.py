@@ -1,0 +1,65 @@
+"""Adadelta (Zeiler 2012) with weight decay and maximize, torch's update rule."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .optimizer import Optimizer, _scalar_step, _to_scalar
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta as ``torch.optim.Adadelta``. State per parameter: ``step``, ``square_avg``, ``acc_delta``."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        lr = _to_scalar(group["lr"])
+        rho, eps, wd, maximize = group["rho"], group["eps"], group["weight_decay"], group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = _scalar_step(0.0)
+                st["square_avg"] = self._zeros_state(p)
+                st["acc_delta"] = self._zeros_state(p)
+            st["step"]._data += 1
+            d = p._data
+            g = grad._data
+            if maximize:
+                g = -g
+            if wd != 0:
+                g = g + d * wd
+            sq = st["square_avg"]._data
+            acc = st["acc_delta"]._data
+            sq *= rho
+            sq += g * (1 - rho) * g
+            std = sq + eps
+            np.sqrt(std, out=std)
+            delta = acc + eps
+            np.sqrt(delta, out=delta)
+            delta /= std
+            delta *= g
+            acc *= rho
+            acc += delta * (1 - rho) * delta
+            delta *= lr                            # param.add_(delta, alpha=-lr)
+            d -= delta
+            p._bump()

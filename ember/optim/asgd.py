@@ -1,0 +1,78 @@
+"""ASGD (averaged stochastic gradient descent), torch's update rule."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, wrap
+from .optimizer import Optimizer, _scalar_step, _to_scalar
+
+__all__ = ["ASGD"]
+
+
+class ASGD(Optimizer):
+    """ASGD as ``torch.optim.ASGD``.
+
+    State per parameter: ``step``, ``eta``, ``mu`` (float32 0-dim tensors) and ``ax`` (the average).
+    """
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for p in group["params"]:
+                st = self.state.get(p)
+                if st:
+                    for k in ("eta", "mu"):
+                        if k in st and not isinstance(st[k], Tensor):
+                            st[k] = wrap(np.array(st[k], dtype=np.float32))
+
+    def _step_group(self, group):
+        lr = _to_scalar(group["lr"])
+        lambd, alpha, t0, wd = group["lambd"], group["alpha"], group["t0"], group["weight_decay"]
+        maximize = group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = _scalar_step(0.0)
+                st["eta"] = _scalar_step(lr)
+                st["mu"] = _scalar_step(1.0)
+                st["ax"] = self._zeros_state(p)
+            d = p._data
+            g = grad._data
+            if maximize:
+                g = -g
+            step_arr = st["step"]._data
+            step_arr += 1
+            if wd != 0:
+                g = g + d * wd
+            eta_arr, mu_arr = st["eta"]._data, st["mu"]._data
+            eta = float(eta_arr)
+            d *= 1 - lambd * eta
+            d -= g * eta                           # param.add_(grad, alpha=-eta)
+            ax = st["ax"]._data
+            if float(mu_arr) != 1:
+                # (param - ax) * mu with mu a 0-dim tensor: computed in the parameter's dtype
+                t = d - ax
+                t *= mu_arr.astype(t.dtype)
+                ax += t
+            else:
+                ax[...] = d
+            step = float(step_arr)
+            eta_arr[...] = lr / ((1 + lambd * lr * step) ** alpha)
+            mu_arr[...] = 1 / max(1, step - t0)
+            p._bump()

@@ -1,0 +1,81 @@
+"""RAdam (rectified Adam), torch's update rule."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .optimizer import Optimizer, _lerp_, _scalar_step, _to_scalar
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    """RAdam as ``torch.optim.RAdam``. State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        lr = _to_scalar(group["lr"])
+        b1, b2 = group["betas"]
+        eps, wd = group["eps"], group["weight_decay"]
+        decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
+        rho_inf = 2 / (1 - b2) - 1
+        state = self.state
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = _scalar_step(0.0)
+                st["exp_avg"] = self._zeros_state(p)
+                st["exp_avg_sq"] = self._zeros_state(p)
+            d = p._data
+            g = grad._data
+            if maximize:
+                g = -g
+            step_arr = st["step"]._data
+            step_arr += 1
+            step = float(step_arr)
+            if wd != 0:
+                if decoupled:
+                    d *= 1 - lr * wd
+                else:
+                    g = g + d * wd
+            m = st["exp_avg"]._data
+            v = st["exp_avg_sq"]._data
+            _lerp_(m, g, 1 - b1)
+            v *= b2
+            v += g * (1 - b2) * g
+            bc1 = 1 - b1 ** step
+            bc2 = 1 - b2 ** step
+            upd = m / bc1
+            upd *= lr
+            rho_t = rho_inf - 2 * step * (b2 ** step) / bc2
+            if rho_t > 5.0:
+                # variance is tractable: rectified adaptive step
+                rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                s = np.sqrt(v)
+                s += eps
+                adaptive = np.divide(bc2 ** 0.5, s, out=s)
+                upd *= adaptive
+                upd *= rect
+            d -= upd
+            p._bump()

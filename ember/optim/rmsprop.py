@@ -1,0 +1,84 @@
+"""RMSprop (optionally centered, with momentum), torch's update rule."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .optimizer import Optimizer, _lerp_, _scalar_step, _to_scalar
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop as ``torch.optim.RMSprop``.
+
+    State per parameter: ``step``, ``square_avg``, ``momentum_buffer`` (momentum > 0) and ``grad_avg``
+    (centered).
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        lr = _to_scalar(group["lr"])
+        alpha, eps, wd, mom = group["alpha"], group["eps"], group["weight_decay"], group["momentum"]
+        centered, maximize = group["centered"], group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            d = p._data
+            g = grad._data
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = _scalar_step(0.0)
+                st["square_avg"] = self._zeros_state(p)
+                if mom > 0:
+                    st["momentum_buffer"] = self._zeros_state(p)
+                if centered:
+                    st["grad_avg"] = self._zeros_state(p)
+            if maximize:
+                g = -g
+            st["step"]._data += 1
+            if wd != 0:
+                g = g + d * wd
+            sq = st["square_avg"]._data
+            sq *= alpha
+            sq += g * (1 - alpha) * g
+            if centered:
+                ga = st["grad_avg"]._data
+                _lerp_(ga, g, 1 - alpha)
+                avg = ga * -1.0                    # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+                avg *= ga
+                avg += sq
+                np.sqrt(avg, out=avg)
+            else:
+                avg = np.sqrt(sq)
+            avg += eps
+            if mom > 0:
+                buf = st["momentum_buffer"]._data
+                buf *= mom
+                buf += g / avg
+                d -= buf * lr
+            else:
+                upd = g * -lr                      # param.addcdiv_(grad, avg, value=-lr)
+                upd /= avg
+                d += upd
+            p._bump()

@@ -1,0 +1,61 @@
+"""Rprop (resilient backpropagation), torch's update rule."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, wrap
+from .optimizer import Optimizer, _scalar_step, _to_scalar
+
+__all__ = ["Rprop"]
+
+
+class Rprop(Optimizer):
+    """Rprop as ``torch.optim.Rprop``. State per parameter: ``step``, ``prev``, ``step_size``."""
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
+                 foreach=None, maximize=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _step_group(self, group):
+        etaminus, etaplus = group["etas"]
+        smin, smax = group["step_sizes"]
+        maximize = group["maximize"]
+        state = self.state
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = state[p]
+            if len(st) == 0:
+                st["step"] = _scalar_step(0.0)
+                st["prev"] = self._zeros_state(p)
+                st["step_size"] = wrap(np.full_like(grad._data, _to_scalar(group["lr"])), grad._dtype)
+            d = p._data
+            g = grad._data
+            if maximize:
+                g = -g
+            st["step"]._data += 1
+            prev = st["prev"]._data
+            ss = st["step_size"]._data
+            sign = np.sign(g * prev)
+            pos, neg = sign > 0, sign < 0
+            sign[pos] = etaplus
+            sign[neg] = etaminus
+            sign[~(pos | neg)] = 1
+            ss *= sign
+            np.clip(ss, smin, smax, out=ss)
+            g = np.array(g, copy=True)
+            g[sign == etaminus] = 0                # no step (and no memory) right after a sign change
+            upd = np.sign(g)
+            upd *= ss
+            d -= upd
+            prev[...] = g
+            p._bump()

@@ -144,6 +144,7 @@ class Tensor:
     _acc_node = None      # this leaf's AccumulateGrad node, made when next_functions asks for it
     _vc = None            # [version] shared with views; created on first need
     _output_nr = 0
+    _views = None         # autograd's registry of live views (set in __dict__ by autograd.views; never pickled)
     _hooks = None         # tensor hooks of a leaf
     _post_acc_hooks = None
     _retains_grad = False

@@ -6,7 +6,6 @@ import pytest
 
 import ember
 import ember.memory as mem
-from ember import tensor as _tensor_fn  # noqa: F401  (ember.tensor is the creation function)
 import importlib
 
 _tensor_mod = importlib.import_module("ember.tensor")

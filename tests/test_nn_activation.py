@@ -343,3 +343,17 @@ def test_grad_fn_names():
                          ("softshrink", "SoftshrinkBackward0"), ("hardtanh", "HardtanhBackward0"),
                          ("leaky_relu", "LeakyReluBackward0"), ("logsigmoid", "LogSigmoidBackward0")]:
         assert getattr(EF, name)(e).grad_fn.name() == expect
+
+
+def test_top_level_and_method_forms():
+    x = _data(np.float64)
+    e, t = ember.tensor(x), torch.tensor(x)
+    for fn in [lambda m, v: m.selu(v), lambda m, v: m.celu(v, 0.5), lambda m, v: m.hardshrink(v, 0.7),
+               lambda m, v: v.hardshrink(0.7), lambda m, v: m.threshold(v, 0.5, -3.0), lambda m, v: m.rrelu(v),
+               lambda m, v: v.prelu(m.tensor([0.2]).double()), lambda m, v: m.prelu(v, m.tensor([0.2]).double())]:
+        _close(fn(ember, e), fn(torch, t))
+    for name, args in [("selu_", ()), ("celu_", (2.0,)), ("threshold_", (0.1, 5.0)), ("rrelu_", ())]:
+        a, b = ember.tensor(x.copy()), torch.tensor(x.copy())
+        getattr(ember, name)(a, *args)
+        getattr(torch, name)(b, *args)
+        _close(a, b)

@@ -10,6 +10,8 @@ import torch
 
 import ember
 
+torch.set_num_threads(1)   # tiny tensors: threading only adds contention
+
 RNG = np.random.default_rng(0)
 
 

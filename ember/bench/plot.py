@@ -41,9 +41,10 @@ def _bars(fig, labels, values, notes, title, subtitle, xlabel):
     ax.set_yticks(ys)
     ax.set_yticklabels(labels, fontsize=9)
     hi = max(values + [1.0]) if values else 1.0
-    ax.set_xlim(0, hi * 1.35)
+    ax.set_xlim(0, hi * 1.6)          # room for the labels right of the longest bar
     for y, v, note in zip(ys, values, notes):
-        ax.text(v + hi * 0.01, y, f"{v:.2f}x  {note}", va="center", fontsize=8, zorder=4)
+        ax.text(v + hi * 0.01, y, f"{v:.2f}x  {note}", va="center", fontsize=8, zorder=4,
+                bbox=dict(facecolor="white", edgecolor="none", pad=1.0, alpha=0.85))
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3, zorder=0)
     for side in ("top", "right"):
@@ -55,8 +56,12 @@ def _bars(fig, labels, values, notes, title, subtitle, xlabel):
     return ax
 
 
-def _short(sec: float, unit: str) -> str:
-    return f"{sec * _SCALE[unit]:.3g} {unit}"
+def _short(sec: float, unit: str = "") -> str:
+    # a readable unit for the value itself (the case's unit may not suit a slow machine)
+    for u in ("s", "ms", "us", "ns"):
+        if sec >= 1.0 / _SCALE[u] or u == "ns":
+            return f"{sec * _SCALE[u]:.3g} {u}"
+    return f"{sec:.3g} s"
 
 
 def plot_versus(results: list[Result], path: str, variant: str = "ember", baseline: str = "torch",
@@ -71,14 +76,15 @@ def plot_versus(results: list[Result], path: str, variant: str = "ember", baseli
             a, b = vs[variant], vs[baseline]
             labels.append(f"{suite}/{name}")
             values.append(b.median / a.median)
-            notes.append(f"({variant} {_short(a.median, a.unit)}, {baseline} {_short(b.median, b.unit)} per {a.per})")
+            notes.append(f"{_short(a.median)} vs {_short(b.median)} per {a.per}")
     if not labels:
         raise ValueError(f"plot_versus: no case has both a '{variant}' and a '{baseline}' result")
     if machine is None:
         from .harness import machine_info
         machine = machine_info()
     fig = _figure(len(labels))
-    _bars(fig, labels, values, notes, f"{variant} vs {baseline} (eager): speed relative to {baseline}",
+    _bars(fig, labels, values, notes, f"{variant} vs {baseline} (eager): speed relative to {baseline} "
+          f"(labels: {variant} vs {baseline} median time)",
           _machine_line(machine), f"{baseline} time / {variant} time   (right of 1.0: {variant} is faster)")
     fig.savefig(path)
 
@@ -106,8 +112,9 @@ def compare(old: list[Result], new: list[Result], variant: str = "ember") -> lis
     return rows
 
 
-def print_comparison(rows: list[tuple], file=sys.stdout) -> None:
+def print_comparison(rows: list[tuple], file=None) -> None:
     """The comparison table: old and new medians, relative performance and the change in time."""
+    file = file if file is not None else sys.stdout
     print(f"{'benchmark':40s} {'old':>14s} {'new':>14s} {'relative':>9s} {'time':>9s}", file=file)
     for label, o, n, rel in rows:
         change = (n.median / o.median - 1.0) * 100.0
@@ -126,7 +133,7 @@ def plot_comparison(rows: list[tuple], path: str, old_name: str = "old", new_nam
         raise ValueError("plot_comparison: no benchmark appears in both files")
     labels = [r[0] for r in rows]
     values = [r[3] for r in rows]
-    notes = [f"({_short(o.median, o.unit)} -> {_short(n.median, n.unit)})" for _, o, n, _ in rows]
+    notes = [f"{_short(o.median)} -> {_short(n.median)}" for _, o, n, _ in rows]
     fig = _figure(len(rows))
     _bars(fig, labels, values, notes, f"Relative performance: {new_name} vs {old_name}",
           _machine_line(machine or {}), "(new time / old time)$^{-1}$   (right of 1.0: faster than before)")
@@ -134,8 +141,9 @@ def plot_comparison(rows: list[tuple], path: str, old_name: str = "old", new_nam
 
 
 def compare_files(old_path: str, new_path: str, plot: str | None = None, variant: str = "ember",
-                  file=sys.stdout) -> int:
+                  file=None) -> int:
     """``python -m ember.bench compare old.json new.json [--plot rel.png]``; returns an exit code."""
+    file = file if file is not None else sys.stdout
     _, old = load_results(old_path)
     machine, new = load_results(new_path)
     rows = compare(old, new, variant)

@@ -19,7 +19,7 @@ def _check_betas(betas) -> tuple:
         raise ValueError("Tensor betas[0] must be 1-element")
     if isinstance(b1, Tensor) and b1.numel() != 1:
         raise ValueError("Tensor betas[1] must be 1-element")
-    return (_to_scalar(b0), _to_scalar(b1))
+    return (b0, b1)
 
 
 class Adam(Optimizer):

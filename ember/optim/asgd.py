@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import get_default_dtype
 from ..tensor import Tensor, wrap
 from .optimizer import Optimizer, _scalar_step, _to_scalar
 
@@ -42,6 +43,7 @@ class ASGD(Optimizer):
         lambd, alpha, t0, wd = group["lambd"], group["alpha"], group["t0"], group["weight_decay"]
         maximize = group["maximize"]
         state = self.state
+        default_np = get_default_dtype().np.type
         for p in group["params"]:
             grad = p.grad
             if grad is None:
@@ -73,6 +75,7 @@ class ASGD(Optimizer):
             else:
                 ax[...] = d
             step = float(step_arr)
-            eta_arr[...] = lr / ((1 + lambd * lr * step) ** alpha)
-            mu_arr[...] = 1 / max(1, step - t0)
+            # torch builds the new values as default-dtype tensors before copying them into the state
+            eta_arr[...] = default_np(lr / ((1 + lambd * lr * step) ** alpha))
+            mu_arr[...] = default_np(1 / max(1, step - t0))
             p._bump()

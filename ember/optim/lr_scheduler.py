@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any
 
 from ..tensor import Tensor
-from .optimizer import Optimizer, _to_scalar
+from .optimizer import Optimizer
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
            "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
@@ -47,7 +47,7 @@ def _group_values(optimizer: Optimizer, key: str) -> list:
 def _set_group_value(group: dict, key: str, value) -> None:
     """Write ``value`` into ``group[key]``: in place if the group holds a tensor, else by assignment."""
     if isinstance(group[key], Tensor):
-        group[key].fill_(_to_scalar(value))
+        group[key].fill_(float(value))
     else:
         group[key] = value
 

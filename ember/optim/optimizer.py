@@ -56,11 +56,15 @@ def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
 
 
 def _to_scalar(x):
-    """A hyper-parameter given as a one-element tensor becomes a Python float (as torch's ``_to_scalar``)."""
+    """A hyper-parameter given as a one-element tensor becomes a NumPy scalar of its dtype.
+
+    torch keeps such hyper-parameters as 0-dim tensors, so arithmetic on them (``lr / bias_correction``)
+    runs in the tensor's dtype; NumPy scalars promote with Python floats the same way.
+    """
     if isinstance(x, Tensor):
         if x.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        return float(x._data.reshape(()))
+        return x._data.reshape(())[()]
     return x
 
 

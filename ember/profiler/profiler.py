@@ -19,6 +19,7 @@ import time
 import traceback
 import warnings
 
+from .. import memory as _mem
 from . import _events as E
 from ._events import EventList, FunctionEvent
 
@@ -120,7 +121,6 @@ def _begin(prof, name: str, kind: str, fields=None) -> FunctionEvent:
     if fields:
         ev.fields.update(fields)
     if prof.profile_memory:
-        from .. import memory as _mem
         ev._mem0 = _mem._C[0]
     if prof.with_stack:
         ev.stack = _python_stack()
@@ -130,6 +130,8 @@ def _begin(prof, name: str, kind: str, fields=None) -> FunctionEvent:
 
 
 def _end(prof, ev: FunctionEvent) -> None:
+    if ev.end_ns is not None:
+        return                   # already closed when the profiler stopped inside this range
     ev.end_ns = _clock()
     stack = _stack()
     if stack and stack[-1] is ev:
@@ -137,7 +139,6 @@ def _end(prof, ev: FunctionEvent) -> None:
     elif ev in stack:
         stack.remove(ev)         # a range closed out of order (a step ended inside a user range)
     if ev._mem0 is not None:
-        from .. import memory as _mem
         ev.cpu_memory_usage = _mem._C[0] - ev._mem0
         ev._mem0 = None
 
@@ -177,9 +178,16 @@ def _python_stack() -> list:
 
 
 # ---- the hooks ---------------------------------------------------------------------------------------
-_DT_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-             "uint8": "unsigned char", "bool": "bool"}
+_DT_NAMES: dict = {}      # ember dtype -> torch's C++ type name used in traces ("float", "long int")
+
+
+def _dtype_name(dt) -> str:
+    if not _DT_NAMES:
+        from .. import dtypes as d
+        _DT_NAMES.update({d.float32: "float", d.float64: "double", d.float16: "c10::Half",
+                          d.bfloat16: "c10::BFloat16", d.int64: "long int", d.int32: "int", d.int16: "short int",
+                          d.int8: "signed char", d.uint8: "unsigned char", d.bool: "bool"})
+    return _DT_NAMES.get(dt) or str(dt)
 
 
 def _describe(args):
@@ -188,7 +196,7 @@ def _describe(args):
     for a in args:
         if isinstance(a, Tensor):
             shapes.append(list(a._data.shape))
-            dtypes.append(_DT_NAMES.get(str(a._dtype).replace("ember.", ""), str(a._dtype)))
+            dtypes.append(_dtype_name(a._dtype))
         elif isinstance(a, (list, tuple)) and a and all(isinstance(x, Tensor) for x in a):
             shapes.append([list(x._data.shape) for x in a])
             dtypes.append("TensorList")
@@ -461,7 +469,8 @@ class profile:  # noqa: N801 - torch's name
         if _ACTIVE[0] is self:
             _ACTIVE[0] = None
         self._close_open()
-        self._done_events = self._events
+        if was_recording or self._done_events is None:
+            self._done_events = self._events    # else keep the last completed cycle
         if was_recording and self.on_trace_ready is not None:
             self.on_trace_ready(self)
         return self
@@ -492,7 +501,6 @@ class profile:  # noqa: N801 - torch's name
         registry.HOOKS.append(_op_hook)
         engine.NODE_HOOKS.append(_node_hook)
         if self.profile_memory:
-            from .. import memory as _mem
             _mem._enable("profiler")
             _mem._LISTENERS.append(self._on_memory)
 
@@ -504,7 +512,6 @@ class profile:  # noqa: N801 - torch's name
         if _node_hook in engine.NODE_HOOKS:
             engine.NODE_HOOKS.remove(_node_hook)
         if self.profile_memory:
-            from .. import memory as _mem
             if self._on_memory in _mem._LISTENERS:
                 _mem._LISTENERS.remove(self._on_memory)
             _mem._disable("profiler")
@@ -527,6 +534,9 @@ class profile:  # noqa: N801 - torch's name
         for ev in self._events:
             if ev.end_ns is None:
                 ev.end_ns = now
+                if ev._mem0 is not None:
+                    ev.cpu_memory_usage = _mem._C[0] - ev._mem0
+                    ev._mem0 = None
         stack = _stack()
         stack[:] = [ev for ev in stack if ev.end_ns is None]
 

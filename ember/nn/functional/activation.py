@@ -99,6 +99,26 @@ def _where(m, a, b=0):
     return r.view(dt)
 
 
+def _clamp(x, lo=None, hi=None):
+    """min(max(x, lo), hi) for scalar bounds, NaN-propagating.
+
+    NumPy's maximum/minimum against a broadcast scalar run ~40x slower than against an array of the same
+    shape, so the bounds are filled into one scratch array that also receives the result.
+    """
+    if x.dtype.kind in "iub":
+        r = x if lo is None else np.maximum(x, lo)
+        r = r if hi is None else np.minimum(r, hi)
+        return r if r.dtype == x.dtype else r.astype(x.dtype)
+    if lo is not None:
+        r = np.full_like(x, lo)
+        np.maximum(x, r, out=r)
+        if hi is not None:
+            np.minimum(r, np.full_like(x, hi), out=r)
+        return r
+    r = np.full_like(x, hi)
+    return np.minimum(x, r, out=r)
+
+
 def _inplace(input: Tensor, fn, name: str) -> Tensor:
     """Run ``fn(input)`` and write the result back into ``input`` (torch's ``op_``)."""
     from ...ops.inplace import write_result
@@ -184,8 +204,7 @@ def relu_(input):
 
 
 def _hardtanh_kernel(x, min_val, max_val):
-    r = np.minimum(np.maximum(x, min_val), max_val)
-    return r if r.dtype == x.dtype else r.astype(x.dtype)
+    return _clamp(x, min_val, max_val)
 
 
 HARDTANH = register(
@@ -315,12 +334,12 @@ def _smooth(name, forward, fprime, fsecond):
 # elu (also selu and celu): scale * x for x > 0, else scale * alpha * (exp(x * input_scale) - 1)
 
 def _elu_fwd(x, alpha, scale, input_scale):
-    neg = np.expm1(np.minimum(x, 0) * input_scale) * (alpha * scale)
+    neg = np.expm1(_clamp(x, hi=0) * input_scale) * (alpha * scale)
     return _where(np.greater(x, 0), x * scale if scale != 1 else x, neg)
 
 
 def _elu_d1(x, alpha, scale, input_scale):
-    neg = np.exp(np.minimum(x, 0) * input_scale) * (alpha * scale * input_scale)
+    neg = np.exp(_clamp(x, hi=0) * input_scale) * (alpha * scale * input_scale)
     return _where(np.greater(x, 0), np.asarray(scale, dtype=neg.dtype), neg)
 
 
@@ -478,7 +497,7 @@ def silu(input, inplace: bool = False):
 
 def _softplus1(x):
     # log(1 + exp(x)) without overflow
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+    return _clamp(x, lo=0) + np.log1p(np.exp(-np.abs(x)))
 
 
 def _mish_fwd(x):
@@ -542,7 +561,7 @@ def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002 -
 # hardswish: x * relu6(x + 3) / 6
 
 def _hardswish_fwd(x):
-    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
+    return x * _clamp(x + 3, 0, 6) / 6
 
 
 def _hardswish_d1(x):
@@ -574,7 +593,7 @@ def hardswish(input, inplace: bool = False):
 
 
 def _hardsigmoid_kernel(x):
-    return np.minimum(np.maximum(x + 3, 0), 6) / 6
+    return _clamp(x + 3, 0, 6) / 6
 
 
 # torch's backward multiplies by the float32 constant 1/6 in every dtype; so does this one
@@ -597,7 +616,8 @@ def hardsigmoid(input, inplace: bool = False):
 
 def _softshrink_kernel(x, lambd):
     # x - clamp(x, -l, l) is x - l above l, x + l below -l, 0 between (and NaN stays NaN)
-    return x - np.minimum(np.maximum(x, -lambd), lambd)
+    r = _clamp(x, -lambd, lambd)
+    return np.subtract(x, r, out=r)
 
 
 # the output is nonzero exactly where |x| > lambd, so the mask reads the saved output
@@ -641,7 +661,7 @@ def tanhshrink(input):
 # ---- sigmoid-like --------------------------------------------------------------------------------------
 
 def _logsigmoid_kernel(x):
-    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    return _clamp(x, hi=0) - np.log1p(np.exp(-np.abs(x)))
 
 
 LOG_SIGMOID = register("log_sigmoid", _opmath(_logsigmoid_kernel),
@@ -716,3 +736,59 @@ def glu(input, dim: int = -1):
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
     a, b = input.chunk(2, d)
     return a * b.sigmoid()
+
+
+# ---- torch.<name> forms ------------------------------------------------------------------------------------
+
+def _top_rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, generator=None):
+    """torch.rrelu: :func:`rrelu` without ``inplace`` (``generator`` is not supported)."""
+    if generator is not None:
+        raise NotImplementedError("rrelu: the generator= argument is not supported by ember; seed with "
+                                  "ember.manual_seed instead")
+    return rrelu(input, lower, upper, training)
+
+
+def _top_rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, generator=None):
+    """torch.rrelu_: in-place :func:`rrelu`."""
+    if generator is not None:
+        raise NotImplementedError("rrelu_: the generator= argument is not supported by ember; seed with "
+                                  "ember.manual_seed instead")
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def _top_threshold(input, threshold, value):  # noqa: A002
+    """torch.threshold: :func:`threshold` without ``inplace``."""
+    return threshold_fn(input, threshold, value)
+
+
+def _top_selu(input):
+    """torch.selu."""
+    return selu(input)
+
+
+def _top_celu(input, alpha: float = 1.0):
+    """torch.celu."""
+    return celu(input, alpha)
+
+
+def _export_top_level():
+    """torch has some activations as ``torch.<name>`` too (and ``Tensor.prelu`` / ``Tensor.hardshrink``).
+
+    ember's package namespace is filled before ``ember.nn`` is imported, so the functions are also set on
+    the (already importing) package module here.
+    """
+    import sys
+    from ...ops.registry import attach, FUNCTIONS
+    pkg = sys.modules.get("ember")
+    forms = {"selu": _top_selu, "selu_": selu_, "celu": _top_celu, "celu_": celu_, "rrelu": _top_rrelu,
+             "rrelu_": _top_rrelu_, "prelu": prelu, "hardshrink": hardshrink, "threshold": _top_threshold,
+             "threshold_": threshold_}
+    for name, fn in forms.items():
+        if name in FUNCTIONS:       # an op family already defines it
+            continue
+        attach(name, fn, method=name in ("prelu", "hardshrink"))
+        if pkg is not None and not hasattr(pkg, name):
+            setattr(pkg, name, fn)
+
+
+_export_top_level()

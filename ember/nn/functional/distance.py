@@ -16,7 +16,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name
 
-__all__ = ["cosine_similarity", "pairwise_distance", "pdist", "cdist"]
+__all__ = ["cosine_similarity", "pairwise_distance", "pdist"]   # cdist lives at ember.cdist, as in torch
 
 _CHUNK = 1 << 22     # elements of the broadcast difference computed at once
 

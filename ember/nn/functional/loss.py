@@ -24,7 +24,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...ops.registry import register, apply, dtype_name
 from ...autograd.grad_mode import no_grad
-from .activation import logsigmoid as _logsigmoid
+from .activation import logsigmoid as _logsigmoid, _clamp
 
 # 0/0 for a 'mean' over nothing is NaN, as in torch, without NumPy's warning
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.nn\.functional\.loss$")
@@ -123,15 +123,33 @@ def _targets(t, n_classes, w, ignore_index):
     """Safe target indices, the valid mask and each position's weight (0 where ignored) for NLL-type losses."""
     t = t.astype(np.int64, copy=False)
     valid = t != ignore_index
-    bad = valid & ((t < 0) | (t >= n_classes))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    if t.size and (t.min() < 0 or t.max() >= n_classes):
+        bad = valid & ((t < 0) | (t >= n_classes))
+        if bad.any():
+            raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
     ts = np.where(valid, t, 0)
     if w is None:
         wt = valid.astype(np.float64)
     else:
         wt = np.where(valid, w[ts], 0)
     return ts, valid, wt
+
+
+def _take_class(a, ts):
+    """a[n, ts[n, ...], ...]: the class entry (axis 1) picked by each target."""
+    if a.ndim == 2:
+        return a[np.arange(a.shape[0]), ts]
+    return np.take_along_axis(a, ts[:, None], axis=1)[:, 0]
+
+
+def _add_at_class(a, ts, v):
+    """a[n, ts[n, ...], ...] += v[n, ...] in place (one target per position, so no collisions)."""
+    if a.ndim == 2:
+        rows = np.arange(a.shape[0])
+        a[rows, ts] += v
+    else:
+        idx = ts[:, None]
+        np.put_along_axis(a, idx, np.take_along_axis(a, idx, axis=1) + v[:, None], axis=1)
 
 
 def _batched(x, t):
@@ -161,8 +179,7 @@ def _nll_kernel(x, t, w, reduction, ignore_index):
     x, t, single = _batched(x, t)
     w = _up(w)
     ts, valid, wt = _targets(t, x.shape[1], w, ignore_index)
-    picked = np.take_along_axis(x, ts[:, None], axis=1)[:, 0]
-    loss = np.where(valid, -picked * wt, 0)
+    loss = np.where(valid, -_take_class(x, ts) * wt, 0)
     if reduction == "none":
         r = loss[0] if single else loss
     elif reduction == "sum":
@@ -186,7 +203,7 @@ def _nll_bw_kernel(g, t, w, reduction, ignore_index, shape, dtype):
     else:
         coef = -(gg * _inv_total(wt)) * wt
     out = np.zeros(full, dtype=np.result_type(coef.dtype, np.float32) if dtype.itemsize == 2 else dtype)
-    np.put_along_axis(out, ts[:, None], coef[:, None].astype(out.dtype, copy=False), axis=1)
+    _add_at_class(out, ts, coef)
     out = out[0] if single else out
     return out.astype(dtype, copy=False)
 
@@ -276,8 +293,7 @@ def _ce_kernel(x, t, w, reduction, ignore_index, label_smoothing):
     logp = _log_softmax1(x) if x.size else x.copy()
     n_classes = x.shape[1]
     ts, valid, wt = _targets(t, n_classes, w, ignore_index)
-    picked = np.take_along_axis(logp, ts[:, None], axis=1)[:, 0]
-    loss = np.where(valid, -picked * wt, 0)
+    loss = np.where(valid, -_take_class(logp, ts) * wt, 0)
     if label_smoothing > 0:
         lw = logp if w is None else logp * _class_bcast(w, logp.ndim)
         smooth = np.where(valid, -lw.sum(axis=1), 0)
@@ -329,8 +345,7 @@ def _ce_bw_kernel(g, x, t, w, reduction, ignore_index, label_smoothing, logp=Non
     grad = np.exp(logp)
     grad *= a[:, None]
     # subtract the target term (1 - eps) * w[t] at each target position
-    at_t = np.take_along_axis(grad, ts[:, None], axis=1)
-    np.put_along_axis(grad, ts[:, None], at_t - (wt * (1 - eps))[:, None], axis=1)
+    _add_at_class(grad, ts, wt * (eps - 1) if eps else -wt)
     if eps > 0:
         wb = 1.0 if w is None else _class_bcast(w, grad.ndim)
         grad -= (valid[:, None] * (eps / n_classes)) * wb
@@ -368,7 +383,7 @@ def _ce_bw_bw(ctx, gg):
     if ctx.edges[0] is not None:
         n_classes = xb.shape[1]
         b = np.zeros(xb.shape, dtype=dt.np)
-        np.put_along_axis(b, ts[:, None], (wt * (1 - eps))[:, None].astype(dt.np), axis=1)
+        _add_at_class(b, ts, wt * (1 - eps))
         if eps > 0:
             wb = 1.0 if wd is None else _class_bcast(wd, b.ndim)
             b += ((valid[:, None] * (eps / n_classes)) * wb).astype(dt.np)
@@ -553,8 +568,8 @@ def _bce_kernel(x, t, w, reduction):
     if ((t < 0) | (t > 1)).any():
         raise RuntimeError("all elements of target should be between 0 and 1")
     # torch clamps each log at -100 so that x = 0 or 1 gives a finite loss
-    loss = t * np.maximum(np.log(x), -100)
-    loss += (1 - t) * np.maximum(np.log1p(-x), -100)
+    loss = t * _clamp(np.log(x), lo=-100)
+    loss += (1 - t) * _clamp(np.log1p(-x), lo=-100)
     loss = -loss
     if w is not None:
         loss = loss * w
@@ -614,7 +629,7 @@ def _bcel_kernel(x, t, w, pw, reduction):
     od = np.result_type(*[a.dtype for a in (x, t, w, pw) if a is not None])
     x, t, w, pw = _up(x), _up(t), _up(w), _up(pw)
     # log sigmoid(x) without overflow
-    log_sig = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    log_sig = _clamp(x, hi=0) - np.log1p(np.exp(-np.abs(x)))
     if pw is not None:
         log_sig = log_sig * ((pw - 1) * t + 1)
     loss = (1 - t) * x - log_sig

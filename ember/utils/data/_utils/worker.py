@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = ["WorkerInfo", "get_worker_info", "ExceptionWrapper"]
 
-_POLL_INTERVAL = 1.0      # seconds between checks that the main process is still alive
+_POLL_INTERVAL = 0.5      # seconds between checks that the main process still wants us
 _worker_info = None       # set in a worker process only
 
 
@@ -149,7 +149,9 @@ def _worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_co
             try:
                 r = index_queue.get(timeout=_POLL_INTERVAL)
             except queue.Empty:
-                if os.getppid() != parent_pid:        # the main process died: nobody will read our results
+                # stop if the main process died, or shut us down without managing to send the exit message
+                # (when the loader is garbage-collected, its queues may be finalized before it)
+                if os.getppid() != parent_pid or done_event.is_set():
                     break
                 continue
             if isinstance(r, _ResumeIteration):

@@ -40,3 +40,5 @@ from ._compat import *  # noqa: E402,F401,F403
 from . import memory, profiler  # noqa: E402,F401
 from .memory import OutOfMemoryError  # noqa: E402,F401
 from .events import Event, synchronize  # noqa: E402,F401
+from . import compiler  # noqa: E402,F401
+from .compiler import compile  # noqa: E402,F401

@@ -56,7 +56,12 @@ class Generator:
 default_generator = Generator()
 
 
+_GEN_HOOK = [None]   # set by ember.compiler while capturing: sees every draw
+
+
 def _gen(generator) -> np.random.Generator:
+    if _GEN_HOOK[0] is not None:
+        _GEN_HOOK[0](generator)
     return (generator or default_generator)._np
 
 

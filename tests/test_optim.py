@@ -576,14 +576,19 @@ def _run_lbfgs(lib, kw, dtype, steps):
 
 LBFGS_CONFIGS = [dict(), dict(line_search_fn="strong_wolfe"), dict(lr=0.5, history_size=3, max_iter=7),
                  dict(line_search_fn="strong_wolfe", history_size=2, max_iter=10),
-                 dict(max_iter=4, max_eval=3), dict(lr=0.1, tolerance_change=1e-3)]
+                 dict(max_iter=4, max_eval=3), dict(lr=0.3, max_iter=8, tolerance_change=1e-3),
+                 dict(lr=0.1, max_iter=8, tolerance_change=1e-2),
+                 dict(tolerance_grad=1e-2, line_search_fn="strong_wolfe"),
+                 dict(tolerance_change=1e-4, line_search_fn="strong_wolfe")]
 
 
 @pytest.mark.parametrize("kw", LBFGS_CONFIGS, ids=[str(k) for k in LBFGS_CONFIGS])
 def test_lbfgs_matches_torch(kw):
     a, la, ot = _run_lbfgs(torch, kw, "float64", 3)
     b, lb, oe = _run_lbfgs(ember, kw, "float64", 3)
-    _assert_close(b, a, "float64")
+    # dozens of quasi-Newton iterations amplify last-bit differences of the gradients a little
+    for x, y in zip(b, a):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(lb, la, rtol=1e-10)
     st = ot.state_dict()["state"][0]
     se = oe.state_dict()["state"][0]

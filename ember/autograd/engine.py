@@ -501,8 +501,18 @@ def _dense(a):
     return True
 
 
+# set by ember.compiler while capturing: hook(leaf, g) does the accumulation and records it
+CAPTURE_ACC = [None]
+
+
 def _accumulate(leaf, g, create_graph):
     """Add ``g`` into ``leaf.grad`` following torch's AccumulateGrad rules."""
+    if CAPTURE_ACC[0] is not None and not create_graph:
+        CAPTURE_ACC[0](leaf, g)
+        if leaf._post_acc_hooks:
+            for h in list(leaf._post_acc_hooks.values()):
+                h(leaf)
+        return
     cur = leaf.grad
     if cur is None:
         if create_graph and _gm.GRAD[0]:

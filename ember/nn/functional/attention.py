@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
+from ...autograd.grad_mode import GRAD
 from ...ops.registry import register, apply, dtype_name
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -56,15 +57,30 @@ def _sdpa_softmax_kernel(x, bias, scale=1.0):
 
 def _sdpa_softmax_bw(ctx, g):
     p = ctx.output
-    gp = g * p
-    ds = gp - p * gp.sum(-1, keepdim=True)
     scale = ctx.attrs.get("scale", 1.0)
-    gx = (ds * scale if scale != 1.0 else ds) if ctx.edges[0] is not None else None
-    gb = ds if ctx.edges[1] is not None else None
-    return gx, gb
+    need_x, need_b = ctx.edges[0] is not None, ctx.edges[1] is not None
+    if GRAD[0]:
+        # create_graph: the softmax derivative in ember ops, differentiable again
+        gp = g * p
+        ds = gp - p * gp.sum(-1, keepdim=True)
+        gx = (ds * scale if scale != 1.0 else ds) if need_x else None
+        return gx, (ds if need_b else None)
+    gx, gb = apply(SDPA_SOFTMAX_BW, (g, p), {"scale": scale, "need_x": need_x, "need_b": need_b})
+    return (gx if need_x else None), (gb if need_b else None)
+
+
+def _sdpa_softmax_bw_kernel(g, p, scale=1.0, need_x=True, need_b=False):
+    dt = p.dtype
+    if dt in _LOW or dt.kind != "f":
+        g, p = g.astype(np.float32), p.astype(np.float32)
+    gp = g * p
+    ds = gp - p * gp.sum(axis=-1, keepdims=True)
+    gx = (ds * ds.dtype.type(scale)).astype(dt, copy=False) if need_x else np.empty(0, dt)
+    return gx, (ds.astype(dt, copy=False) if need_b else np.empty(0, dt))
 
 
 SDPA_SOFTMAX = register("sdpa_softmax", _sdpa_softmax_kernel, _sdpa_softmax_bw, save="o")
+SDPA_SOFTMAX_BW = register("sdpa_softmax_backward", _sdpa_softmax_bw_kernel, nout=2, differentiable=False)
 
 
 def _mask_to_bias(mask: Tensor, dtype) -> Tensor:
@@ -321,18 +337,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
 
-    # ---- in-projection
-    if not use_separate_proj_weight:
-        if in_proj_weight is None:
-            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
-    else:
-        for n, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
-            if w is None:
-                raise AssertionError(f"use_separate_proj_weight is True but {n}_proj_weight is None")
-        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
-
     # ---- attention mask to 3-D
     if attn_mask is not None:
         if attn_mask.dim() == 2:
@@ -346,6 +350,27 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
                                    f"{(bsz * num_heads, tgt_len, src_len)}.")
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if not training:
+        dropout_p = 0.0
+    if (not need_weights and not use_separate_proj_weight and in_proj_weight is not None and bias_k is None
+            and bias_v is None
+            and not add_zero_attn and static_k is None and static_v is None):
+        # the common case, with fewer reshapes: heads split by one view + permute straight into SDPA's layout
+        return _mha_sdpa(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight,
+                         out_proj_bias, attn_mask, key_padding_mask, dropout_p, is_causal, is_batched)
+
+    # ---- in-projection
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for n, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {n}_proj_weight is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
 
     # ---- learned bias key/value appended along the sequence
     if bias_k is not None and bias_v is not None:
@@ -403,8 +428,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1) \
                                            .reshape(bsz * num_heads, 1, src_len)
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
-    if not training:
-        dropout_p = 0.0
 
     if need_weights:
         _, _, E = q.shape
@@ -443,6 +466,53 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = _linear(out, out_proj_weight, out_proj_bias)
     out = out.reshape(tgt_len, bsz, out.size(1))
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _heads(x, seq, bsz, n, num_heads, head_dim):
+    """(seq, bsz, n * E) projections -> n tensors (bsz, heads, seq, head_dim)."""
+    x = x.reshape(seq, bsz, n, num_heads, head_dim).permute(2, 1, 3, 0, 4)
+    return x.unbind(0)
+
+
+def _mha_sdpa(query, key, value, num_heads, w, b, out_w, out_b, attn_mask, key_padding_mask, dropout_p, is_causal,
+              is_batched):
+    """multi_head_attention_forward's need_weights=False path without bias_k/v, zero attention or static
+    k/v: the same computation as torch's, in fewer ops."""
+    tgt_len, bsz, E = query.shape
+    src_len = key.shape[0]
+    hd = E // num_heads
+    if key is value:
+        if query is key:
+            q, k, v = _heads(_linear(query, w, b), tgt_len, bsz, 3, num_heads, hd)
+        else:
+            w_q, w_kv = w.split([E, E * 2])
+            b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
+            (q,) = _heads(_linear(query, w_q, b_q), tgt_len, bsz, 1, num_heads, hd)
+            k, v = _heads(_linear(key, w_kv, b_kv), src_len, bsz, 2, num_heads, hd)
+    else:
+        w_q, w_k, w_v = w.chunk(3)
+        b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+        (q,) = _heads(_linear(query, w_q, b_q), tgt_len, bsz, 1, num_heads, hd)
+        (k,) = _heads(_linear(key, w_k, b_k), src_len, bsz, 1, num_heads, hd)
+        (v,) = _heads(_linear(value, w_v, b_v), src_len, bsz, 1, num_heads, hd)
+    mask = None
+    if attn_mask is not None:
+        # (1, L, S) or (N * heads, L, S)
+        mask = attn_mask.unsqueeze(0) if attn_mask.size(0) == 1 else attn_mask.reshape(bsz, num_heads, tgt_len,
+                                                                                          src_len)
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        mask = kpm if mask is None else mask + kpm
+    out = scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal)
+    out = _linear(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, E), out_w, out_b)
     if not is_batched:
         out = out.squeeze(1)
     return out, None

@@ -1,0 +1,351 @@
+"""``ember.compile``: guards, the trace cache, recompiles, fallbacks, and the debug backends.
+
+A call flattens its arguments into a *signature* (for each tensor: shape, dtype, requires_grad,
+contiguity; for each other value: the value itself), adds grad mode and the ``training`` flags and
+parameter identities of a compiled module: these are the guards, kept as data. A cache entry whose
+signature equals the call's runs its compiled program; otherwise the function is traced again and
+``EMBER_LOGS=recompiles`` names the first guard that differed. After ``recompile_limit`` entries the
+function runs eagerly for new signatures, with one warning naming the guard that keeps changing.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from ..tensor import Tensor
+from ..autograd.grad_mode import GRAD, no_grad
+from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
+from .runtime import Interpreter, GuardFailure, replay_eager
+from . import logs
+
+counters = {"captures": 0, "graph_breaks": 0, "recompiles": 0, "recompile_reasons": [], "fallbacks": 0,
+            "fallback_reasons": [], "cache_hits": 0, "guard_failures": 0, "disk_hits": 0, "disk_misses": 0,
+            "replays": 0}
+
+_ALL: list = []     # weak registry of compiled functions, for reset()
+recompile_limit = 8
+BACKENDS = ("inductor", "aot_eager", "eager")
+
+
+def _flatten(x, path, out):
+    """Collect (path, value) pairs for tensors and guardable leaves in call arguments."""
+    if isinstance(x, Tensor):
+        out.append((path, x))
+    elif isinstance(x, (list, tuple)):
+        out.append((path, ("seq", type(x).__name__, len(x))))
+        for i, v in enumerate(x):
+            _flatten(v, path + (i,), out)
+    elif isinstance(x, dict):
+        out.append((path, ("dict", tuple(x.keys()))))
+        for k, v in x.items():
+            _flatten(v, path + (k,), out)
+    else:
+        out.append((path, x))
+
+
+def _tensor_key(t: Tensor):
+    d = t._data
+    return (d.shape, t._dtype, t._rg, d.flags.c_contiguous)
+
+
+def _describe(path, key) -> str:
+    name = "args" + "".join(f"[{p!r}]" for p in path)
+    if isinstance(key, tuple) and len(key) == 4 and hasattr(key[1], "np"):
+        return f"{name}: shape={tuple(key[0])}, dtype={key[1]}, requires_grad={key[2]}, contiguous={key[3]}"
+    return f"{name} == {key!r}"
+
+
+class _Entry:
+    __slots__ = ("sig", "program", "runner", "kind")
+
+    def __init__(self, sig, program, runner, kind):
+        self.sig = sig
+        self.program = program
+        self.runner = runner
+        self.kind = kind          # "compiled" | "eager" (refused trace)
+
+
+class CompiledFunction:
+    """The callable ``ember.compile`` returns for a function."""
+
+    def __init__(self, fn, *, fullgraph=False, dynamic=None, mode=None, backend="inductor", options=None,
+                 module=None):
+        if isinstance(backend, str) and backend not in BACKENDS:
+            raise ValueError(f"ember.compile: unknown backend {backend!r}; supported: {', '.join(BACKENDS)}")
+        if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+            raise ValueError(f"ember.compile: unknown mode {mode!r}; supported: default, reduce-overhead, "
+                             "max-autotune, max-autotune-no-cudagraphs")
+        if dynamic:
+            raise NotImplementedError("ember.compile(dynamic=True): dynamic shapes are not supported yet; "
+                                      "each new shape compiles a new entry (dynamic=None/False)")
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.mode = mode
+        self.backend = backend
+        self.module = module
+        self.entries: list = []
+        self.warned = False
+        self.last_failed_guard = None
+        functools.update_wrapper(self, fn)
+        _ALL.append(self)
+
+    # ---- guards ---------------------------------------------------------------------------------
+    def _signature(self, args, kwargs):
+        flat = []
+        _flatten(args, (), flat)
+        if kwargs:
+            _flatten(kwargs, ("kw",), flat)
+        tensors = []
+        sig = []
+        for path, v in flat:
+            if isinstance(v, Tensor):
+                tensors.append(v)
+                sig.append((path, _tensor_key(v)))
+            else:
+                try:
+                    hash(v)
+                    sig.append((path, v))
+                except TypeError:
+                    sig.append((path, ("id", id(v))))
+        sig.append((("grad_mode",), GRAD[0]))
+        m = self.module
+        if m is not None:
+            sig.append((("module", "training"), tuple(mm.training for mm in m.modules())))
+            sig.append((("module", "parameters"), tuple((id(p), p._data.shape, p._dtype, p._rg)
+                                                         for p in m.parameters())))
+        return tuple(sig), tensors
+
+    def _first_difference(self, sig, other) -> str:
+        for (p1, k1), (p2, k2) in zip(sig, other):
+            if p1 != p2 or k1 != k2:
+                return f"guard failed: {_describe(p2, k2)} (traced with {_describe(p1, k1).split(': ', 1)[-1] if ': ' in _describe(p1, k1) else k1!r})"
+        if len(sig) != len(other):
+            return f"guard failed: number of arguments changed ({len(other)} vs {len(sig)})"
+        return "guard failed"
+
+    # ---- calling --------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        sig, tensors = self._signature(args, kwargs)
+        for e in self.entries:
+            if e.sig == sig:
+                if e.kind == "eager":
+                    return self.fn(*args, **kwargs)
+                try:
+                    counters["replays"] += 1
+                    return e.runner(tensors)
+                except GuardFailure as gf:
+                    counters["guard_failures"] += 1
+                    logs.log("recompiles", f"ember.compile({self.__name__}): {gf}; recompiling")
+                    self.last_failed_guard = str(gf)
+                    self.entries.remove(e)
+                    break
+        else:
+            if self.entries:
+                reason = self._first_difference(self.entries[-1].sig, sig)
+                self.last_failed_guard = reason
+                logs.log("recompiles", f"ember.compile({self.__name__}): {reason}")
+                logs.log("guards", f"ember.compile({self.__name__}): {reason}")
+        if len(self.entries) >= recompile_limit:
+            if not self.warned:
+                self.warned = True
+                warnings.warn(f"ember.compile({self.__name__}): hit recompile_limit ({recompile_limit}); running "
+                              f"eagerly from now on for new inputs. Last {self.last_failed_guard}", stacklevel=2)
+            counters["fallbacks"] += 1
+            return self.fn(*args, **kwargs)
+        return self._trace_and_run(sig, tensors, args, kwargs)
+
+    def _trace_and_run(self, sig, tensors, args, kwargs):
+        if self.entries:
+            counters["recompiles"] += 1
+            counters["recompile_reasons"].append(self.last_failed_guard)
+        counters["captures"] += 1
+        t0 = time.perf_counter()
+        tracer = Tracer(fullgraph=self.fullgraph)
+        with _profile_range("capture", self.__name__):
+            with tracer:
+                for path_t in _paths(args, kwargs):
+                    tracer.add_arg(*path_t)
+                try:
+                    result = self.fn(*args, **kwargs)
+                except GraphBreakError:
+                    raise
+                tracer.check_mutations()
+                program = tracer.program(result) if tracer.unsupported is None else None
+        counters["graph_breaks"] += len([r for r in tracer.reasons])
+        if tracer.unsupported is not None:
+            if self.fullgraph:
+                raise GraphBreakError(f"ember.compile(fullgraph=True): {tracer.unsupported}")
+            counters["fallbacks"] += 1
+            counters["fallback_reasons"].append(str(tracer.unsupported))
+            logs.log("recompiles", f"ember.compile({self.__name__}): cannot compile this call, running eagerly: "
+                                   f"{tracer.unsupported}")
+            self.entries.append(_Entry(sig, None, None, "eager"))
+            return result
+        if self.backend != "eager" and GRAD[0]:
+            self._aot_backward(tracer, program, result)
+        logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
+        runner = self._make_runner(program)
+        self.entries.append(_Entry(sig, program, runner, "compiled"))
+        logs.log("recompiles" if len(self.entries) > 1 else "graph",
+                 f"ember.compile({self.__name__}): captured {len(program.graphs)} graph(s), "
+                 f"{sum(len(g.nodes) for g in program.graphs)} nodes in {time.perf_counter() - t0:.3f}s")
+        return result
+
+    def _aot_backward(self, tracer, program, result):
+        """Capture the backward of the outputs that require grad, ahead of time."""
+        from ..autograd.engine import grad as _grad
+        from ..ops.creation import zeros_like
+        outs = []
+        _map_struct(result, lambda t: outs.append(t) or t)
+        diff = [t for t in outs if isinstance(t, Tensor) and t._rg and t.grad_fn is not None]
+        if not diff:
+            return
+        targets = [v for v in program.args + program.lifted if v.requires_grad]
+        if not targets:
+            return
+        target_tensors = [v.ref if v.kind == "lifted" else _arg_by_value(tracer, v) for v in targets]
+        bt = Tracer()
+        bt.parent = tracer
+        bt.phase = "backward"
+        with bt:
+            placeholders = []
+            for t in diff:
+                g = zeros_like(t)
+                placeholders.append(bt._new_value("grad_in", g))
+            grads = _grad(diff, target_tensors, grad_outputs=[bt.keep[-len(diff) + i] for i in range(len(diff))],
+                          retain_graph=True, allow_unused=True)
+            bt.check_mutations()
+        if bt.unsupported is not None or any(g.ended_by is not None for g in bt.graphs):
+            logs.log("recompiles", f"ember.compile({self.__name__}): backward not captured ({bt.unsupported}); "
+                                   "outputs will not carry gradients")
+            return
+        bw = bt.program(list(grads))
+        bw.grad_outputs = placeholders
+        bw.outputs = [None if g is None else bt.value_of(g) for g in grads]
+        bw.grad_targets = targets
+        bw.grad_outputs_of = [tracer.t2v[id(t)] for t in diff]
+        program.backward = bw
+        logs.log("graph", bw.format(f"ember.compile({self.__name__}) backward", "aot_autodiff"))
+
+    def _make_runner(self, program):
+        if self.backend == "eager":
+            return lambda tensors: replay_eager(program, tensors)
+        interp = Interpreter(program)
+        if self.backend == "inductor":
+            try:
+                from .native import build_runner
+            except ImportError:
+                build_runner = None
+            if build_runner is not None:
+                r = build_runner(program, mode=self.mode, name=self.__name__)
+                if r is not None:
+                    return lambda tensors: r(tensors, GRAD[0])
+        return lambda tensors: interp(tensors, GRAD[0])
+
+    def reset(self):
+        self.entries.clear()
+        self.warned = False
+
+
+def _arg_by_value(tracer, v):
+    for t in tracer.keep:
+        if tracer.t2v.get(id(t)) is v:
+            return t
+    raise RuntimeError("internal: argument tensor not found")
+
+
+def _paths(args, kwargs):
+    flat = []
+    _flatten(args, (), flat)
+    if kwargs:
+        _flatten(kwargs, ("kw",), flat)
+    return [(t, p) for p, t in flat if isinstance(t, Tensor)]
+
+
+class _profile_range:
+    def __init__(self, kind, name):
+        self.kind, self.name = kind, name
+
+    def __enter__(self):
+        try:
+            from ..profiler import _compiler_range
+            self.cm = _compiler_range(self.kind, self.name)
+        except Exception:
+            self.cm = None
+        if self.cm is not None:
+            self.cm.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        if self.cm is not None:
+            self.cm.__exit__(*a)
+        return False
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable: bool = False):
+    """Compile a function or module; usable as ``@ember.compile`` or ``@ember.compile(...)``.
+
+    >>> f = ember.compile(lambda x: (x * 2).sin())
+    >>> f(ember.ones(3))
+    tensor([0.9093, 0.9093, 0.9093])
+    """
+    def wrap(m):
+        if disable:
+            return m
+        from ..nn.modules.module import Module
+        if isinstance(m, Module):
+            return OptimizedModule(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode)
+        return CompiledFunction(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode)
+    if model is None:
+        return wrap
+    return wrap(model)
+
+
+def reset() -> None:
+    """Drop all in-memory compiled code and traces (disk cache entries stay)."""
+    for f in _ALL:
+        f.reset()
+    for k in counters:
+        counters[k] = [] if isinstance(counters[k], list) else 0
+    try:
+        from .build import clear_memory_cache
+        clear_memory_cache()
+    except ImportError:
+        pass
+
+
+class OptimizedModule:
+    """A compiled module: calls go through the compiled forward; everything else is the original's
+    (state_dict keys have no prefix, parameters are the same objects)."""
+
+    def __init__(self, mod, **kw):
+        object.__setattr__(self, "_orig_mod", mod)
+        object.__setattr__(self, "_compiled", CompiledFunction(mod.forward, module=mod, **kw))
+
+    def __call__(self, *args, **kwargs):
+        m = self._orig_mod
+        if m._forward_hooks or m._forward_pre_hooks:
+            return m._call_impl(*args, **kwargs)
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._orig_mod, name, value)
+
+    def __repr__(self):
+        return f"OptimizedModule(\n  (_orig_mod): {repr(self._orig_mod)}\n)".replace("\n)", "\n)")
+
+    def __reduce__(self):
+        return (_rebuild_optimized, (self._orig_mod,))
+
+
+def _rebuild_optimized(mod):
+    return compile(mod)

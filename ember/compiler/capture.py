@@ -1,0 +1,373 @@
+"""Capture: run the user's function once, eagerly, and record every op it calls.
+
+Tracing uses real values: ember's dispatch (``ops.registry.apply``) calls the tracer's hook for each
+op, which runs the op and records a node. Because autograd's derivative rules are ember ops too, a
+``loss.backward()`` inside the function is recorded op by op (the backward graph is derived at
+capture time from the same rules eager mode uses). In-place writes, gradient accumulation into
+leaves, and Python reads of tensor values reach the tracer through small hooks in
+``ops.inplace``/``autograd.engine`` and patched Tensor methods, installed only while tracing.
+
+A trace is refused (and the function runs eagerly, with the reason logged) when something happened
+that a replay could not repeat: a random draw outside an op, or a tensor written behind the
+dispatcher's back. See ``UnsupportedTrace``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from ..tensor import Tensor
+from ..ops import registry as _registry
+from ..ops import inplace as _inplace
+from ..autograd import engine as _engine
+from ..autograd.grad_mode import no_grad, GRAD as _GRAD
+from .. import random as _random
+_tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
+from .ir import AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class UnsupportedTrace(RuntimeError):
+    """The function did something a compiled replay cannot reproduce (the message says what)."""
+
+    def __init__(self, reason: str, where: tuple = ("<unknown>", 0), suggestion: str = ""):
+        self.reason = reason
+        self.where = where
+        self.suggestion = suggestion
+        super().__init__(f"{where[0]}:{where[1]}: {reason}" + (f". {suggestion}" if suggestion else ""))
+
+
+class GraphBreakError(RuntimeError):
+    """Raised under ``fullgraph=True`` when the function needs a graph break."""
+
+
+def user_frame() -> tuple:
+    """(filename, lineno) of the innermost stack frame outside the ember package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_EMBER_DIR + os.sep):
+            return (f.f_code.co_filename, f.f_lineno)
+        f = f.f_back
+    return ("<unknown>", 0)
+
+
+_READ_SUGGESTIONS = {
+    "item": "return the tensor from the compiled function and call .item() outside it",
+    "bool": "use ember.where(cond, a, b) instead of Python control flow on a tensor's value",
+    "tolist": "return the tensor and convert it outside the compiled function",
+    "numpy": "return the tensor and convert it outside the compiled function",
+    "float": "return the tensor and convert it outside the compiled function",
+    "int": "pass the number as a Python int argument instead of reading it from a tensor",
+    "index": "pass the number as a Python int argument instead of reading it from a tensor",
+    "print": "print outside the compiled function (inside it, printing happens only while tracing)",
+}
+
+# the Tensor methods through which Python reads values
+_READ_METHODS = {"item": "item", "tolist": "tolist", "numpy": "numpy", "__bool__": "bool",
+                 "__float__": "float", "__int__": "int", "__index__": "index", "__array__": "numpy",
+                 "__repr__": "print", "__format__": "print"}
+
+
+class Tracer:
+    """Records one call of a function into a ``Program``."""
+
+    active: "Tracer | None" = None
+
+    def __init__(self, fullgraph: bool = False):
+        self.fullgraph = fullgraph
+        self.values: list = []
+        self.t2v: dict = {}              # id(tensor) -> Value
+        self.a2v: dict = {}              # id(ndarray) -> Value of an op output (saved outputs are re-wrapped)
+        self.parent: "Tracer | None" = None   # the forward trace, when this one records a backward
+        self.fwd_refs: list = []         # forward Values this (backward) trace reads
+        self.keep: list = []             # tensors kept alive so their ids stay unique
+        self.args: list = []
+        self.lifted: list = []
+        self.consts: list = []
+        self.graphs = [Graph()]
+        self.reasons: list = []
+        self.created_arrays: dict = {}   # id(ndarray) -> ndarray made during the trace
+        self.in_kernel = 0
+        self.reading = 0
+        self.vc_start: dict = {}         # id(vc list) -> (vc list, version when first seen)
+        self.vc_writes: dict = {}        # id(vc list) -> number of recorded writes
+        self.phase = "forward"
+        self.unsupported: UnsupportedTrace | None = None
+        self.extra_guards: list = []     # (description, fn() -> value, value seen while tracing)
+        self.grad_assigned: set = set()  # ids of tensors whose .grad the function assigned itself
+
+    def add_guard(self, description: str, fn):
+        """Guard on Python state the trace depended on (checked before every replay)."""
+        self.extra_guards.append((description, fn, fn()))
+
+    # ---- values --------------------------------------------------------------------------------
+    def _new_value(self, kind, t: Tensor, ref=None) -> Value:
+        v = Value(len(self.values), kind, tuple(t._data.shape), t._dtype, ref, t._rg)
+        self.values.append(v)
+        self.t2v[id(t)] = v
+        self.keep.append(t)
+        vc = t._get_vc()
+        self.vc_start.setdefault(id(vc), (vc, vc[0]))
+        return v
+
+    def add_arg(self, t: Tensor, path) -> Value:
+        v = self.t2v.get(id(t))
+        if v is not None:
+            return v
+        v = self._new_value("arg", t, path)
+        self.args.append(v)
+        return v
+
+    def value_of(self, t: Tensor) -> Value:
+        v = self.t2v.get(id(t))
+        if v is not None:
+            return v
+        v = self.a2v.get(id(t._data))
+        if v is not None and v.shape == tuple(t._data.shape):
+            return v
+        if self.parent is not None:
+            pv = self.parent.t2v.get(id(t)) or self.parent.a2v.get(id(t._data))
+            if pv is not None:
+                v = self._new_value("fwd", t, pv.id)
+                self.fwd_refs.append(v)
+                return v
+        base = t._data
+        made_here = any(id(a) in self.created_arrays for a in _array_chain(base))
+        if made_here:
+            v = self._new_value("const", t, np.array(t._data, copy=True))
+            self.consts.append(v)
+        else:
+            v = self._new_value("lifted", t, t)
+            self.lifted.append(v)
+        return v
+
+    # ---- hooks -----------------------------------------------------------------------------------
+    def op_hook(self, op, args, attrs, run):
+        if self.reading:
+            return run()
+        self.in_kernel += 1
+        try:
+            out = run()
+        finally:
+            self.in_kernel -= 1
+        if self.in_kernel:
+            return out
+        outs = out if type(out) is tuple else (out,)
+        ins = [self.value_of(a) if isinstance(a, Tensor) else a for a in args]
+        if any(isinstance(x, np.ndarray) and x.dtype.kind in "biu" and x.size > 1 for x in attrs.values()) \
+                and op.name in ("index", "index_put", "getitem_advanced"):
+            self.refuse("advanced indexing with tensor indices (x[idx]) is not capturable yet",
+                        "use ember.index_select / gather / masked_fill, which take the index as a tensor")
+        if attrs:
+            attrs = self._attr_refs(op, attrs)
+        vals = []
+        for o in outs:
+            v = self._new_value("node", o)
+            self.a2v[id(o._data)] = v
+            vals.append(v)
+        filename, lineno = user_frame()
+        node = OpNode(op, ins, dict(attrs), vals, f"{filename}:{lineno}", self.phase)
+        node.grad_enabled = _GRAD[0]
+        self.graphs[-1].nodes.append(node)
+        return out
+
+    def _attr_refs(self, op, attrs):
+        """Attributes holding a traced value's buffer become references resolved at replay."""
+        out = None
+        for k, a in attrs.items():
+            if isinstance(a, np.ndarray) and a.size > 1:
+                v = self.a2v.get(id(a))
+                if v is None:
+                    for arr in _array_chain(a.base):
+                        v = self.a2v.get(id(arr))
+                        if v is not None:
+                            break
+                if v is not None and tuple(a.shape) == v.shape:
+                    out = dict(attrs) if out is None else out
+                    out[k] = AttrRef(v)
+                elif v is not None:
+                    self.refuse(f"op {op.name} takes a view of a traced tensor's buffer as attribute {k!r}",
+                                "pass the tensor as an argument of the op")
+        return attrs if out is None else out
+
+    def write_hook(self, target: Tensor, value: Tensor):
+        if self.reading:
+            return
+        tv = self.value_of(target)
+        sv = self.value_of(value)
+        self.graphs[-1].nodes.append(WriteNode(tv, sv))
+        vc = target._get_vc()
+        self.vc_writes[id(vc)] = self.vc_writes.get(id(vc), 0) + 1
+
+    def acc_hook(self, leaf: Tensor, g: Tensor):
+        """Gradient accumulation into a leaf during a captured backward."""
+        cur = leaf.grad
+        if id(leaf) not in self.grad_assigned:
+            import weakref
+            ref = weakref.ref(leaf)
+            if cur is None:
+                self.add_guard("leaf.grad is None", lambda ref=ref: ref() is not None and ref().grad is None)
+            else:
+                self.add_guard("leaf.grad is the same tensor", lambda ref=ref, gid=id(cur): ref() is not None and id(ref().grad) == gid)
+        if cur is None:
+            gv = self.value_of(g)
+            new = _tensor_mod.wrap(np.array(g._data, copy=True), g._dtype)
+            leaf._grad = new
+            lv = self.value_of(leaf)
+            self.graphs[-1].nodes.append(SetGradNode(lv, gv))
+            self.t2v[id(new)] = gv
+            self.keep.append(new)
+        else:
+            with no_grad():
+                cur.add_(g)
+
+    def gen_hook(self, generator):
+        if not self.in_kernel and not self.reading:
+            self.refuse("a random draw outside a capturable op (e.g. ember.rand/randn or dropout masks made "
+                        "with them): a replay would repeat the same numbers",
+                        "draw random numbers outside the compiled function and pass them in, or use ops "
+                        "that draw inside their kernel (ember.normal(mean_tensor, std), ember.bernoulli)")
+
+    def wrap_hook(self, arr):
+        self.created_arrays[id(arr)] = arr
+
+    def read_hook(self, t: Tensor, kind: str, result):
+        """Python read a tensor's value: a graph break. The value seen becomes a guard."""
+        filename, lineno = user_frame()
+        reason = f"Tensor.{kind}() needs the tensor's value in Python" if kind != "print" else \
+            "printing a tensor needs its value in Python"
+        br = BreakReason(reason, filename, lineno, _READ_SUGGESTIONS.get(kind, "avoid reading tensor values"))
+        if self.fullgraph:
+            raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {filename}:{lineno}: {reason}. "
+                                  f"Suggestion: {br.suggestion}")
+        v = self.value_of(t)
+        self.reasons.append(br)
+        seen = _freeze(result)
+        self.graphs[-1].ended_by = ReadNode(v, kind, seen, f"{filename}:{lineno}", guard=kind != "print")
+        self.graphs.append(Graph())
+
+    def refuse(self, reason: str, suggestion: str = ""):
+        where = user_frame()
+        if self.unsupported is None:
+            self.unsupported = UnsupportedTrace(reason, where, suggestion)
+            self.reasons.append(BreakReason(reason, where[0], where[1], suggestion))
+
+    # ---- install / uninstall -----------------------------------------------------------------------
+    def __enter__(self):
+        if Tracer.active is not None:
+            raise RuntimeError("ember.compile: nested capture is not supported (a compiled function called "
+                               "another compiled function while tracing)")
+        Tracer.active = self
+        _registry.HOOKS.insert(0, self.op_hook)
+        _inplace.CAPTURE_WRITE[0] = self.write_hook
+        _engine.CAPTURE_ACC[0] = self.acc_hook
+        self._prev_mem = _tensor_mod._mem_track
+        prev = self._prev_mem
+
+        def mem(arr, _self=self, _prev=prev):
+            _self.created_arrays[id(arr)] = arr
+            if _prev is not None:
+                _prev(arr)
+        _tensor_mod._mem_track = mem
+        _random._GEN_HOOK[0] = self.gen_hook
+        from ..optim import optimizer as _opt
+        from . import optim_capture
+        _opt.CAPTURE_STEP[0] = optim_capture.step_group
+        self._patch_reads()
+        return self
+
+    def __exit__(self, *exc):
+        self._unpatch_reads()
+        _random._GEN_HOOK[0] = None
+        from ..optim import optimizer as _opt
+        _opt.CAPTURE_STEP[0] = None
+        _tensor_mod._mem_track = self._prev_mem
+        _engine.CAPTURE_ACC[0] = None
+        _inplace.CAPTURE_WRITE[0] = None
+        if self.op_hook in _registry.HOOKS:
+            _registry.HOOKS.remove(self.op_hook)
+        Tracer.active = None
+        return False
+
+    def _patch_reads(self):
+        self._saved_methods = {}
+        for meth, kind in _READ_METHODS.items():
+            orig = getattr(Tensor, meth)
+            self._saved_methods[meth] = orig
+
+            def make(orig=orig, kind=kind):
+                def patched(t, *a, **k):
+                    tr = Tracer.active
+                    if tr is None or tr.reading or tr.in_kernel:
+                        return orig(t, *a, **k)
+                    tr.reading += 1
+                    try:
+                        res = orig(t, *a, **k)
+                    finally:
+                        tr.reading -= 1
+                    if id(t) in tr.t2v or kind != "print":
+                        tr.read_hook(t, kind, res)
+                    return res
+                return patched
+            setattr(Tensor, meth, make())
+
+        orig_grad = Tensor.__dict__["grad"]
+        self._saved_methods["grad"] = orig_grad
+
+        def set_grad(t, value, _orig=orig_grad, _self=self):
+            _orig.fset(t, value)
+            if not _self.reading and not _self.in_kernel:
+                _self.grad_assigned.add(id(t))
+                lv = _self.value_of(t)
+                _self.graphs[-1].nodes.append(SetGradNode(lv, None if value is None else _self.value_of(value)))
+        Tensor.grad = property(orig_grad.fget, set_grad, orig_grad.fdel)
+
+    def _unpatch_reads(self):
+        for meth, orig in self._saved_methods.items():
+            setattr(Tensor, meth, orig)
+
+    # ---- result ------------------------------------------------------------------------------------
+    def check_mutations(self):
+        """Refuse the trace if a tensor was written without going through a recorded write."""
+        for key, (vc, start) in self.vc_start.items():
+            if vc[0] - start > self.vc_writes.get(key, 0):
+                self.refuse("a tensor was modified in place by code that ember.compile cannot capture "
+                            "(a direct write to its NumPy buffer)",
+                            "use ember's in-place ops (add_, copy_, index_put_) inside compiled functions")
+                return
+
+    def program(self, outputs) -> Program:
+        out_struct = _map_struct(outputs, lambda t: self.value_of(t))
+        p = Program(self.values, self.graphs, out_struct, self.args, self.lifted, self.consts, self.reasons)
+        p.fwd_refs = self.fwd_refs
+        p.extra_guards = self.extra_guards
+        return p
+
+
+def _array_chain(a: np.ndarray):
+    while isinstance(a, np.ndarray):
+        yield a
+        a = a.base
+
+
+def _freeze(x):
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    return x
+
+
+def _map_struct(x, fn):
+    if isinstance(x, Tensor):
+        return fn(x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[_map_struct(i, fn) for i in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_struct(i, fn) for i in x)
+    if isinstance(x, dict):
+        return {k: _map_struct(v, fn) for k, v in x.items()}
+    return x

@@ -1,0 +1,151 @@
+"""The captured program: values, op nodes, in-place writes, grad assignments and value reads.
+
+A ``Program`` is what one trace of a user function recorded, in order. It is split into ``graphs``
+at every point where Python read a tensor's value (a graph break); each ``Graph`` is a straight-line
+list of instructions over numbered ``Value`` slots:
+
+- ``OpNode``:   outputs = registered op (kernel) applied to inputs and attrs
+- ``WriteNode``: copy a value into the buffer of another (an in-place write: ``x.add_(y)``, ``out=``)
+- ``SetGradNode``: give a leaf tensor a fresh ``.grad`` holding a value (autograd accumulation)
+- ``ReadNode``: the graph break itself: Python read a value (``.item()``, ``bool()``); the value seen
+  at trace time becomes a guard checked on replay
+
+Value kinds: ``arg`` (a tensor passed to the function, by position path), ``lifted`` (a tensor that
+existed before the call and was used by reference: parameters, buffers, optimizer state),
+``const`` (a tensor made during the trace outside any op, e.g. ``ember.zeros``; replayed as a fresh
+copy of its value), ``node`` (an op output).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(eq=False)
+class Value:
+    id: int
+    kind: str                       # arg | lifted | const | node | grad_in
+    shape: tuple
+    dtype: Any                      # ember dtype
+    ref: Any = None                 # arg: path; lifted: the tensor; const: ndarray snapshot
+    requires_grad: bool = False
+
+    def __repr__(self):
+        return f"%{self.id}"
+
+
+@dataclasses.dataclass(eq=False)
+class AttrRef:
+    """An op attribute that is the buffer of a traced value (resolved at replay, never baked in)."""
+    value: Value
+
+    def __repr__(self):
+        return f"ref({self.value})"
+
+
+@dataclasses.dataclass(eq=False)
+class OpNode:
+    op: Any                         # OpDef
+    inputs: list                    # Value or Python constant, one per positional arg
+    attrs: dict
+    outputs: list                   # Values
+    where: str = ""                 # user file:line
+    phase: str = "forward"          # forward | backward | optimizer
+    grad_enabled: bool = True
+
+    @property
+    def has_refs(self) -> bool:
+        return any(type(a) is AttrRef for a in self.attrs.values())
+
+    def __repr__(self):
+        ins = ", ".join(repr(i) if isinstance(i, Value) else _short(i) for i in self.inputs)
+        outs = ", ".join(repr(o) for o in self.outputs)
+        attrs = ", ".join(f"{k}={_short(v)}" for k, v in self.attrs.items())
+        sig = " ".join(f"{o.dtype.name}{list(o.shape)}" for o in self.outputs)
+        return f"{outs} = {self.op.name}({ins}{', ' if attrs and ins else ''}{attrs})  # {sig}"
+
+
+@dataclasses.dataclass(eq=False)
+class WriteNode:
+    target: Value
+    source: Value
+
+    def __repr__(self):
+        return f"write {self.target} <- {self.source}"
+
+
+@dataclasses.dataclass(eq=False)
+class SetGradNode:
+    leaf: Value
+    source: Value
+
+    def __repr__(self):
+        return f"{self.leaf}.grad = {self.source}"
+
+
+@dataclasses.dataclass(eq=False)
+class ReadNode:
+    value: Value
+    kind: str                       # item | bool | tolist | numpy | float | int | index | print
+    seen: Any                       # what Python got at trace time
+    where: str = ""
+    guard: bool = True
+
+    def __repr__(self):
+        return f"read {self.kind}({self.value}) == {_short(self.seen)}  # graph break at {self.where}"
+
+
+@dataclasses.dataclass
+class Graph:
+    nodes: list = dataclasses.field(default_factory=list)
+    ended_by: Any = None            # the ReadNode that closed this graph (None for the last)
+
+    def ops(self) -> list:
+        return [n.op.name for n in self.nodes if isinstance(n, OpNode)]
+
+
+@dataclasses.dataclass
+class Program:
+    values: list
+    graphs: list
+    outputs: Any                    # output structure with Values in place of tensors
+    args: list                      # Values of kind arg
+    lifted: list                    # Values of kind lifted
+    consts: list
+    break_reasons: list             # BreakReason
+    backward: "Program | None" = None
+    grad_outputs: list = dataclasses.field(default_factory=list)   # Values of kind grad_in (backward only)
+    grad_targets: list = dataclasses.field(default_factory=list)   # Values (args/lifted) receiving grads
+
+    def format(self, title: str = "graph", pass_name: str = "capture") -> str:
+        lines = [f"===== {title} (produced by pass: {pass_name}) ====="]
+        for v in self.args:
+            lines.append(f"  {v} = arg{v.ref}  # {v.dtype.name}{list(v.shape)}{' requires_grad' if v.requires_grad else ''}")
+        for v in self.lifted:
+            lines.append(f"  {v} = lifted  # {v.dtype.name}{list(v.shape)}")
+        for v in self.consts:
+            lines.append(f"  {v} = const  # {v.dtype.name}{list(v.shape)}")
+        for gi, g in enumerate(self.graphs):
+            lines.append(f"  --- graph {gi} ---")
+            for n in g.nodes:
+                lines.append("  " + repr(n))
+            if g.ended_by is not None:
+                lines.append("  " + repr(g.ended_by))
+        lines.append(f"  return {self.outputs!r}")
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class BreakReason:
+    reason: str
+    filename: str
+    lineno: int
+    suggestion: str
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno}: {self.reason}. Suggestion: {self.suggestion}"
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."

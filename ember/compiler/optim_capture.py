@@ -1,0 +1,109 @@
+"""Optimizer updates written in ember ops, used while ember.compile captures a training step.
+
+Eager optimizers update NumPy buffers directly (fast, but invisible to capture). While tracing, the
+update for the supported optimizers (SGD, Adam, AdamW) runs through ember's in-place ops instead, so
+parameters, gradients and optimizer state are updated by the compiled program. Python decisions the
+update makes (is the state initialised? does a parameter have a gradient?) become guards.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..autograd.grad_mode import no_grad
+from ..ops.creation import zeros_like
+from .capture import Tracer
+
+
+def _guard_state(tr, opt, p):
+    oref, pref = weakref.ref(opt), weakref.ref(p)
+    tr.add_guard(f"{type(opt).__name__} state initialised for a parameter {tuple(p.shape)}",
+                 lambda: bool(oref() is not None and pref() is not None and oref().state.get(pref())))
+    tr.add_guard(f"parameter {tuple(p.shape)} has a gradient",
+                 lambda: pref() is not None and pref().grad is not None)
+
+
+def _sgd(tr, opt, group):
+    lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
+    nesterov, maximize = group["nesterov"], group["maximize"]
+    for p in group["params"]:
+        _guard_state(tr, opt, p)
+        if p.grad is None:
+            continue
+        g = p.grad
+        if maximize:
+            g = -g
+        if wd != 0:
+            g = g + p * wd
+        if mom != 0:
+            st = opt.state[p]
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                buf = g.clone()
+                st["momentum_buffer"] = buf
+            else:
+                buf.mul_(mom).add_(g * (1 - damp))
+            g = g + buf * mom if nesterov else buf
+        p.sub_(g * lr)
+    return True
+
+
+def _adam(tr, opt, group):
+    from ..optim.optimizer import _scalar_step  # noqa: F401  (state layout shared with eager)
+    import numpy as np
+    from ..tensor import wrap
+    lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+    amsgrad, maximize = group["amsgrad"], group["maximize"]
+    decoupled = type(opt).__name__ == "AdamW" or group.get("decoupled_weight_decay", False)
+    for p in group["params"]:
+        _guard_state(tr, opt, p)
+        if p.grad is None:
+            continue
+        g = p.grad
+        if maximize:
+            g = -g
+        st = opt.state[p]
+        if not st:
+            # the same layout eager Adam creates (made outside the graph: they are state, not values)
+            st["step"] = wrap(np.array(0.0, dtype=np.float32))
+            st["exp_avg"] = zeros_like(p)
+            st["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                st["max_exp_avg_sq"] = zeros_like(p)
+        step_t = st["step"]
+        step_t.add_(1)
+        if wd != 0:
+            if decoupled:
+                p.mul_(1 - lr * wd)
+            else:
+                g = g + p * wd
+        m, v = st["exp_avg"], st["exp_avg_sq"]
+        m.mul_(b1).add_(g * (1 - b1))
+        v.mul_(b2).add_(g * g * (1 - b2))
+        step = step_t.double()
+        bc1 = 1 - b1 ** step
+        bc2 = 1 - b2 ** step
+        if amsgrad:
+            mx = st["max_exp_avg_sq"]
+            mx.copy_(mx.maximum(v))
+            vv = mx
+        else:
+            vv = v
+        denom = (vv.sqrt() / bc2.sqrt().to(p.dtype)) + eps
+        p.sub_((m / denom) * (lr / bc1).to(p.dtype))
+    return True
+
+
+_SUPPORTED = {"SGD": _sgd, "Adam": _adam, "AdamW": _adam}
+
+
+def step_group(opt, group) -> bool:
+    tr = Tracer.active
+    if tr is None:
+        return False
+    fn = _SUPPORTED.get(type(opt).__name__)
+    if fn is None:
+        tr.refuse(f"optimizer {type(opt).__name__} is not capturable yet (supported: SGD, Adam, AdamW)",
+                  "call optimizer.step() outside the compiled function")
+        return False
+    with no_grad():
+        return fn(tr, opt, group)

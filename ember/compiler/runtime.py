@@ -1,0 +1,291 @@
+"""Replaying a captured Program.
+
+Two interpreters, matching torch's debug backends:
+
+- ``replay_eager``: runs each recorded op through ember's dispatcher (``apply``), so autograd records
+  as in eager mode (backend="eager": checks capture alone).
+- ``Interpreter``: runs the ops' NumPy kernels directly on buffers with no autograd bookkeeping;
+  gradients for outputs come from the backward program captured ahead of time (backend="aot_eager").
+  The native backend replaces the kernel loop with generated C where it can.
+
+A replay checks each graph break's guard (the value Python read while tracing); when one fails it
+raises ``GuardFailure`` after undoing every write it made, so the caller can retrace from the same
+state.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, wrap
+from ..autograd.grad_mode import GRAD
+from ..autograd.node import Node
+from ..ops.registry import apply
+from .ir import OpNode, WriteNode, SetGradNode, ReadNode, AttrRef
+
+
+class GuardFailure(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+def read_value(arr: np.ndarray, dtype, kind: str):
+    t = wrap(arr, dtype)
+    if kind == "item":
+        return Tensor.item(t)
+    if kind == "bool":
+        return bool(arr.reshape(()))
+    if kind == "float":
+        return float(arr.reshape(()))
+    if kind == "int" or kind == "index":
+        return int(arr.reshape(()))
+    if kind == "tolist":
+        return Tensor.tolist(t)
+    return arr
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    return a == b
+
+
+def _check_read(node: ReadNode, arr: np.ndarray):
+    if not node.guard:
+        return
+    now = read_value(arr, node.value.dtype, node.kind)
+    if not _same(now, node.seen):
+        raise GuardFailure(f"value read at {node.where} ({node.kind}) was {_fmt(node.seen)} when traced, "
+                           f"now {_fmt(now)}")
+
+
+def _fmt(x):
+    r = repr(x)
+    return r if len(r) < 60 else r[:57] + "..."
+
+
+class _Undo:
+    """Snapshots of buffers and .grad fields a replay changes, restored on a guard failure."""
+
+    def __init__(self):
+        self.buffers = []
+        self.grads = []
+
+    def buffer(self, arr):
+        self.buffers.append((arr, arr.copy()))
+
+    def grad(self, t):
+        self.grads.append((t, t.grad))
+
+    def restore(self):
+        for arr, old in reversed(self.buffers):
+            np.copyto(arr, old)
+        for t, g in reversed(self.grads):
+            t._grad = g
+
+
+def check_extra_guards(program):
+    for desc, fn, seen in getattr(program, "extra_guards", ()):
+        if fn() != seen:
+            raise GuardFailure(f"guard failed: {desc} (was {seen!r} when traced)")
+
+
+def bind_inputs(program, arg_tensors, slots):
+    for v, t in zip(program.args, arg_tensors):
+        slots[v.id] = t
+    for v in program.lifted:
+        slots[v.id] = v.ref
+    for v in program.consts:
+        slots[v.id] = wrap(np.array(v.ref, copy=True), v.dtype)
+
+
+def replay_eager(program, arg_tensors):
+    """backend="eager": every recorded op goes back through the dispatcher (autograd included)."""
+    from ..ops.inplace import write_result
+    check_extra_guards(program)
+    slots = [None] * len(program.values)
+    bind_inputs(program, arg_tensors, slots)
+    undo = _Undo() if any(g.ended_by is not None for g in program.graphs) else None
+    prev = GRAD[0]
+    try:
+        for g in program.graphs:
+            for n in g.nodes:
+                if type(n) is OpNode:
+                    GRAD[0] = n.grad_enabled and prev
+                    args = tuple(slots[i.id] if hasattr(i, "kind") else i for i in n.inputs)
+                    attrs = {k: (slots[a.value.id]._data if type(a) is AttrRef else a) for k, a in n.attrs.items()}
+                    out = apply(n.op, args, attrs)
+                    outs = out if type(out) is tuple else (out,)
+                    for v, o in zip(n.outputs, outs):
+                        slots[v.id] = o
+                elif type(n) is WriteNode:
+                    target = slots[n.target.id]
+                    if undo is not None:
+                        undo.buffer(target._data)
+                    src = slots[n.source.id]
+                    GRAD[0] = prev
+                    write_result(target, lambda s, src=src: src, "replay_write")
+                elif type(n) is SetGradNode:
+                    leaf = slots[n.leaf.id]
+                    if undo is not None:
+                        undo.grad(leaf)
+                    leaf._grad = None if n.source is None else \
+                        wrap(np.array(slots[n.source.id]._data, copy=True), leaf._dtype)
+            if g.ended_by is not None:
+                _check_read(g.ended_by, slots[g.ended_by.value.id]._data)
+    except GuardFailure:
+        GRAD[0] = prev
+        if undo is not None:
+            undo.restore()
+        raise
+    finally:
+        GRAD[0] = prev
+    return _build(program.outputs, lambda v: slots[v.id])
+
+
+class Interpreter:
+    """backend="aot_eager": run kernels on raw buffers; outputs get gradients from the AOT backward."""
+
+    def __init__(self, program):
+        self.program = program
+        self.has_reads = any(g.ended_by is not None for g in program.graphs)
+
+    def run_slots(self, slots, undo=None):
+        for g in self.program.graphs:
+            for n in g.nodes:
+                if type(n) is OpNode:
+                    args = [slots[i.id] if hasattr(i, "kind") else i for i in n.inputs]
+                    attrs = n.attrs
+                    if n.has_refs:
+                        attrs = {k: (slots[a.value.id] if type(a) is AttrRef else a) for k, a in attrs.items()}
+                    res = n.op.kernel(*args, **attrs)
+                    if n.op.nout == 1:
+                        slots[n.outputs[0].id] = res if type(res) is np.ndarray else np.asarray(res)
+                    else:
+                        for v, r in zip(n.outputs, res):
+                            slots[v.id] = r if type(r) is np.ndarray else np.asarray(r)
+                elif type(n) is WriteNode:
+                    target = slots[n.target.id]
+                    if undo is not None:
+                        undo.buffer(target)
+                    np.copyto(target, slots[n.source.id], casting="unsafe")
+                    ref = n.target.ref if n.target.kind == "lifted" else None
+                    if ref is not None:
+                        ref._bump()
+                elif type(n) is SetGradNode:
+                    leaf = n.leaf.ref if n.leaf.kind == "lifted" else self._arg_tensor(n.leaf)
+                    if undo is not None:
+                        undo.grad(leaf)
+                    leaf._grad = None if n.source is None else \
+                        wrap(np.array(slots[n.source.id], copy=True), leaf._dtype)
+            if g.ended_by is not None:
+                _check_read(g.ended_by, slots[g.ended_by.value.id])
+
+    def _arg_tensor(self, v):
+        return self._args[self.program.args.index(v)]
+
+    def __call__(self, arg_tensors, grad_enabled: bool):
+        p = self.program
+        check_extra_guards(p)
+        self._args = arg_tensors
+        slots = [None] * len(p.values)
+        for v, t in zip(p.args, arg_tensors):
+            slots[v.id] = t._data
+        for v in p.lifted:
+            slots[v.id] = v.ref._data
+        for v in p.consts:
+            slots[v.id] = np.array(v.ref, copy=True)
+        undo = _Undo() if self.has_reads else None
+        try:
+            self.run_slots(slots, undo)
+        except GuardFailure:
+            undo.restore()
+            raise
+        outs = {}
+
+        def out_tensor(v):
+            if v.kind == "arg":
+                return arg_tensors[p.args.index(v)]
+            if v.kind == "lifted":
+                return v.ref
+            t = outs.get(v.id)
+            if t is None:
+                t = outs[v.id] = wrap(slots[v.id], v.dtype)
+            return t
+        result = _build(p.outputs, out_tensor)
+        bw = p.backward
+        if bw is not None and grad_enabled:
+            diff_outs = [outs.get(v.id) or out_tensor(v) for v in bw.grad_outputs_of]
+            targets = [arg_tensors[p.args.index(v)] if v.kind == "arg" else v.ref for v in bw.grad_targets]
+            _attach_backward(bw, slots, diff_outs, targets)
+        return result
+
+
+class _CompiledBackwardOp:
+    """OpDef-like adapter: the engine calls ``backward(node, *grads)``; we run the AOT program."""
+
+    name = "compiled_backward"
+    node_name = "CompiledFunctionBackward"
+    save = ""
+    nondiff_outputs = ()
+    differentiable = True
+
+    def __init__(self, program, fwd_slots, nout):
+        self.program = program
+        self.fwd_slots = fwd_slots
+        self.nout = nout
+
+    def backward(self, node, *grads):
+        bw = self.program
+        slots = [None] * len(bw.values)
+        for v, g in zip(bw.grad_outputs, grads):
+            if g is None:
+                slots[v.id] = np.zeros(v.shape, dtype=v.dtype.np)
+            else:
+                slots[v.id] = g._data
+        for v in bw.fwd_refs:
+            slots[v.id] = self.fwd_slots[v.ref]
+        for v in bw.lifted:
+            slots[v.id] = v.ref._data
+        for v in bw.consts:
+            slots[v.id] = np.array(v.ref, copy=True)
+        Interpreter(bw).run_slots(slots)
+        res = []
+        for v in bw.outputs:
+            res.append(None if v is None else wrap(np.asarray(slots[v.id]), v.dtype))
+        # one gradient per edge (inputs of the node are the grad targets)
+        return tuple(res)
+
+
+def _attach_backward(bw, fwd_slots, diff_outs, targets):
+    op = _CompiledBackwardOp(bw, fwd_slots, len(diff_outs))
+    node = Node(op, None, {}, len(diff_outs))
+    edges, meta = [], []
+    for t in targets:
+        if t._rg:
+            fn = t.grad_fn
+            edges.append((fn, t._output_nr) if fn is not None else t)
+            meta.append((t._data.shape, t._dtype))
+        else:
+            edges.append(None)
+            meta.append(None)
+    node.edges = edges
+    node.in_meta = meta
+    node.ctx_data = {"out_meta": [(o._data.shape, o._dtype) for o in diff_outs]}
+    for i, o in enumerate(diff_outs):
+        o._rg = True
+        o.grad_fn = node
+        o._output_nr = i
+
+
+def _build(struct, fn):
+    if hasattr(struct, "kind") and hasattr(struct, "id"):
+        return fn(struct)
+    if isinstance(struct, tuple) and hasattr(struct, "_fields"):
+        return type(struct)(*[_build(i, fn) for i in struct])
+    if isinstance(struct, (list, tuple)):
+        return type(struct)(_build(i, fn) for i in struct)
+    if isinstance(struct, dict):
+        return {k: _build(v, fn) for k, v in struct.items()}
+    return struct

@@ -123,33 +123,40 @@ class CompiledFunction:
     def _first_difference(self, sig, other) -> str:
         for (p1, k1), (p2, k2) in zip(sig, other):
             if p1 != p2 or k1 != k2:
-                return f"guard failed: {_describe(p2, k2)} (traced with {_describe(p1, k1).split(': ', 1)[-1] if ': ' in _describe(p1, k1) else k1!r})"
-        if len(sig) != len(other):
-            return f"guard failed: number of arguments changed ({len(other)} vs {len(sig)})"
-        return "guard failed"
+                return f"guard failed: {_describe(p2, k2)}; traced with {_describe(p1, k1)}"
+        return f"guard failed: number of arguments changed ({len(other)} vs {len(sig)})"
+
+    def _closest_difference(self, sig) -> str:
+        """Name the first failing guard of the entry that matched the most guards."""
+        best, best_n = None, -1
+        for e in self.entries:
+            n = next((i for i, (a, b) in enumerate(zip(e.sig, sig)) if a != b), len(sig))
+            if n > best_n:
+                best, best_n = e, n
+        return self._first_difference(best.sig, sig)
 
     # ---- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         sig, tensors = self._signature(args, kwargs)
-        for e in self.entries:
-            if e.sig == sig:
-                if e.kind == "eager":
-                    return self.fn(*args, **kwargs)
-                try:
-                    counters["replays"] += 1
-                    return e.runner(tensors)
-                except GuardFailure as gf:
-                    counters["guard_failures"] += 1
-                    logs.log("recompiles", f"ember.compile({self.__name__}): {gf}; recompiling")
-                    self.last_failed_guard = str(gf)
-                    self.entries.remove(e)
-                    break
-        else:
-            if self.entries:
-                reason = self._first_difference(self.entries[-1].sig, sig)
-                self.last_failed_guard = reason
-                logs.log("recompiles", f"ember.compile({self.__name__}): {reason}")
-                logs.log("guards", f"ember.compile({self.__name__}): {reason}")
+        matched = False
+        # newest entries first: a retrace for new Python state supersedes older ones
+        for e in reversed(self.entries):
+            if e.sig != sig:
+                continue
+            matched = True
+            if e.kind == "eager":
+                return self.fn(*args, **kwargs)
+            try:
+                counters["replays"] += 1
+                return e.runner(tensors)
+            except GuardFailure as gf:
+                counters["guard_failures"] += 1
+                self.last_failed_guard = str(gf)
+                logs.log("guards", f"ember.compile({self.__name__}): {gf}")
+        if self.entries:
+            reason = self.last_failed_guard if matched else self._closest_difference(sig)
+            self.last_failed_guard = reason
+            logs.log("recompiles", f"ember.compile({self.__name__}): recompiling: {reason}")
         if len(self.entries) >= recompile_limit:
             if not self.warned:
                 self.warned = True

@@ -200,7 +200,9 @@ class Tracer:
             return
         tv = self.value_of(target)
         sv = self.value_of(value)
-        self.graphs[-1].nodes.append(WriteNode(tv, sv))
+        w = WriteNode(tv, sv)
+        w.grad_enabled = _GRAD[0]
+        self.graphs[-1].nodes.append(w)
         vc = target._get_vc()
         self.vc_writes[id(vc)] = self.vc_writes.get(id(vc), 0) + 1
 

@@ -124,7 +124,7 @@ def replay_eager(program, arg_tensors):
                     if undo is not None:
                         undo.buffer(target._data)
                     src = slots[n.source.id]
-                    GRAD[0] = prev
+                    GRAD[0] = getattr(n, "grad_enabled", True) and prev
                     write_result(target, lambda s, src=src: src, "replay_write")
                 elif type(n) is SetGradNode:
                     leaf = slots[n.leaf.id]

@@ -1,0 +1,297 @@
+"""Variable-length sequence utilities: pad_sequence, PackedSequence and packing/unpacking (torch's layout).
+
+Everything is built from differentiable ember ops (cat, stack, narrow, reshape, index_select), so
+gradients flow from padded or packed outputs back to the original sequences.
+
+A PackedSequence holds the time-major concatenation of a batch sorted by decreasing length:
+``data[sum(batch_sizes[:t]) : sum(batch_sizes[:t+1])]`` are the ``batch_sizes[t]`` sequences still
+running at time step ``t``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...tensor import Tensor, wrap
+
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
+           "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
+
+def _ops():
+    import ember
+    return ember
+
+
+class PackedSequence_(NamedTuple):
+    data: Tensor
+    batch_sizes: Tensor
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(PackedSequence_):
+    """Packed batch of variable-length sequences (made by :func:`pack_padded_sequence` / :func:`pack_sequence`).
+
+    Fields: ``data`` (sum of lengths, *), ``batch_sizes`` (int64, one per time step), ``sorted_indices``
+    and ``unsorted_indices`` (the permutation applied to sort the batch by length, and its inverse; None
+    when the batch was already sorted).
+    """
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs) -> "PackedSequence":
+        """``data.to(...)``; returns ``self`` when nothing changes (the index tensors stay int64)."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
+    def pin_memory(self) -> "PackedSequence":
+        return self
+
+    def cpu(self, *args, **kwargs) -> "PackedSequence":
+        return self.to(*args, **kwargs)
+
+    def cuda(self, *args, **kwargs):
+        raise RuntimeError("ember has no CUDA device: use the 'cpu' device")
+
+    def double(self) -> "PackedSequence":
+        return self.to(dtype=_dt.float64)
+
+    def float(self) -> "PackedSequence":
+        return self.to(dtype=_dt.float32)
+
+    def half(self) -> "PackedSequence":
+        return self.to(dtype=_dt.float16)
+
+    def long(self) -> "PackedSequence":
+        return self.to(dtype=_dt.int64)
+
+    def int(self) -> "PackedSequence":
+        return self.to(dtype=_dt.int32)
+
+    def short(self) -> "PackedSequence":
+        return self.to(dtype=_dt.int16)
+
+    def char(self) -> "PackedSequence":
+        return self.to(dtype=_dt.int8)
+
+    def byte(self) -> "PackedSequence":
+        return self.to(dtype=_dt.uint8)
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_pinned(self) -> bool:
+        return False
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of an index permutation (None stays None)."""
+    if permutation is None:
+        return None
+    perm = np.asarray(permutation._data, dtype=np.int64)
+    out = np.empty_like(perm)
+    out[perm] = np.arange(perm.size, dtype=np.int64)
+    return wrap(out.astype(permutation._data.dtype, copy=False), permutation._dtype)
+
+
+def _int64(a) -> Tensor:
+    return wrap(np.ascontiguousarray(a, dtype=np.int64), _dt.int64)
+
+
+def _fill(shape, value, dtype) -> Tensor:
+    """A constant block (no gradient) used for padding; the value is cast like torch.full's."""
+    return wrap(np.full(shape, value, dtype=dtype.np), dtype)
+
+
+def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = "right") -> Tensor:
+    """Stack variable-length sequences (each ``(L_i, *)``) into one ``(max L, B, *)`` tensor
+    (``(B, max L, *)`` with ``batch_first``), filling with ``padding_value`` on ``padding_side``.
+
+    The result has the first sequence's dtype; the others' trailing dims must broadcast to its.
+    """
+    try:
+        sequences = tuple(sequences)
+    except TypeError:
+        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg of type: "
+                           f"{type(sequences)}") from None
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if len(sequences) == 0:
+        raise RuntimeError("received an empty list of sequences")
+    E = _ops()
+    for s in sequences:
+        if not isinstance(s, Tensor):
+            raise TypeError(f"pad_sequence: expected a sequence of Tensors, but got {type(s).__name__}")
+        if s.dim() == 0:
+            raise RuntimeError("pad_sequence: every sequence needs at least one dimension (the time dimension), "
+                               "but got a 0-dim tensor")
+    first = sequences[0]
+    dtype = first._dtype
+    trail = tuple(first.shape[1:])
+    max_len = max(s.shape[0] for s in sequences)
+    padded = []
+    for s in sequences:
+        n = s.shape[0]
+        if tuple(s.shape[1:]) != trail:
+            _check_broadcast(s.shape, (n,) + trail)
+            s = s.expand((n,) + trail)
+        if s._dtype is not dtype:
+            s = s.to(dtype)
+        if n < max_len:
+            pad = _fill((max_len - n,) + trail, padding_value, dtype)
+            s = E.cat([s, pad] if padding_side == "right" else [pad, s], 0)
+        padded.append(s)
+    return E.stack(padded, 0 if batch_first else 1)
+
+
+def _check_broadcast(src, dst) -> None:
+    """Raise torch's copy error unless shape ``src`` broadcasts to ``dst``."""
+    if len(src) <= len(dst):
+        for i in range(1, len(src) + 1):
+            a, b = dst[-i], src[-i]
+            if b != a and b != 1:
+                raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                                   f"non-singleton dimension {len(dst) - i}")
+        return
+    raise RuntimeError(f"pad_sequence: sequence of shape {list(src)} does not fit the padded slot of shape "
+                       f"{list(dst)}")
+
+
+def _lengths_array(lengths) -> np.ndarray:
+    if isinstance(lengths, Tensor):
+        return np.asarray(lengths._data).astype(np.int64).reshape(-1)
+    return np.asarray(lengths).astype(np.int64).reshape(-1)
+
+
+def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,  # noqa: A002
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a padded batch ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``) whose sequences have ``lengths``.
+
+    With ``enforce_sorted`` the lengths must be decreasing; otherwise the batch is sorted here and the
+    permutation recorded in the result.
+    """
+    E = _ops()
+    lens = _lengths_array(lengths)
+    sorted_indices = None
+    batch_dim = 0 if batch_first else 1
+    if not enforce_sorted:
+        order = np.argsort(-lens, kind="stable")        # decreasing, ties keep their order
+        lens = lens[order]
+        sorted_indices = _int64(order)
+        input = input.index_select(batch_dim, sorted_indices)
+    if input.dim() < 2:
+        raise RuntimeError(f"pack_padded_sequence: expected a padded input with at least 2 dimensions (time and "
+                           f"batch), but got {input.dim()}")
+    if batch_first:
+        input = input.transpose(0, 1)
+    T, B = input.shape[0], input.shape[1]
+    if lens.size != B:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lens.size} "
+                           f"(batch_size={B})")
+    if lens.size == 0 or lens[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if np.any(lens[:-1] < lens[1:]):
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You "
+                           "can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                           "sidestep this requirement if you do not need ONNX exportability.")
+    if lens[0] > T:
+        raise RuntimeError(f"pack_padded_sequence: a sequence length ({int(lens[0])}) exceeds the padded length "
+                           f"of the input ({T})")
+    # batch size at step t = number of sequences longer than t
+    batch_sizes = (lens[None, :] > np.arange(int(lens[0]))[:, None]).sum(1)
+    trail = tuple(input.shape[2:])
+    pieces = []
+    t = 0
+    while t < batch_sizes.size:
+        bs = int(batch_sizes[t])
+        t1 = t
+        while t1 < batch_sizes.size and batch_sizes[t1] == bs:
+            t1 += 1
+        # a run of steps with the same batch size is one rectangular block of the input
+        pieces.append(input[t:t1, :bs].reshape((-1,) + trail))
+        t = t1
+    data = pieces[0] if len(pieces) == 1 else E.cat(pieces, 0)
+    return PackedSequence(data, _int64(batch_sizes), sorted_indices, None)
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
+                        total_length: int | None = None) -> tuple:
+    """Undo :func:`pack_padded_sequence`: returns ``(padded, lengths)`` in the original batch order."""
+    E = _ops()
+    bsz = _lengths_array(sequence.batch_sizes)
+    max_seq_length = bsz.size
+    if total_length is not None:
+        if total_length < max_seq_length:
+            raise ValueError("Expected total_length to be at least the length of the longest sequence in input, but "
+                             f"got total_length={total_length} and max sequence length being {max_seq_length}")
+        max_seq_length = total_length
+    data = sequence.data
+    dtype = data._dtype
+    trail = tuple(data.shape[1:])
+    B = int(bsz[0]) if bsz.size else 0
+    blocks = []
+    t, off = 0, 0
+    while t < bsz.size:
+        bs = int(bsz[t])
+        t1 = t
+        while t1 < bsz.size and bsz[t1] == bs:
+            t1 += 1
+        n = (t1 - t) * bs
+        block = data.narrow(0, off, n).reshape((t1 - t, bs) + trail)
+        if bs < B:
+            block = E.cat([block, _fill((t1 - t, B - bs) + trail, padding_value, dtype)], 1)
+        blocks.append(block)
+        off += n
+        t = t1
+    if max_seq_length > bsz.size:
+        blocks.append(_fill((max_seq_length - bsz.size, B) + trail, padding_value, dtype))
+    padded = blocks[0] if len(blocks) == 1 else E.cat(blocks, 0)
+    lengths = (bsz[None, :] > np.arange(B)[:, None]).sum(1)
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    lengths_t = _int64(lengths)
+    if sequence.unsorted_indices is not None:
+        idx = sequence.unsorted_indices
+        padded = padded.index_select(0 if batch_first else 1, idx)
+        lengths_t = _int64(lengths[np.asarray(idx._data, dtype=np.int64)])
+    return padded, lengths_t
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list:
+    """Split a padded batch back into a list of sequences of the given ``lengths``.
+
+    (torch transposes a time-major input in place here; ember leaves the input untouched.)
+    """
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    lens = _lengths_array(lengths)
+    if lens.size != padded_sequences.shape[0]:
+        raise ValueError(f"unpad_sequence: got {lens.size} lengths for a batch of {padded_sequences.shape[0]}")
+    return [padded_sequences[i].narrow(0, 0, int(n)).clone() for i, n in enumerate(lens)]
+
+
+def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
+    """Pack a list of variable-length sequences (``pad_sequence`` then ``pack_padded_sequence``)."""
+    lengths = [v.size(0) for v in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list:
+    """Undo :func:`pack_sequence`: the list of the original sequences."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)

@@ -1,0 +1,243 @@
+"""ember.compile's capture layer: guards, recompiles, graph breaks, explain, side effects, training.
+
+Compiled results are checked against eager ember (which the op table checks against torch).
+"""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.compiler import counters
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    ember.compiler.reset()
+    yield
+    ember.compiler.reset()
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(np.asarray(a.detach()._data), np.asarray(b.detach()._data), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_elementwise_and_reduction_match_eager(backend):
+    def f(x, y):
+        return (x * y).sin() + x.sum(0) - y.exp().mean()
+    cf = ember.compile(f, backend=backend)
+    x, y = ember.randn(3, 4), ember.randn(4)
+    close(cf(x, y), f(x, y))
+    close(cf(x * 2, y), f(x * 2, y))        # same guards: replay with new values
+    assert counters["captures"] == 1 and counters["replays"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gradients_of_outputs_match_eager(backend):
+    w = ember.randn(4, 3, requires_grad=True)
+
+    def f(x):
+        return (x @ w).tanh().pow(2).sum()
+    cf = ember.compile(f, backend=backend)
+    x = ember.randn(5, 4, requires_grad=True)
+    for _ in range(2):                        # trace, then replay
+        cf(x).backward()
+        gx, gw = x.grad.clone(), w.grad.clone()
+        x.grad = w.grad = None
+        f(x).backward()
+        close(gx, x.grad)
+        close(gw, w.grad)
+        x.grad = w.grad = None
+
+
+def test_guards_shape_dtype_and_scalar_args_recompile_and_log(capsys):
+    ember.compiler.set_logs("recompiles")
+    try:
+        cf = ember.compile(lambda x, k: x * k)
+        cf(ember.ones(2), 2)
+        cf(ember.ones(2), 2)
+        assert counters["captures"] == 1
+        cf(ember.ones(3), 2)            # shape guard
+        cf(ember.ones(3, dtype=ember.float64), 2)   # dtype guard
+        r = cf(ember.ones(3), 5)        # Python scalar guard
+        assert r.tolist() == [5.0, 5.0, 5.0]
+        assert counters["captures"] == 4 and counters["recompiles"] == 3
+        err = capsys.readouterr().err
+        assert "shape=(3,)" in err and "args[1] == 5" in err
+    finally:
+        ember.compiler.set_logs("")
+
+
+def test_recompile_limit_falls_back_to_eager_with_one_warning():
+    cf = ember.compile(lambda x: x + 1)
+    old = ember.compiler.api.recompile_limit
+    ember.compiler.set_recompile_limit(3)
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for n in range(1, 8):
+                assert cf(ember.zeros(n)).tolist() == [1.0] * n
+        msgs = [str(x.message) for x in w if "recompile_limit" in str(x.message)]
+        assert len(msgs) == 1 and "shape=" in msgs[0]
+        assert counters["captures"] == 3
+    finally:
+        ember.compiler.set_recompile_limit(old)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_branch_on_tensor_value_gives_both_branches(backend):
+    def f(x):
+        if x.sum() > 0:
+            return x * 2
+        return x * 3
+    cf = ember.compile(f, backend=backend)
+    pos, neg = ember.ones(3), -ember.ones(3)
+    for x in (pos, neg, pos, neg):
+        close(cf(x), f(x))
+    assert counters["captures"] == 2          # one trace per branch, both kept
+
+
+def test_explain_counts_agree_with_compile():
+    def f(x):
+        y = x.sin()
+        if y.sum() > 0:
+            y = y * 2
+        return y.cos() + x.max().item()
+    e = ember.compiler.explain(f)(ember.ones(4))
+    assert e.graph_count == 3 and e.graph_break_count == 2
+    assert [r.lineno > 0 and r.filename.endswith("test_compiler_capture.py") for r in e.break_reasons] == [True, True]
+    assert "sin" in e.ops_per_graph[0]
+    text = str(e)
+    assert "Graph count: 3" in text and "suggestion" in text
+    cf = ember.compile(f)
+    cf(ember.ones(4))
+    assert counters["graph_breaks"] == e.graph_break_count
+
+
+def test_fullgraph_raises_naming_file_and_line():
+    def f(x):
+        return x * x.sum().item()
+    with pytest.raises(ember.compiler.GraphBreakError, match=r"test_compiler_capture.py:\d+.*item"):
+        ember.compile(f, fullgraph=True)(ember.ones(2))
+
+
+def test_item_value_is_a_guard():
+    cf = ember.compile(lambda x: x * x.sum().item())
+    close(cf(ember.ones(2)), ember.ones(2) * 2)
+    close(cf(ember.ones(2) * 3), ember.ones(2) * 18)   # the read value changed: retraced, still right
+
+
+def test_side_effects_happen_only_while_tracing():
+    """Sharp edge (README): Python side effects run when the function is traced, not on replays."""
+    seen = []
+
+    def f(x):
+        seen.append(1)
+        return x + 1
+    cf = ember.compile(f)
+    cf(ember.ones(2))
+    cf(ember.ones(2))
+    cf(ember.ones(2))
+    assert len(seen) == 1
+
+
+def test_print_inside_prints_only_while_tracing(capsys):
+    def f(x):
+        print("value", x)
+        return x * 2
+    cf = ember.compile(f)
+    cf(ember.ones(2))
+    cf(ember.ones(2) * 5)
+    assert capsys.readouterr().out.count("value") == 1
+
+
+def test_random_draw_outside_an_op_runs_eagerly_with_reason():
+    def f(x):
+        return x + ember.rand(3)
+    cf = ember.compile(f)
+    a, b = cf(ember.zeros(3)), cf(ember.zeros(3))
+    assert not np.allclose(a.numpy(), b.numpy())      # fresh numbers every call (eager fallback)
+    assert counters["fallbacks"] >= 1 and "random draw" in counters["fallback_reasons"][0]
+    with pytest.raises(ember.compiler.GraphBreakError, match="random draw"):
+        ember.compile(f, fullgraph=True)(ember.zeros(3))
+
+
+def test_inplace_writes_to_inputs_are_replayed():
+    def f(x, buf):
+        buf.add_(x)
+        return buf * 2
+    cf = ember.compile(f, backend="aot_eager")
+    buf = ember.zeros(3)
+    for i in range(1, 4):
+        out = cf(ember.ones(3), buf)
+        assert buf.tolist() == [float(i)] * 3
+        assert out.tolist() == [2.0 * i] * 3
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
+def test_compiled_training_step_matches_eager_for_20_steps(backend, opt_name):
+    ember.manual_seed(0)
+    model = _mlp()
+    ref = copy.deepcopy(model)
+    kw = {"SGD": dict(lr=0.1, momentum=0.9), "Adam": dict(lr=1e-2), "AdamW": dict(lr=1e-2, weight_decay=0.1)}[opt_name]
+    make = getattr(ember.optim, opt_name)
+    opt, opt_ref = make(model.parameters(), **kw), make(ref.parameters(), **kw)
+    X, Y = ember.randn(32, 8), ember.randint(0, 3, (32,))
+
+    def step(m, o):
+        o.zero_grad()
+        loss = F.cross_entropy(m(X), Y)
+        loss.backward()
+        o.step()
+        return loss.detach()
+    cstep = ember.compile(step, backend=backend)
+    for i in range(20):
+        a, b = cstep(model, opt), step(ref, opt_ref)
+        np.testing.assert_allclose(a.item(), b.item(), rtol=1e-5, err_msg=f"step {i}")
+    for p, q in zip(model.parameters(), ref.parameters()):
+        close(p, q, rtol=1e-4, atol=1e-6)
+    assert counters["fallbacks"] == 0
+    assert counters["captures"] <= 3      # the first step initialises optimizer state: one retrace
+
+
+def test_compiled_module_keeps_state_dict_keys_and_saves(tmp_path):
+    model = _mlp()
+    cm = ember.compile(model)
+    x = ember.randn(4, 8)
+    close(cm(x), model(x))
+    assert list(cm.state_dict().keys()) == list(model.state_dict().keys())
+    ember.save(cm.state_dict(), tmp_path / "m.pt")
+    fresh = _mlp()
+    fresh.load_state_dict(ember.load(tmp_path / "m.pt"))
+    close(fresh(x), model(x))
+    model.eval()                                   # training flag is a guard
+    close(cm(x), model(x))
+    assert counters["captures"] == 2
+
+
+def test_module_compile_method_and_decorator():
+    @ember.compile
+    def f(x):
+        return x.relu() * 2
+    x = ember.randn(5)
+    close(f(x), x.relu() * 2)
+    g = ember.compile(backend="aot_eager")(lambda x: x.exp())
+    close(g(x), x.exp())
+
+
+def test_bad_arguments_are_refused_clearly():
+    with pytest.raises(ValueError, match="unknown backend"):
+        ember.compile(lambda x: x, backend="nope")
+    with pytest.raises(ValueError, match="unknown mode"):
+        ember.compile(lambda x: x, mode="fastest")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import _malloc  # noqa: E402,F401  (allocator tuning; see the module docstring)
+
 from . import dtypes as _dtypes
 from .dtypes import (dtype, float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8,  # noqa: F401
                      promote_types, result_type, can_cast, get_default_dtype, set_default_dtype, finfo, iinfo)

@@ -3,7 +3,6 @@ thread and determinism switches, type predicates, autocast (really casting, comp
 autocast) and GradScaler (scale sequence, step skipping and errors compared with torch)."""
 import copy
 import pickle
-import warnings
 
 import numpy as np
 import pytest

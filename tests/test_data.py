@@ -1,7 +1,6 @@
 """ember.utils.data: DataLoader batches, samplers, datasets, random_split and collation, compared with
 torch.utils.data (structure, container types, dtypes and values), plus worker-process loading."""
 import collections
-import math
 import warnings
 
 import numpy as np
@@ -590,3 +589,38 @@ def test_pin_memory_and_workers_options_accepted():
     dl = eud.DataLoader(SquaresDS(), batch_size=8, pin_memory=True, num_workers=1, timeout=30,
                         prefetch_factor=3, multiprocessing_context="fork")
     assert sum(len(b) for _, b in dl) == 23
+
+
+class Dies(eud.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import os
+        os._exit(3)
+
+
+class Slow(eud.Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        import time
+        time.sleep(1.0)
+        return i
+
+
+def test_dead_worker_and_timeout_raise():
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(eud.DataLoader(Dies(), batch_size=2, num_workers=1))
+    with pytest.raises(RuntimeError, match="DataLoader timed out after 0.2 seconds"):
+        list(eud.DataLoader(Slow(), batch_size=1, num_workers=1, timeout=0.2))
+
+
+def test_collate_keeps_autograd():
+    for lib in (torch, ember):
+        a = lib.ones(2, requires_grad=True)
+        out = lib.utils.data.default_collate([a, a * 2])
+        assert out.requires_grad
+        out.sum().backward()
+        assert a.grad.tolist() == [3.0, 3.0]

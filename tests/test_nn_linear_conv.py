@@ -369,5 +369,7 @@ def test_autocast_hook_casts_float_inputs(monkeypatch):
     leaf = ember.tensor(x, requires_grad=True)
     EF.linear(leaf, ember.tensor(w)).float().sum().backward()
     assert leaf.grad.dtype is ember.float32
+    # float64 is not autocast (as in torch)
+    assert EF.linear(ember.tensor(x).double(), ember.tensor(w).double()).dtype is ember.float64
     monkeypatch.setattr(conv_mod, "_AMP", [lambda: None])
     assert EF.linear(ember.tensor(x), ember.tensor(w)).dtype is ember.float32

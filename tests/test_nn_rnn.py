@@ -354,3 +354,72 @@ def test_low_precision_keeps_dtype(name, dtype):
     assert e_out.dtype is getattr(ember, dtype) and ex.grad.dtype is getattr(ember, dtype)
     assert e_mod.weight_hh_l0.grad.dtype is getattr(ember, dtype)
     np.testing.assert_allclose(e_out.detach().float().numpy(), t_out.detach().float().numpy(), atol=1e-2)
+
+
+# ---- packed (variable-length) sequences ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,kw", [("RNN", {}), ("RNN", {"nonlinearity": "relu"}), ("GRU", {}), ("LSTM", {}),
+                                     ("LSTM", {"proj_size": 3})])
+@pytest.mark.parametrize("enforce_sorted,with_state", [(True, False), (False, True), (False, False)])
+def test_packed_sequence(name, kw, enforce_sorted, with_state):
+    layers, dirs, B, H = 2, 2, 4, 5
+    e_mod, t_mod = _pair(name, 3, H, num_layers=layers, bidirectional=True, batch_first=True, **kw)
+    lengths = [6, 4, 4, 1] if enforce_sorted else [3, 6, 1, 4]
+    x = _seq(6, B, 3, batch_first=True)
+    ex, tx = _leaf(x)
+    e_pk = ember.nn.utils.rnn.pack_padded_sequence(ex, lengths, batch_first=True, enforce_sorted=enforce_sorted)
+    t_pk = torch.nn.utils.rnn.pack_padded_sequence(tx, lengths, batch_first=True, enforce_sorted=enforce_sorted)
+    e_args, t_args, e_states, t_states = [e_pk], [t_pk], [], []
+    if with_state:
+        hs = kw.get("proj_size", H)
+        shapes = [(layers * dirs, B, hs)] + ([(layers * dirs, B, H)] if name == "LSTM" else [])
+        pairs = [_leaf(RNG.standard_normal(s).astype(np.float32)) for s in shapes]
+        e_states, t_states = [p[0] for p in pairs], [p[1] for p in pairs]
+        e_args.append(tuple(e_states) if name == "LSTM" else e_states[0])
+        t_args.append(tuple(t_states) if name == "LSTM" else t_states[0])
+    e_out, e_h = e_mod(*e_args)
+    t_out, t_h = t_mod(*t_args)
+    assert type(e_out).__name__ == "PackedSequence"
+    np.testing.assert_array_equal(e_out.batch_sizes.numpy(), t_out.batch_sizes.numpy())
+    e_res, t_res = [e_out.data] + _flat(e_h), [t_out.data] + _flat(t_h)
+    for k, (e, t) in enumerate(zip(e_res, t_res)):
+        _close(e, t, f"result {k}")
+    ws = [RNG.standard_normal(tuple(t.shape)).astype(np.float32) for t in t_res]
+    sum((t * torch.tensor(w)).sum() for t, w in zip(t_res, ws)).backward()
+    sum((e * ember.tensor(w)).sum() for e, w in zip(e_res, ws)).backward()
+    _close(ex.grad, tx.grad, "input grad")
+    for k, (e, t) in enumerate(zip(e_states, t_states)):
+        _close(e.grad, t.grad, f"state grad {k}")
+    t_params = dict(t_mod.named_parameters())
+    for n, p in e_mod.named_parameters():
+        _close(p.grad, t_params[n].grad, f"grad of {n}")
+    # padded round trip matches torch's
+    e_pad, e_len = ember.nn.utils.rnn.pad_packed_sequence(e_out, batch_first=True)
+    t_pad, t_len = torch.nn.utils.rnn.pad_packed_sequence(t_out, batch_first=True)
+    _close(e_pad, t_pad, "padded output")
+
+
+@pytest.mark.parametrize("name", ["RNN", "GRU", "LSTM"])
+def test_packed_second_derivatives(name):
+    e_mod, t_mod = _pair(name, 3, 4, bidirectional=True, dtype="float64")
+    x = _seq(5, 3, 3, dtype=np.float64)
+    ex, tx = _leaf(x)
+    lengths = [5, 3, 2]
+    e_out = _flat(e_mod(ember.nn.utils.rnn.pack_padded_sequence(ex, lengths))[1])
+    t_out = _flat(t_mod(torch.nn.utils.rnn.pack_padded_sequence(tx, lengths))[1])
+    eg = ember.autograd.grad(sum((o * o).sum() for o in e_out), [ex] + list(e_mod.parameters()), create_graph=True)
+    tg = torch.autograd.grad(sum((o * o).sum() for o in t_out), [tx] + list(t_mod.parameters()), create_graph=True)
+    for k, (a, b) in enumerate(zip(eg, tg)):
+        _close(a, b, f"grad {k}", 1e-10, 1e-8)
+    egg = ember.autograd.grad(sum((g * g).sum() for g in eg), [ex])[0]
+    tgg = torch.autograd.grad(sum((g * g).sum() for g in tg), [tx])[0]
+    _close(egg, tgg, "second derivative", 1e-9, 1e-7)
+
+
+def test_packed_cell_state_grad_only():
+    e_mod, t_mod = _pair("LSTM", 3, 4)
+    x = _seq(5, 3, 3)
+    ex, tx = _leaf(x)
+    e_mod(ember.nn.utils.rnn.pack_padded_sequence(ex, [5, 2, 1]))[1][1].sum().backward()
+    t_mod(torch.nn.utils.rnn.pack_padded_sequence(tx, [5, 2, 1]))[1][1].sum().backward()
+    _close(ex.grad, tx.grad, "input grad")

@@ -2,7 +2,6 @@
 import io
 import math
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -626,6 +625,29 @@ def test_lbfgs_state_dict_round_trip(tmp_path):
     for _ in range(2):
         ot.step(closure)
     _assert_close(_np(pt), full, "float64")
+
+
+def test_lbfgs_loads_torch_state(tmp_path):
+    kw = dict(history_size=3, max_iter=6)
+    full, _, _ = _run_lbfgs(torch, kw, "float64", 4)
+    pt, _, ot = _run_lbfgs(torch, kw, "float64", 2)
+    torch.save(ot.state_dict(), tmp_path / "t.pt")
+    pe, loss_fn = _problem(ember, "float64")
+    with ember.no_grad():
+        for a, b in zip(pe, pt):
+            a.copy_(ember.tensor(b))
+    oe = ember.optim.LBFGS(pe, **kw)
+    oe.load_state_dict(ember.load(tmp_path / "t.pt"))
+
+    def closure():
+        oe.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        return loss
+    for _ in range(2):
+        oe.step(closure)
+    for x, y in zip(_np(pe), full):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9)
 
 
 def test_lbfgs_errors():

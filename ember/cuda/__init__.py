@@ -24,8 +24,8 @@ def _no_cuda(fn: str):
     raise AssertionError(f"ember.cuda.{fn}(): {_NO_CUDA}")
 
 
-class OutOfMemoryError(RuntimeError):
-    """torch.cuda.OutOfMemoryError (never raised by ember; defined so ``except`` clauses work)."""
+# the same class as ember.OutOfMemoryError, so ``except ember.cuda.OutOfMemoryError`` catches ember's limit errors
+from ..memory import OutOfMemoryError  # noqa: E402
 
 
 def is_available() -> bool:

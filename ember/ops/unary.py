@@ -169,7 +169,8 @@ def _mask(x, lo, hi, mode):
 
 
 def _where_mask_kernel(v, x, lo, hi, mode, fill=0.0):
-    r = np.where(_mask(x, lo, hi, mode), v, fill)
+    from ._util import select
+    r = select(_mask(x, lo, hi, mode), v, fill)
     return r if r.dtype == v.dtype else r.astype(v.dtype)
 
 

@@ -273,7 +273,7 @@ class Optimizer:
         # floating state follows the parameter's dtype; 'step' keeps its own (float32) dtype
         if key == "step":
             return value
-        if param.is_floating_point() and value.is_floating_point() and value._dtype is not param._dtype:
+        if param.is_floating_point() and value._dtype is not param._dtype:
             return wrap(value._data.astype(param._dtype.np), param._dtype)
         if not value._data.flags.writeable:
             # updates write into state tensors in place: give read-only (e.g. memory-mapped) data its own copy

@@ -26,7 +26,6 @@ def _weighted_nll(m, x, t, **kw):
 
 
 def _probs(rng, dtype):
-    import numpy as np
     x = rng.uniform(0.02, 0.98, size=(4, 5)).astype(dtype)
     t = rng.uniform(0.0, 1.0, size=(4, 5)).astype(dtype)
     w = rng.uniform(0.5, 1.5, size=(5,)).astype(dtype)

@@ -22,7 +22,9 @@ from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD
 from ...ops.registry import register, apply, dtype_name
 
-__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward",
+           # torch.nn.functional's private helpers that custom transformer layers copied from torch call
+           "_canonical_mask", "_none_or_dtype", "_mha_shape_check", "_in_projection_packed", "_in_projection"]
 
 
 def _E():

@@ -52,8 +52,10 @@ def _autocast_dtype():
 
 
 def _cast_all(dt, *ts):
-    """Cast the floating tensors among ``ts`` to ``dt`` (autocast); None and other dtypes pass through."""
-    return tuple(t.to(dt) if (t is not None and t._dtype.is_floating_point and t._dtype is not dt) else t
+    """Cast the floating tensors among ``ts`` to ``dt`` (autocast); as torch's autocast, float64 tensors,
+    integer tensors and None pass through."""
+    return tuple(t.to(dt) if (t is not None and t._dtype.is_floating_point and t._dtype is not dt
+                              and t._dtype is not _dt.float64) else t
                  for t in ts)
 
 
@@ -109,7 +111,8 @@ def _linear_kernel(x, w, b):
         lead = x.shape[:-1]
         r = np.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(lead + (w.shape[0],))
     if b is not None:
-        if b.ndim <= r.ndim and all(n in (1, m) for n, m in zip(b.shape[::-1], r.shape[::-1])):
+        if (b.ndim == 1 and b.shape[0] == r.shape[-1]) or (
+                b.ndim <= r.ndim and all(n in (1, m) for n, m in zip(b.shape[::-1], r.shape[::-1]))):
             np.add(r, b, out=r, casting="unsafe")       # r is a fresh array: add the bias in place
         else:
             r = r + b
@@ -450,14 +453,18 @@ def _batched(input, nsp: int, op: str):
                        f"of size: {_shape_str(input._data.shape)}")
 
 
-def _conv_args(input, weight, bias, stride, padding, dilation, groups, nsp, op):
+def _conv_args(input, weight, stride, padding, dilation, groups, nsp, op):
     """Validate a convolution call; returns (stride, pads (top, bottom, left, right) per 2-d, dilation)."""
     _check_tensor(input, op, "input", 1)
     _check_tensor(weight, op, "weight", 2)
-    if weight._data.ndim != nsp + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if weight._data.ndim < 3 else
-                           f"expected stride to be a single integer value or a list of {weight._data.ndim - 2} "
-                           f"values to match the convolution dimensions, but got stride={list(_tuple(stride, nsp, 'stride', op))}")
+    wnd = weight._data.ndim
+    if wnd < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if wnd != nsp + 2:
+        # torch words a weight of the wrong rank as a stride that does not match it
+        shown = list(_tuple(stride, nsp, "stride", op))
+        raise RuntimeError(f"expected stride to be a single integer value or a list of {wnd - 2} values to match "
+                           f"the convolution dimensions, but got stride={shown}")
     stride = _tuple(stride, nsp, "stride", op)
     dilation = _tuple(dilation, nsp, "dilation", op)
     if any(s <= 0 for s in stride):
@@ -496,10 +503,7 @@ def _check_channels(x4, weight, groups, transposed, unbatched):
         what = "transposed=1, weight" if transposed else f"groups={groups}, weight"
         raise RuntimeError(f"Given {what} of size {_shape_str(ws)}, expected input{_shape_str(shp)} to have "
                            f"{expect} channels, but got {C} channels instead")
-    if not transposed and ws[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size {_shape_str(ws)} instead")
-    if transposed and ws[0] % groups:
+    if ws[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size {_shape_str(ws)} instead")
 
@@ -515,7 +519,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nsp, op):
     dt = _autocast_dtype() if not _AMP or _AMP[0] is not None else None
     if dt is not None:
         input, weight, bias = _cast_all(dt, input, weight, bias)
-    stride, pads, dilation = _conv_args(input, weight, bias, stride, padding, dilation, groups, nsp, op)
+    stride, pads, dilation = _conv_args(input, weight, stride, padding, dilation, groups, nsp, op)
     _check_conv_dtypes(input, weight, bias, op)
     x, unbatched = _batched(input, nsp, op)
     _check_channels(x, weight, groups, False, unbatched)
@@ -566,23 +570,20 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
         input, weight, bias = _cast_all(dt, input, weight, bias)
     if isinstance(padding, str):
         raise RuntimeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
-    stride, pads, dilation = _conv_args(input, weight, bias, stride, padding, dilation, groups, nsp, op)
+    stride, pads, dilation = _conv_args(input, weight, stride, padding, dilation, groups, nsp, op)
     opad = _tuple(output_padding, nsp, "output_padding", op)
     _check_conv_dtypes(input, weight, bias, op)
     x, unbatched = _batched(input, nsp, op)
     _check_channels(x, weight, groups, True, unbatched)
     n_out = weight._data.shape[1] * groups
     _check_bias(bias, n_out, weight)
-    for o, s, d in zip(opad, stride, dilation):
-        if o < 0 or (o >= s and o >= d):
-            names = ("height", "width") if nsp == 2 else ("",)
-            if nsp == 2:
-                raise RuntimeError(
-                    f"output padding must be smaller than either stride or dilation, but got output_padding_height: "
-                    f"{opad[0]} output_padding_width: {opad[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
-                    f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
-            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
-                               f"output_padding: {o} stride: {s} dilation: {d}{names[0]}")
+    if any(o < 0 or (o >= s and o >= d) for o, s, d in zip(opad, stride, dilation)):
+        # torch reports in 2-d terms (a 1-d call is a height-1 2-d call)
+        o2, s2, d2 = ((0,) + opad, (1,) + stride, (1,) + dilation) if nsp == 1 else (opad, stride, dilation)
+        raise RuntimeError(
+            f"output padding must be smaller than either stride or dilation, but got output_padding_height: "
+            f"{o2[0]} output_padding_width: {o2[1]} stride_height: {s2[0]} stride_width: {s2[1]} "
+            f"dilation_height: {d2[0]} dilation_width: {d2[1]}")
     w = weight
     if nsp == 1:
         x = x.unsqueeze(2)
@@ -595,8 +596,9 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
                    for n, s, p, d, kk, o in zip((Ho, Wo), stride, pads, dilation, k, opad))
     if out_hw[0] <= 0 or out_hw[1] <= 0:
         shown = out_hw[1:] if nsp == 1 else out_hw
-        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x._data.shape[2 + (nsp == 1):]))}). "
-                           f"Calculated output size per channel: ({' x '.join(map(str, shown))}). Output size is too small")
+        given = " x ".join(map(str, x._data.shape[2 + (nsp == 1):]))
+        raise RuntimeError(f"Given input size per channel: ({given}). Calculated output size per channel: "
+                           f"({' x '.join(map(str, shown))}). Output size is too small")
     attrs = {"stride": stride, "pad": (pads[0][0], pads[0][1], pads[1][0], pads[1][1]), "dil": dilation,
              "groups": int(groups), "out_hw": out_hw}
     out = apply(CONV_T, (x, w, bias), attrs)

@@ -2,17 +2,13 @@
 
 Each layer and direction runs as ONE registered op (``rnn_layer``, ``lstm_layer``, ``gru_layer``): the
 kernel projects the whole input sequence with one matrix product, then loops over time in NumPy doing
-one ``h @ W_hh.T`` and a few fused elementwise steps per time step. Its derivative is a hand-written
-backpropagation through time:
+one ``h @ W_hh.T`` and a few in-place elementwise steps per time step, writing into preallocated
+outputs. Its derivative:
 
-* first-order backward (the training hot path) runs as one non-differentiable op
-  (``*_layer_backward``) whose kernel is the same BPTT code on NumPy arrays;
-* under ``create_graph=True`` the same BPTT code runs on ember tensors after recomputing the forward
-  pass with ember ops, so second derivatives are exact.
-
-The BPTT code is written once against a tiny "array namespace" (``_NP`` for NumPy, ``_EM`` for ember
-ops): both expose ``sig``/``tanh``/``relu``/``cat``/``stack`` and support ``@``, ``*``, ``+``, ``.T``,
-slicing and ``reshape`` with the same meaning.
+* first-order backward (the training hot path) is one non-differentiable op (``*_layer_backward``):
+  hand-written backpropagation through time in NumPy, reading the gate activations the forward saved;
+* under ``create_graph=True`` the recurrence is rebuilt with ember ops and differentiated by ember's
+  autograd, so the returned gradients are themselves differentiable (exact second derivatives).
 
 Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n with
 ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``) and default initialisation
@@ -36,57 +32,7 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 
-# ---- array namespaces the recurrences are written against ------------------------------------------
-
-class _NP:
-    """NumPy implementations (the kernels)."""
-
-    @staticmethod
-    def sig(x):
-        # exp overflows to inf for very negative inputs; 1 / (1 + inf) = 0 is the right limit
-        with np.errstate(over="ignore"):
-            r = np.exp(-x)
-        r += 1
-        return np.reciprocal(r, out=r)
-
-    tanh = staticmethod(np.tanh)
-
-    @staticmethod
-    def relu(x):
-        return np.maximum(x, 0)
-
-    @staticmethod
-    def cat(xs):
-        return np.concatenate(xs, axis=-1)
-
-    @staticmethod
-    def stack(xs):
-        return np.stack(xs)
-
-
-class _EM:
-    """ember ops (differentiable: used to build graphs for second derivatives)."""
-
-    @staticmethod
-    def sig(x):
-        return _ember.sigmoid(x)
-
-    @staticmethod
-    def tanh(x):
-        return _ember.tanh(x)
-
-    @staticmethod
-    def relu(x):
-        return _ember.relu(x)
-
-    @staticmethod
-    def cat(xs):
-        return _ember.cat(xs, -1)
-
-    @staticmethod
-    def stack(xs):
-        return _ember.stack(xs)
-
+# ---- shared helpers ------------------------------------------------------------------------------------
 
 _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -107,6 +53,16 @@ def _opmath(kernel):
     return run
 
 
+def _sig_(a):
+    """Sigmoid in place: (1 + tanh(a / 2)) / 2 (no overflow for large |a|, and tanh is faster than exp)."""
+    half = a.dtype.type(0.5)
+    a *= half
+    np.tanh(a, out=a)
+    a *= half
+    a += half
+    return a
+
+
 def _steps(T, reverse):
     """Time indices in processing order."""
     return range(T - 1, -1, -1) if reverse else range(T)
@@ -118,91 +74,131 @@ def _prev(t, T, reverse):
     return p if 0 <= p < T else None
 
 
-def _project(x, w_ih, b_ih, b_hh=None):
-    """``x @ w_ih.T + b_ih (+ b_hh)`` for a whole (T, B, I) sequence in one matrix product."""
+def _project_np(x, w_ih, b_ih, b_hh=None):
+    """``x @ w_ih.T + b_ih (+ b_hh)`` for a whole (T, B, I) sequence: one GEMM, biases added in place."""
     T, B, I = x.shape
     xw = (x.reshape(T * B, I) @ w_ih.T).reshape(T, B, w_ih.shape[0])
     if b_ih is not None:
-        xw = xw + b_ih
+        xw += b_ih
     if b_hh is not None:
-        xw = xw + b_hh
+        xw += b_hh
     return xw
 
 
-def _hprev_stack(K, outs, h0, reverse):
-    """The state each step started from, stacked in time order: (T, B, H)."""
-    T = len(outs)
-    return K.stack([h0 if _prev(t, T, reverse) is None else outs[_prev(t, T, reverse)] for t in range(T)])
+def _hprev_np(out, h0, reverse):
+    """The state each step started from, in time order: (T, B, H)."""
+    return np.concatenate([h0[None], out[:-1]]) if not reverse else np.concatenate([out[1:], h0[None]])
 
 
-def _input_grads(K, dG, x, w_ih, need_x):
-    """Gradients of ``x @ w_ih.T`` given the gradient ``dG`` (T, B, G) of the projection."""
+def _weight_grads_np(dG, x, w_ih, w_hh, hprev, need_x):
+    """Gradients of the input projection and the recurrent product given dG (T, B, G) for both."""
     T, B, I = x.shape
     flat = dG.reshape(T * B, dG.shape[-1])
     dx = (flat @ w_ih).reshape(T, B, I) if need_x else None
     dw_ih = flat.T @ x.reshape(T * B, I)
-    return flat, dx, dw_ih
+    dw_hh = flat.T @ hprev.reshape(T * B, w_hh.shape[1]) if w_hh is not None else None
+    return flat, dx, dw_ih, dw_hh
 
 
-# ---- Elman RNN (tanh / relu) ------------------------------------------------------------------------
-
-def _rnn_forward(K, x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity, reverse):
-    act = K.tanh if nonlinearity == "tanh" else K.relu
-    xw = _project(x, w_ih, b_ih, b_hh)
-    whh_t = w_hh.T
-    T = x.shape[0]
-    outs = [None] * T
-    h = h0
-    for t in _steps(T, reverse):
-        h = act(xw[t] + h @ whh_t)
-        outs[t] = h
-    return outs
-
-
-def _rnn_backward(K, x, h0, w_ih, w_hh, outs, g_out, nonlinearity, reverse, need):
-    T = len(outs)
-    dGs = [None] * T
-    dh = None
-    for t in _steps(T, not reverse):
-        dh = g_out[t] if dh is None else dh + g_out[t]
-        h = outs[t]
-        da = dh * (1 - h * h) if nonlinearity == "tanh" else dh * (h > 0)
-        dGs[t] = da
-        dh = da @ w_hh
-    flat, dx, dw_ih = _input_grads(K, K.stack(dGs), x, w_ih, need[0])
-    dw_hh = flat.T @ _hprev_stack(K, outs, h0, reverse).reshape(flat.shape[0], w_hh.shape[1])
-    db = flat.sum(0)
-    return dx, dh, dw_ih, dw_hh, db, db
-
-
-@_opmath
-def _rnn_kernel(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity="tanh", reverse=False):
-    return np.stack(_rnn_forward(_NP, x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity, reverse))
-
-
-@_opmath
-def _rnn_bw_kernel(g_out, x, h0, w_ih, w_hh, out, nonlinearity="tanh", reverse=False, need=()):
-    outs = list(out)
-    res = _rnn_backward(_NP, x, h0, w_ih, w_hh, outs, g_out, nonlinearity, reverse, need)
-    return tuple(r if r is not None else np.empty(0, x.dtype) for r in res)
-
-
-def _rnn_bw(ctx, g_out):
-    x, h0, w_ih, w_hh, b_ih, b_hh = ctx.inputs
-    nl, rev = ctx.attrs["nonlinearity"], ctx.attrs["reverse"]
-    need = ctx.needs_input_grad
-    if GRAD[0]:
-        # create_graph: recompute the forward with ember ops so the gradient is differentiable
-        outs = _rnn_forward(_EM, x, h0, w_ih, w_hh, b_ih, b_hh, nl, rev)
-        res = _rnn_backward(_EM, x, h0, w_ih, w_hh, outs, g_out, nl, rev, need)
-    else:
-        res = apply(RNN_LAYER_BW, (g_out, x, h0, w_ih, w_hh, ctx.output),
-                    {"nonlinearity": nl, "reverse": rev, "need": need})
-    return _select_grads(res, need)
+def _results(res, dtype):
+    return tuple(r if r is not None else np.empty(0, dtype) for r in res)
 
 
 def _select_grads(res, need):
     return tuple(r if n else None for r, n in zip(res, need))
+
+
+# The NumPy kernels below are the hot path: preallocated outputs, in-place elementwise work, one GEMM per
+# step. The *_graph functions compute the same recurrences with ember ops; they run only under
+# create_graph=True, so that the gradients they return are themselves differentiable.
+
+# Variable lengths (PackedSequence): ``batch_sizes[t]`` rows (a prefix: the batch is sorted by length) are
+# running at step t. A row that is not running keeps its state, and the kernels store that carried state
+# in the step's output slot, so "the state before step t" is always the previous step's slot (or the
+# initial state) and the final state is always the last processed slot.
+
+def _active(batch_sizes, t, B):
+    return B if batch_sizes is None else batch_sizes[t]
+
+
+# ---- Elman RNN (tanh / relu) ------------------------------------------------------------------------
+
+@_opmath
+def _rnn_kernel(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity="tanh", reverse=False, batch_sizes=None):
+    B = x.shape[1]
+    out = _project_np(x, w_ih, b_ih, b_hh)         # becomes the output, step by step, in place
+    whh_t = w_hh.T
+    h = h0
+    for t in _steps(x.shape[0], reverse):
+        b = _active(batch_sizes, t, B)
+        a = out[t, :b]
+        a += h[:b] @ whh_t
+        if nonlinearity == "tanh":
+            np.tanh(a, out=a)
+        else:
+            np.maximum(a, 0, out=a)
+        if b < B:
+            out[t, b:] = h[b:]
+        h = out[t]
+    return out
+
+
+@_opmath
+def _rnn_bw_kernel(g_out, x, h0, w_ih, w_hh, out, nonlinearity="tanh", reverse=False, batch_sizes=None,
+                   need=()):
+    T, B = x.shape[:2]
+    dG = np.zeros(out.shape, out.dtype)
+    dh = np.zeros(h0.shape, out.dtype)
+    for t in _steps(T, not reverse):
+        b = _active(batch_sizes, t, B)
+        dh += g_out[t]
+        h = out[t, :b]
+        da = dG[t, :b]
+        if nonlinearity == "tanh":
+            np.multiply(h, h, out=da)
+            np.subtract(1, da, out=da)
+            da *= dh[:b]
+        else:
+            np.multiply(dh[:b], h > 0, out=da)
+        dh[:b] = da @ w_hh                          # rows not running carry their gradient unchanged
+    flat, dx, dw_ih, dw_hh = _weight_grads_np(dG, x, w_ih, w_hh, _hprev_np(out, h0, reverse), need[0])
+    db = flat.sum(0)
+    return _results((dx, dh, dw_ih, dw_hh, db, db), x.dtype)
+
+
+def _keep_rows(new, old, b):
+    """The state after a step where only the first ``b`` rows ran (ember ops, for the graph path)."""
+    return new if b == old.shape[0] else _ember.cat([new, old[b:]])
+
+
+def _rnn_graph(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity, reverse, batch_sizes):
+    E = _ember
+    act = E.tanh if nonlinearity == "tanh" else E.relu
+    xw = E.matmul(x, w_ih.T)
+    for bias in (b_ih, b_hh):
+        if bias is not None:
+            xw = xw + bias
+    B = x.shape[1]
+    outs = [None] * x.shape[0]
+    h = h0
+    for t in _steps(x.shape[0], reverse):
+        b = _active(batch_sizes, t, B)
+        h = _keep_rows(act(xw[t, :b] + E.matmul(h[:b], w_hh.T)), h, b)
+        outs[t] = h
+    return E.stack(outs)
+
+
+def _rnn_bw(ctx, g_out):
+    x, h0, w_ih, w_hh, _, _ = ctx.inputs
+    a = ctx.attrs
+    nl, rev, bs = a["nonlinearity"], a["reverse"], a.get("batch_sizes")
+    need = ctx.needs_input_grad
+    if GRAD[0]:
+        # create_graph: differentiate the same recurrence written with ember ops
+        return _graph_grads(lambda *args: _rnn_graph(*args, nl, rev, bs), ctx.inputs, (g_out,), need)
+    res = apply(RNN_LAYER_BW, (g_out, x, h0, w_ih, w_hh, ctx.output),
+                {"nonlinearity": nl, "reverse": rev, "batch_sizes": bs, "need": need})
+    return _select_grads(res, need)
 
 
 RNN_LAYER = register("rnn_layer", _rnn_kernel, _rnn_bw, save="io")
@@ -211,87 +207,121 @@ RNN_LAYER_BW = register("rnn_layer_backward", _rnn_bw_kernel, nout=6, differenti
 
 # ---- LSTM ---------------------------------------------------------------------------------------------
 
-def _lstm_forward(K, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
+@_opmath
+def _lstm_kernel(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse=False, batch_sizes=None):
+    T, B, _ = x.shape
     H = w_hh.shape[0] // 4
-    xw = _project(x, w_ih, b_ih, b_hh)
+    acts = _project_np(x, w_ih, b_ih, b_hh)        # pre-activations, turned into activations in place
+    out = np.empty((T, B, h0.shape[1]), x.dtype)
+    c_all = np.empty((T, B, H), x.dtype)
+    hp_all = out if w_hr is None else np.zeros((T, B, H), x.dtype)
     whh_t = w_hh.T
     whr_t = None if w_hr is None else w_hr.T
-    T = x.shape[0]
-    outs, acts, cs, hps = [None] * T, [None] * T, [None] * T, [None] * T
     h, c = h0, c0
     for t in _steps(T, reverse):
-        gates = xw[t] + h @ whh_t
-        s = K.sig(gates)                       # one call for i, f, o (the g slice is unused)
-        i, f, o = s[:, :H], s[:, H:2 * H], s[:, 3 * H:]
-        g = K.tanh(gates[:, 2 * H:3 * H])
-        c = f * c + i * g
-        hp = o * K.tanh(c)
-        h = hp if whr_t is None else hp @ whr_t
-        outs[t], cs[t], hps[t], acts[t] = h, c, hp, (i, f, g, o)
-    return outs, acts, cs, hps
+        b = _active(batch_sizes, t, B)
+        a = acts[t, :b]
+        a += h[:b] @ whh_t
+        g = np.tanh(a[:, 2 * H:3 * H])
+        _sig_(a)                                    # i, f, o (the g slice is overwritten next)
+        a[:, 2 * H:3 * H] = g
+        i, f, o = a[:, :H], a[:, H:2 * H], a[:, 3 * H:]
+        c_new = c_all[t, :b]
+        np.multiply(f, c[:b], out=c_new)
+        c_new += i * g
+        hp = hp_all[t, :b]
+        np.tanh(c_new, out=hp)
+        hp *= o
+        if whr_t is not None:
+            np.matmul(hp, whr_t, out=out[t, :b])
+        if b < B:
+            c_all[t, b:] = c[b:]
+            out[t, b:] = h[b:]
+        h, c = out[t], c_all[t]
+    c_n = c.copy()
+    # outputs 2..4 (gate activations i, f, g, o; cell states; unprojected h) are saved for the backward
+    return out, c_n, acts, c_all, hp_all
 
 
-def _lstm_backward(K, x, h0, c0, w_ih, w_hh, w_hr, outs, acts, cs, hps, g_out, g_cn, reverse, need):
-    T = len(outs)
-    dGs, dHs = [None] * T, [None] * T
-    dh, dc = None, g_cn
+@_opmath
+def _lstm_bw_kernel(g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, acts, c_all, hp_all, reverse=False,
+                    batch_sizes=None, need=()):
+    T, B, _ = x.shape
+    H = c_all.shape[-1]
+    dG = np.zeros(acts.shape, acts.dtype)
+    dH = None if w_hr is None else np.zeros(out.shape, out.dtype)
+    dh = np.zeros(h0.shape, out.dtype)
+    dc = g_cn.copy()
     for t in _steps(T, not reverse):
-        dh = g_out[t] if dh is None else dh + g_out[t]
-        dHs[t] = dh
-        dhp = dh if w_hr is None else dh @ w_hr
-        i, f, g, o = acts[t]
+        b = _active(batch_sizes, t, B)
+        dh += g_out[t]
+        if w_hr is not None:
+            dH[t, :b] = dh[:b]
+            dhp = dh[:b] @ w_hr
+        else:
+            dhp = dh[:b]
+        a = acts[t, :b]
+        i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
         p = _prev(t, T, reverse)
-        c_prev = c0 if p is None else cs[p]
-        tc = K.tanh(cs[t])
-        dc = dc + dhp * o * (1 - tc * tc)
-        dG = K.cat([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
-                    dhp * tc * o * (1 - o)])
-        dGs[t] = dG
-        dc = dc * f
-        dh = dG @ w_hh
-    flat, dx, dw_ih = _input_grads(K, K.stack(dGs), x, w_ih, need[0])
-    n = flat.shape[0]
-    dw_hh = flat.T @ _hprev_stack(K, outs, h0, reverse).reshape(n, w_hh.shape[1])
+        c_prev = (c0 if p is None else c_all[p])[:b]
+        tc = np.tanh(c_all[t, :b])
+        d = dG[t, :b]
+        dcb = dc[:b]
+        do = d[:, 3 * H:]
+        np.multiply(dhp, tc, out=do)              # dL/do
+        tc *= tc
+        np.subtract(1, tc, out=tc)
+        tc *= o
+        tc *= dhp
+        dcb += tc                                 # dc += dhp * o * (1 - tanh(c)^2)
+        do *= o * (1 - o)
+        np.multiply(dcb, g, out=d[:, :H])
+        d[:, :H] *= i * (1 - i)
+        np.multiply(dcb, c_prev, out=d[:, H:2 * H])
+        d[:, H:2 * H] *= f * (1 - f)
+        np.multiply(dcb, i, out=d[:, 2 * H:3 * H])
+        d[:, 2 * H:3 * H] *= 1 - g * g
+        dcb *= f
+        dh[:b] = d @ w_hh                         # rows not running carry their gradients unchanged
+    flat, dx, dw_ih, dw_hh = _weight_grads_np(dG, x, w_ih, w_hh, _hprev_np(out, h0, reverse), need[0])
     db = flat.sum(0)
     dw_hr = None
     if w_hr is not None and need[7]:
-        dw_hr = K.stack(dHs).reshape(n, w_hr.shape[0]).T @ K.stack(hps).reshape(n, w_hr.shape[1])
-    return dx, dh, dc, dw_ih, dw_hh, db, db, dw_hr
+        n = T * B
+        dw_hr = dH.reshape(n, w_hr.shape[0]).T @ hp_all.reshape(n, H)
+    return _results((dx, dh, dc, dw_ih, dw_hh, db, db, dw_hr), x.dtype)
 
 
-@_opmath
-def _lstm_kernel(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse=False):
-    outs, acts, cs, hps = _lstm_forward(_NP, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse)
-    out = np.stack(outs)
-    c_all = np.stack(cs)
-    a_all = np.stack([np.concatenate(a, axis=1) for a in acts])
-    hp_all = out if w_hr is None else np.stack(hps)
-    c_n = c_all[0 if reverse else -1].copy()
-    # outputs 2..4 are saved activations for the backward pass (not differentiable)
-    return out, c_n, a_all, c_all, hp_all
-
-
-@_opmath
-def _lstm_bw_kernel(g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, a_all, c_all, hp_all,
-                    reverse=False, need=()):
-    H = c_all.shape[-1]
-    acts = [(a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]) for a in a_all]
-    res = _lstm_backward(_NP, x, h0, c0, w_ih, w_hh, w_hr, list(out), acts, list(c_all), list(hp_all),
-                         g_out, g_cn, reverse, need)
-    return tuple(r if r is not None else np.empty(0, x.dtype) for r in res)
+def _lstm_graph(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, batch_sizes):
+    E = _ember
+    xw = E.matmul(x, w_ih.T)
+    for bias in (b_ih, b_hh):
+        if bias is not None:
+            xw = xw + bias
+    B = x.shape[1]
+    outs = [None] * x.shape[0]
+    h, c = h0, c0
+    for t in _steps(x.shape[0], reverse):
+        b = _active(batch_sizes, t, B)
+        i, f, g, o = (xw[t, :b] + E.matmul(h[:b], w_hh.T)).chunk(4, 1)
+        c_new = E.sigmoid(f) * c[:b] + E.sigmoid(i) * E.tanh(g)
+        h_new = E.sigmoid(o) * E.tanh(c_new)
+        if w_hr is not None:
+            h_new = E.matmul(h_new, w_hr.T)
+        h, c = _keep_rows(h_new, h, b), _keep_rows(c_new, c, b)
+        outs[t] = h
+    return E.stack(outs), c
 
 
 def _lstm_bw(ctx, g_out, g_cn, *_):
-    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = ctx.inputs
-    rev = ctx.attrs["reverse"]
+    x, h0, c0, w_ih, w_hh, _, _, w_hr = ctx.inputs
+    rev, bs = ctx.attrs["reverse"], ctx.attrs.get("batch_sizes")
     need = ctx.needs_input_grad
     if GRAD[0]:
-        outs, acts, cs, hps = _lstm_forward(_EM, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, rev)
-        res = _lstm_backward(_EM, x, h0, c0, w_ih, w_hh, w_hr, outs, acts, cs, hps, g_out, g_cn, rev, need)
-    else:
-        out, _, a_all, c_all, hp_all = ctx.outputs
-        res = apply(LSTM_LAYER_BW, (g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, a_all, c_all, hp_all),
-                    {"reverse": rev, "need": need})
+        return _graph_grads(lambda *a: _lstm_graph(*a, rev, bs), ctx.inputs, (g_out, g_cn), need)
+    out, _, acts, c_all, hp_all = ctx.outputs
+    res = apply(LSTM_LAYER_BW, (g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, acts, c_all, hp_all),
+                {"reverse": rev, "batch_sizes": bs, "need": need})
     return _select_grads(res, need)
 
 
@@ -301,74 +331,110 @@ LSTM_LAYER_BW = register("lstm_layer_backward", _lstm_bw_kernel, nout=8, differe
 
 # ---- GRU ----------------------------------------------------------------------------------------------
 
-def _gru_forward(K, x, h0, w_ih, w_hh, b_ih, b_hh, reverse):
+@_opmath
+def _gru_kernel(x, h0, w_ih, w_hh, b_ih, b_hh, reverse=False, batch_sizes=None):
+    T, B, _ = x.shape
     H = w_hh.shape[0] // 3
-    xw = _project(x, w_ih, b_ih)
+    xw = _project_np(x, w_ih, b_ih)
+    out = np.empty((T, B, H), x.dtype)
+    acts = np.zeros((T, B, 3 * H), x.dtype)        # r, z, n
+    ghn_all = np.zeros((T, B, H), x.dtype)         # W_hn h + b_hn (r multiplies it)
     whh_t = w_hh.T
-    T = x.shape[0]
-    outs, acts, ghns = [None] * T, [None] * T, [None] * T
     h = h0
     for t in _steps(T, reverse):
-        gh = h @ whh_t
+        b = _active(batch_sizes, t, B)
+        hb = h[:b]
+        gh = hb @ whh_t
+        if b_hh is not None:
+            gh += b_hh
+        xt, a = xw[t, :b], acts[t, :b]
+        rz = a[:, :2 * H]
+        np.add(xt[:, :2 * H], gh[:, :2 * H], out=rz)
+        _sig_(rz)
+        r, z = rz[:, :H], rz[:, H:]
+        ghn_all[t, :b] = gh[:, 2 * H:]
+        n = a[:, 2 * H:]
+        np.multiply(r, gh[:, 2 * H:], out=n)
+        n += xt[:, 2 * H:]
+        np.tanh(n, out=n)
+        h_new = out[t, :b]                         # (1 - z) * n + z * h = n + z * (h - n)
+        np.subtract(hb, n, out=h_new)
+        h_new *= z
+        h_new += n
+        if b < B:
+            out[t, b:] = h[b:]
+        h = out[t]
+    return out, acts, ghn_all
+
+
+@_opmath
+def _gru_bw_kernel(g_out, x, h0, w_ih, w_hh, out, acts, ghn_all, reverse=False, batch_sizes=None, need=()):
+    T, B, _ = x.shape
+    H = ghn_all.shape[-1]
+    dGx = np.zeros(acts.shape, acts.dtype)
+    dGh = np.zeros(acts.shape, acts.dtype)
+    dh = np.zeros(h0.shape, out.dtype)
+    for t in _steps(T, not reverse):
+        b = _active(batch_sizes, t, B)
+        dh += g_out[t]
+        dhb = dh[:b]
+        a = acts[t, :b]
+        r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
+        p = _prev(t, T, reverse)
+        h_prev = (h0 if p is None else out[p])[:b]
+        dx_t, dh_t = dGx[t, :b], dGh[t, :b]
+        dan = dx_t[:, 2 * H:]
+        np.multiply(dhb, 1 - z, out=dan)
+        dan *= 1 - n * n
+        dar = dx_t[:, :H]
+        np.multiply(dan, ghn_all[t, :b], out=dar)
+        dar *= r * (1 - r)
+        daz = dx_t[:, H:2 * H]
+        np.subtract(h_prev, n, out=daz)
+        daz *= dhb
+        daz *= z * (1 - z)
+        dh_t[:, :2 * H] = dx_t[:, :2 * H]
+        np.multiply(dan, r, out=dh_t[:, 2 * H:])
+        dhb *= z
+        dhb += dh_t @ w_hh                         # rows not running carry their gradient unchanged
+    flat_x, dx, dw_ih, _ = _weight_grads_np(dGx, x, w_ih, None, None, need[0])
+    flat_h = dGh.reshape(T * B, 3 * H)
+    dw_hh = flat_h.T @ _hprev_np(out, h0, reverse).reshape(T * B, H)
+    return _results((dx, dh, dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)), x.dtype)
+
+
+def _gru_graph(x, h0, w_ih, w_hh, b_ih, b_hh, reverse, batch_sizes):
+    E = _ember
+    xw = E.matmul(x, w_ih.T)
+    if b_ih is not None:
+        xw = xw + b_ih
+    B = x.shape[1]
+    outs = [None] * x.shape[0]
+    h = h0
+    for t in _steps(x.shape[0], reverse):
+        b = _active(batch_sizes, t, B)
+        hb = h[:b]
+        gh = E.matmul(hb, w_hh.T)
         if b_hh is not None:
             gh = gh + b_hh
-        xt = xw[t]
-        rz = K.sig(xt[:, :2 * H] + gh[:, :2 * H])
-        r, z = rz[:, :H], rz[:, H:]
-        ghn = gh[:, 2 * H:]
-        n = K.tanh(xt[:, 2 * H:] + r * ghn)
-        h = n + z * (h - n)                    # (1 - z) * n + z * h
-        outs[t], acts[t], ghns[t] = h, (r, z, n), ghn
-    return outs, acts, ghns
-
-
-def _gru_backward(K, x, h0, w_ih, w_hh, outs, acts, ghns, g_out, reverse, need):
-    T = len(outs)
-    dGx, dGh = [None] * T, [None] * T
-    dh = None
-    for t in _steps(T, not reverse):
-        dh = g_out[t] if dh is None else dh + g_out[t]
-        r, z, n = acts[t]
-        p = _prev(t, T, reverse)
-        h_prev = h0 if p is None else outs[p]
-        dan = dh * (1 - z) * (1 - n * n)
-        dar = dan * ghns[t] * r * (1 - r)
-        daz = dh * (h_prev - n) * z * (1 - z)
-        dGx[t] = K.cat([dar, daz, dan])
-        dGh[t] = K.cat([dar, daz, dan * r])
-        dh = dh * z + dGh[t] @ w_hh
-    flat_x, dx, dw_ih = _input_grads(K, K.stack(dGx), x, w_ih, need[0])
-    n_rows = flat_x.shape[0]
-    flat_h = K.stack(dGh).reshape(n_rows, w_hh.shape[0])
-    dw_hh = flat_h.T @ _hprev_stack(K, outs, h0, reverse).reshape(n_rows, w_hh.shape[1])
-    return dx, dh, dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)
-
-
-@_opmath
-def _gru_kernel(x, h0, w_ih, w_hh, b_ih, b_hh, reverse=False):
-    outs, acts, ghns = _gru_forward(_NP, x, h0, w_ih, w_hh, b_ih, b_hh, reverse)
-    a_all = np.stack([np.concatenate(a, axis=1) for a in acts])
-    return np.stack(outs), a_all, np.stack(ghns)
-
-
-@_opmath
-def _gru_bw_kernel(g_out, x, h0, w_ih, w_hh, out, a_all, ghn_all, reverse=False, need=()):
-    H = ghn_all.shape[-1]
-    acts = [(a[:, :H], a[:, H:2 * H], a[:, 2 * H:]) for a in a_all]
-    res = _gru_backward(_NP, x, h0, w_ih, w_hh, list(out), acts, list(ghn_all), g_out, reverse, need)
-    return tuple(r if r is not None else np.empty(0, x.dtype) for r in res)
+        xr, xz, xn = xw[t, :b].chunk(3, 1)
+        hr, hz, hn = gh.chunk(3, 1)
+        r, z = E.sigmoid(xr + hr), E.sigmoid(xz + hz)
+        n = E.tanh(xn + r * hn)
+        h = _keep_rows(n + z * (hb - n), h, b)
+        outs[t] = h
+    return E.stack(outs)
 
 
 def _gru_bw(ctx, g_out, *_):
-    x, h0, w_ih, w_hh, b_ih, b_hh = ctx.inputs
-    rev = ctx.attrs["reverse"]
+    x, h0, w_ih, w_hh, _, _ = ctx.inputs
+    rev, bs = ctx.attrs["reverse"], ctx.attrs.get("batch_sizes")
     need = ctx.needs_input_grad
     if GRAD[0]:
-        outs, acts, ghns = _gru_forward(_EM, x, h0, w_ih, w_hh, b_ih, b_hh, rev)
-        res = _gru_backward(_EM, x, h0, w_ih, w_hh, outs, acts, ghns, g_out, rev, need)
-    else:
-        out, a_all, ghn_all = ctx.outputs
-        res = apply(GRU_LAYER_BW, (g_out, x, h0, w_ih, w_hh, out, a_all, ghn_all), {"reverse": rev, "need": need})
+        return _graph_grads(lambda *a: _gru_graph(*a, rev, bs), ctx.inputs, (g_out,), need)
+    out, acts, ghn_all = ctx.outputs
+    res = apply(GRU_LAYER_BW, (g_out, x, h0, w_ih, w_hh, out, acts, ghn_all),
+                {"reverse": rev, "batch_sizes": bs, "need": need})
     return _select_grads(res, need)
 
 
@@ -376,22 +442,64 @@ GRU_LAYER = register("gru_layer", _gru_kernel, _gru_bw, save="io", nout=3, nondi
 GRU_LAYER_BW = register("gru_layer_backward", _gru_bw_kernel, nout=6, differentiable=False)
 
 
+def _graph_grads(fn, inputs, grads, need):
+    """Gradients of ``fn(*inputs)`` (a recurrence rebuilt with ember ops) as differentiable tensors.
+
+    The inputs that need a gradient enter through fresh identity views, so the inner ``autograd.grad``
+    stops exactly there while its results stay connected to the outer graph (as create_graph asks)."""
+    aliases = [a.view_as(a) if n else a for a, n in zip(inputs, need)]
+    outs = fn(*aliases)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    wanted = [a for a, n in zip(aliases, need) if n]
+    got = iter(_ember.autograd.grad(outs, wanted, grads, create_graph=True, allow_unused=True))
+    return tuple(next(got) if n else None for n in need)
+
+
 # ---- one layer, one direction -----------------------------------------------------------------------
 
-def _run_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
-    """Run one recurrent layer in one direction over a time-major (T, B, I) input.
+def _run_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, batch_sizes=None):
+    """Run one recurrent layer in one direction over a time-major (T, B, I) input (``batch_sizes``: rows
+    running per step, for packed sequences).
 
     Returns (output (T, B, H_out), h_n (B, H_out), c_n (B, H) or None)."""
     last = 0 if reverse else x.shape[0] - 1
+    attrs = {"reverse": reverse, "batch_sizes": batch_sizes}
     if mode == "LSTM":
-        out, c_n, *_ = apply(LSTM_LAYER, (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), {"reverse": reverse})
+        out, c_n, *_ = apply(LSTM_LAYER, (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), attrs)
         return out, out[last], c_n
     if mode == "GRU":
-        out = apply(GRU_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), {"reverse": reverse})[0]
+        out = apply(GRU_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), attrs)[0]
         return out, out[last], None
-    nl = "tanh" if mode == "RNN_TANH" else "relu"
-    out = apply(RNN_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), {"nonlinearity": nl, "reverse": reverse})
+    attrs["nonlinearity"] = "tanh" if mode == "RNN_TANH" else "relu"
+    out = apply(RNN_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), attrs)
     return out, out[last], None
+
+
+def _packed_index(batch_sizes):
+    """For packed data of these batch sizes: the (T, B) index of each padded slot into the packed rows
+    (``n`` = one past the end for slots past a sequence's end) and the flat padded index of each packed row."""
+    T, B = len(batch_sizes), batch_sizes[0]
+    n = sum(batch_sizes)
+    to_packed = np.full((T, B), n, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(batch_sizes)[:-1]])
+    for t, (off, b) in enumerate(zip(offsets, batch_sizes)):
+        to_packed[t, :b] = np.arange(off, off + b)
+    valid = np.nonzero((to_packed < n).ravel())[0]
+    return to_packed.ravel(), valid
+
+
+def _packed_to_padded(data, batch_sizes):
+    """Packed rows (sum(batch_sizes), *) -> time-major padded (T, B, *), zeros past each end."""
+    idx, _ = _packed_index(batch_sizes)
+    rows = _ember.cat([data, _ember.zeros((1,) + tuple(data.shape[1:]), dtype=data.dtype)])
+    return rows.index_select(0, _ember.from_numpy(idx)).reshape((len(batch_sizes), batch_sizes[0]) +
+                                                                tuple(data.shape[1:]))
+
+
+def _padded_to_packed(out, batch_sizes):
+    _, valid = _packed_index(batch_sizes)
+    T, B = out.shape[:2]
+    return out.reshape((T * B,) + tuple(out.shape[2:])).index_select(0, _ember.from_numpy(valid))
 
 
 def _new_param(shape, dtype, device):
@@ -508,7 +616,7 @@ class RNNBase(Module):
                                f"got {input.size(-1)}")
 
     def get_expected_hidden_size(self, input: Tensor, batch_sizes=None) -> tuple:
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        mini_batch = _mini_batch(self, input, batch_sizes)
         num_directions = 2 if self.bidirectional else 1
         h = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * num_directions, mini_batch, h)
@@ -551,7 +659,7 @@ class RNNBase(Module):
         w_hr = ws[-1] if self.proj_size > 0 else None
         return w_ih, w_hh, b_ih, b_hh, w_hr
 
-    def _run(self, x, hx, cx):
+    def _run(self, x, hx, cx, batch_sizes=None):
         """x: time-major (T, B, I); hx/cx: (layers * directions, B, *). Returns output, h_n, c_n."""
         if x.size(0) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
@@ -564,7 +672,7 @@ class RNNBase(Module):
                 idx = layer * num_directions + direction
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(idx)
                 out, h, c = _run_layer(self.mode, layer_input, hx[idx], None if cx is None else cx[idx],
-                                       w_ih, w_hh, b_ih, b_hh, w_hr, direction == 1)
+                                       w_ih, w_hh, b_ih, b_hh, w_hr, direction == 1, batch_sizes)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -575,11 +683,8 @@ class RNNBase(Module):
         return layer_input, _ember.stack(h_n), (None if cx is None else _ember.stack(c_n))
 
     def _forward_common(self, input, hx, name):
-        if _is_packed(input):
-            raise NotImplementedError(f"{name}: PackedSequence input is not supported by ember yet; "
-                                      "pass a padded tensor instead")
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected input to be a Tensor, got {type(input).__name__}")
+            raise TypeError(f"{name}: expected input to be a Tensor or PackedSequence, got {type(input).__name__}")
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              + ("tensor instead" if name == "RNN" else "instead"))
@@ -588,6 +693,30 @@ class RNNBase(Module):
         if not is_batched:
             input = input.unsqueeze(batch_dim)
         return input, is_batched, batch_dim
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence: run on the padded (T, B, *) layout with per-step batch sizes, repack."""
+        from ..utils.rnn import PackedSequence
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        bs = tuple(int(b) for b in batch_sizes.tolist())
+        is_lstm = self.mode == "LSTM"
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        num_directions = 2 if self.bidirectional else 1
+        if hx is None:
+            n = self.num_layers * num_directions
+            hx = _ember.zeros(n, bs[0], real_hidden, dtype=data.dtype)
+            if is_lstm:
+                hx = (hx, _ember.zeros(n, bs[0], self.hidden_size, dtype=data.dtype))
+        else:
+            hx = self.permute_hidden(hx, sorted_indices)
+        self.check_forward_args(data, hx, batch_sizes)
+        h0, c0 = hx if is_lstm else (hx, None)
+        for s in (h0, c0):
+            if s is not None:
+                _check_hidden_dtype(data, s)
+        out, h_n, c_n = self._run(_packed_to_padded(data, bs), h0, c0, bs)
+        out = PackedSequence(_padded_to_packed(out, bs), batch_sizes, sorted_indices, unsorted_indices)
+        return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, unsorted_indices)
 
     def _zeros_hidden(self, input, size):
         mini_batch = input.size(0) if self.batch_first else input.size(1)
@@ -605,6 +734,12 @@ class RNNBase(Module):
 
 def _is_packed(x):
     return type(x).__name__ == "PackedSequence"
+
+
+def _mini_batch(module, input, batch_sizes):
+    if batch_sizes is not None:
+        return int(batch_sizes[0])
+    return input.size(0) if module.batch_first else input.size(1)
 
 
 class RNN(RNNBase):
@@ -632,6 +767,8 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if _is_packed(input):
+            return self._forward_packed(input, hx)
         input, is_batched, batch_dim = self._forward_common(input, hx, "RNN")
         if hx is not None:
             if not is_batched:
@@ -663,7 +800,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input: Tensor, batch_sizes=None) -> tuple:
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        mini_batch = _mini_batch(self, input, batch_sizes)
         num_directions = 2 if self.bidirectional else 1
         return (self.num_layers * num_directions, mini_batch, self.hidden_size)
 
@@ -680,6 +817,8 @@ class LSTM(RNNBase):
         return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
     def forward(self, input, hx=None):
+        if _is_packed(input):
+            return self._forward_packed(input, hx)
         input, is_batched, batch_dim = self._forward_common(input, hx, "LSTM")
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         if hx is None:
@@ -718,6 +857,8 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if _is_packed(input):
+            return self._forward_packed(input, hx)
         input, is_batched, batch_dim = self._forward_common(input, hx, "GRU")
         if hx is not None:
             if not is_batched:

@@ -215,11 +215,11 @@ class DataLoader:
         if self.num_workers > 0:
             n = _cpu_count()
             if self.num_workers > n:
-                warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. Our suggested "
-                              f"max number of worker in current system is {n}, which is smaller than what this "
-                              "DataLoader is going to create. Please be aware that excessive worker creation might "
-                              "get DataLoader running slow or even freeze, lower the worker number to avoid potential "
-                              "slowness/freeze if necessary.", stacklevel=3)
+                warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. Our "
+                              f"suggested max number of worker in current system is {n}, which is smaller than what "
+                              "this DataLoader is going to create. Please be aware that excessive worker creation "
+                              "might get DataLoader running slow or even freeze, lower the worker number to avoid "
+                              "potential slowness/freeze if necessary.", stacklevel=3)
 
     # ---- iteration -------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from ....tensor import Tensor
+from ....tensor import Tensor, wrap
 from .... import dtypes as _dt
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map", "collate_tensor_fn",
@@ -123,6 +123,11 @@ def collate(batch, *, collate_fn_map: dict | None = None):
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
     """Stack tensors along a new first dimension."""
+    elem = batch[0]
+    dt, shape = elem._dtype, elem._data.shape
+    if all(type(t) is Tensor and not t._rg and t._dtype is dt and t._data.shape == shape for t in batch):
+        # the common case (plain data, no autograd): one NumPy stack instead of an op per sample
+        return wrap(np.stack([t._data for t in batch]), dt)
     from ....ops.shape_more import stack
     return stack(list(batch), 0)
 

@@ -1,0 +1,136 @@
+"""Find a real BLAS (with a C header) that generated kernels can call: ``cblas_sgemm`` / ``cblas_dgemm``.
+
+The BLAS comes from the ``scipy-openblas32`` wheel (a dependency of ember): OpenBLAS with ``cblas.h``,
+32-bit integers (``blasint`` is ``int``) and every exported symbol carrying a prefix (``scipy_cblas_sgemm``)
+so it never clashes with NumPy's own bundled OpenBLAS (``scipy_openblas64_``, 64-bit integers).
+
+Usage from the code generator::
+
+    from ember.compiler import blas
+    if blas.blas_available():
+        src = blas.BLAS.prelude + my_kernel_source       # may call cblas_sgemm(...) by its plain name
+        lib = build.compile_source(src, link_blas=True)
+    else:
+        ...                                              # fall back to generated loops
+
+``BLAS`` is a :class:`BlasInfo` (or ``None`` when no BLAS was found): ``include_dir``, ``lib_dir``,
+``lib_name`` (for ``-l``), ``lib_path``, ``symbol_prefix`` / ``symbol_suffix`` (read from ``cblas.h``),
+``int_bits``, ``version``, ``prelude`` (C text: ``#include <cblas.h>`` plus a ``#define`` giving every
+prefixed function its plain name, e.g. ``#define cblas_sgemm scipy_cblas_sgemm`` and
+``#define openblas_set_num_threads scipy_openblas_set_num_threads``), ``cflags`` and ``ldflags``.
+
+Set ``EMBER_BLAS=0`` to pretend no BLAS is installed (to test the loop fallback). When the package is
+missing, ``blas_available()`` is False and callers must generate their own matmul loops.
+
+Threading note: this OpenBLAS runs its own pthread pool (it is not built with OpenMP). Call BLAS from
+outside ``#pragma omp parallel`` regions; inside one, each OpenMP thread would start BLAS threads too.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+
+__all__ = ["BlasInfo", "BLAS", "blas_available", "find_blas"]
+
+_PACKAGE = "scipy_openblas32"
+
+
+@dataclass(frozen=True)
+class BlasInfo:
+    """Where a BLAS lives and how to compile and link against it."""
+
+    include_dir: str
+    lib_dir: str
+    lib_name: str            # the name for ``-l`` (``scipy_openblas``)
+    lib_path: str            # the shared library file itself (part of the build cache key)
+    symbol_prefix: str       # "scipy_" for scipy-openblas32, "" for a plain OpenBLAS
+    symbol_suffix: str       # "" here; "64_" for the ILP64 scipy-openblas64 build
+    int_bits: int            # width of ``blasint`` (lda, M, N, K ...): 32 here
+    version: str
+    prelude: str             # C text to put at the top of a kernel that calls BLAS
+
+    @property
+    def cflags(self) -> tuple:
+        return (f"-I{self.include_dir}",)
+
+    @property
+    def ldflags(self) -> tuple:
+        # the rpath lets the built kernel find the library without LD_LIBRARY_PATH or a Python import
+        return (f"-L{self.lib_dir}", f"-l{self.lib_name}", f"-Wl,-rpath,{self.lib_dir}")
+
+
+def _read_header_names(header: str) -> tuple[str, str, list[str]]:
+    """(prefix, suffix, [plain function names]) from the declarations in cblas.h."""
+    with open(header, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    m = re.search(r"\b(\w*?)cblas_sgemm(\w*)\s*\(", text)
+    if m is None:
+        raise ValueError(f"{header} does not declare cblas_sgemm")
+    prefix, suffix = m.group(1), m.group(2)
+    # every declared function carrying the prefix/suffix: cblas_*, openblas_*, goto_* helpers
+    pattern = re.compile(r"\b" + re.escape(prefix) + r"((?:cblas|openblas|goto)_\w+?)" + re.escape(suffix) + r"\s*\(")
+    names = sorted(set(pattern.findall(text)))
+    return prefix, suffix, names
+
+
+def _make_prelude(prefix: str, suffix: str, names: list[str]) -> str:
+    lines = ["/* BLAS prelude (ember.compiler.blas): cblas.h with plain names for the prefixed symbols */",
+             "#include <cblas.h>"]
+    if prefix or suffix:
+        for n in names:
+            lines.append(f"#define {n} {prefix}{n}{suffix}")
+    return "\n".join(lines) + "\n"
+
+
+def _find_scipy_openblas() -> BlasInfo | None:
+    if importlib.util.find_spec(_PACKAGE) is None:
+        return None
+    # importing it dlopens the library (RTLD_GLOBAL); that is needed anyway once a kernel links it
+    import scipy_openblas32 as pkg
+
+    include_dir = pkg.get_include_dir()
+    lib_dir = pkg.get_lib_dir()
+    lib_name = pkg.get_library()
+    lib_path = os.path.join(lib_dir, pkg.get_library(fullname=True))
+    header = os.path.join(include_dir, "cblas.h")
+    if not (os.path.isfile(header) and os.path.isfile(lib_path)):
+        return None
+    prefix, suffix, names = _read_header_names(header)
+    int_bits = 32
+    with open(os.path.join(include_dir, "openblas_config.h"), encoding="utf-8", errors="replace") as f:
+        if re.search(r"^#define\s+OPENBLAS_USE64BITINT\b", f.read(), re.M):
+            int_bits = 64
+    return BlasInfo(include_dir=include_dir, lib_dir=lib_dir, lib_name=lib_name, lib_path=lib_path,
+                    symbol_prefix=prefix, symbol_suffix=suffix, int_bits=int_bits,
+                    version=str(getattr(pkg, "__version__", "unknown")),
+                    prelude=_make_prelude(prefix, suffix, names))
+
+
+_FOUND: list = []   # [BlasInfo | None] once looked up
+
+
+def find_blas() -> BlasInfo | None:
+    """The BLAS to link generated kernels against, or None (looked up once per process)."""
+    if not _FOUND:
+        info = None
+        if os.environ.get("EMBER_BLAS", "1").strip().lower() not in ("0", "false", "no", "off"):
+            try:
+                info = _find_scipy_openblas()
+            except (OSError, ValueError, ImportError):
+                info = None    # a broken install behaves like a missing one: callers use generated loops
+        _FOUND.append(info)
+    return _FOUND[0]
+
+
+def blas_available() -> bool:
+    """True when generated kernels can call cblas_* (otherwise generate the matmul loops)."""
+    return find_blas() is not None
+
+
+def __getattr__(name):
+    # ``blas.BLAS`` is resolved on first use so importing this module stays free
+    if name == "BLAS":
+        return find_blas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,257 @@
+"""Index arithmetic for lowering: affine forms over loop variables, and views as index maps.
+
+A kernel loops over a domain with one variable per dimension (``i0``, ``i1`` ...). Every element it
+reads or writes is addressed by an *affine form* ``sum(coef * atom) + const`` whose atoms are loop
+variables or, where a reshape cannot be expressed affinely, opaque ``(form / D)`` / ``(form % S)``
+atoms (their ranges are known, so later simplifications still see through them). Views
+(``reshape``/``permute``/``expand``/``slice``, see ``prims.py``) are maps from an output index vector
+to an input index vector; composing them down to a buffer gives the buffer offset of each access.
+The scheduler compares these offsets to decide whether statements can share a loop (same offset on
+the same buffer, or no shared buffer), and the renderer prints them.
+"""
+from __future__ import annotations
+
+
+class Aff:
+    """``sum(coef * atom) + const`` with integer coefficients; atoms are hashable (str or tuples)."""
+
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms=None, const: int = 0):
+        self.terms = terms if terms is not None else {}
+        self.const = int(const)
+
+    @staticmethod
+    def var(atom) -> "Aff":
+        return Aff({atom: 1}, 0)
+
+    @staticmethod
+    def k(c: int) -> "Aff":
+        return Aff({}, c)
+
+    def __add__(self, other: "Aff") -> "Aff":
+        t = dict(self.terms)
+        for a, c in other.terms.items():
+            v = t.get(a, 0) + c
+            if v:
+                t[a] = v
+            else:
+                t.pop(a, None)
+        return Aff(t, self.const + other.const)
+
+    def scale(self, k: int) -> "Aff":
+        if k == 0:
+            return Aff()
+        return Aff({a: c * k for a, c in self.terms.items()}, self.const * k)
+
+    def shift(self, k: int) -> "Aff":
+        return Aff(dict(self.terms), self.const + k)
+
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def key(self) -> tuple:
+        return (tuple(sorted(self.terms.items(), key=lambda kv: repr(kv[0]))), self.const)
+
+    def atoms(self):
+        return self.terms.keys()
+
+    def __eq__(self, other):
+        return isinstance(other, Aff) and self.terms == other.terms and self.const == other.const
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return f"Aff({render(self, str)})"
+
+
+def atom_range(atom, ranges: dict) -> tuple:
+    """(lo, hi) inclusive of an atom."""
+    r = ranges.get(atom)
+    if r is not None:
+        return r
+    if isinstance(atom, tuple):
+        kind = atom[0]
+        if kind == "mod":
+            return (0, atom[2] - 1)
+        if kind == "div":
+            lo, hi = bounds(_from_key(atom[1]), ranges)
+            return (lo // atom[2], hi // atom[2])
+        if kind == "val":
+            return (0, atom[2] - 1)
+    raise KeyError(f"no range for index atom {atom!r}")
+
+
+def bounds(a: Aff, ranges: dict) -> tuple:
+    lo = hi = a.const
+    for atom, c in a.terms.items():
+        alo, ahi = atom_range(atom, ranges)
+        if c > 0:
+            lo += c * alo
+            hi += c * ahi
+        else:
+            lo += c * ahi
+            hi += c * alo
+    return lo, hi
+
+
+def _from_key(key) -> Aff:
+    terms, const = key
+    return Aff(dict(terms), const)
+
+
+def floordiv(a: Aff, d: int, ranges: dict) -> Aff:
+    """``a // d`` for a non-negative form, simplified when the low part cannot carry."""
+    if d == 1:
+        return a
+    hi_terms, lo_terms = {}, {}
+    for atom, c in a.terms.items():
+        if c % d == 0:
+            hi_terms[atom] = c // d
+        else:
+            lo_terms[atom] = c
+    q, r = divmod(a.const, d)
+    low = Aff(lo_terms, r)
+    lo, hi = bounds(low, ranges)
+    if 0 <= lo and hi < d:
+        return Aff(hi_terms, q)
+    if not lo_terms and not hi_terms:
+        return Aff({}, a.const // d)
+    return Aff.var(("div", a.key(), d))
+
+
+def mod(a: Aff, s: int, ranges: dict) -> Aff:
+    """``a % s`` for a non-negative form, simplified where terms vanish or cannot wrap."""
+    if s == 1:
+        return Aff()
+    terms = {atom: c for atom, c in a.terms.items() if c % s != 0}
+    b = Aff(terms, a.const)
+    lo, hi = bounds(b, ranges)
+    if lo >= 0:
+        if hi < s:
+            return b
+        b1 = Aff(terms, a.const % s)
+        lo1, hi1 = bounds(b1, ranges)
+        if lo1 >= 0 and hi1 < s:
+            return b1
+        return Aff.var(("mod", b.key(), s))
+    # dropping multiples of s would leave a form that may be negative (C's % differs there)
+    return Aff.var(("mod", a.key(), s))
+
+
+def cstrides(shape) -> tuple:
+    st = []
+    acc = 1
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= n
+    return tuple(reversed(st))
+
+
+def offset(idx: list, strides) -> Aff:
+    out = Aff()
+    for a, s in zip(idx, strides):
+        if s and not (a.is_const() and a.const == 0):
+            out = out + a.scale(s)
+    return out
+
+
+def reshape_index(in_shape, out_shape, idx: list, ranges: dict) -> list:
+    """Input index vector of a row-major reshape, from the output index vector."""
+    in_idx = [Aff() for _ in in_shape]
+    if 0 in in_shape or 0 in out_shape:
+        return in_idx
+    odims = [d for d, n in enumerate(out_shape) if n != 1]
+    idims = [d for d, n in enumerate(in_shape) if n != 1]
+    i = j = 0
+    while i < len(odims) and j < len(idims):
+        # the smallest pair of dim groups covering the same number of elements
+        go, gi = [odims[i]], [idims[j]]
+        po, pi = out_shape[odims[i]], in_shape[idims[j]]
+        i += 1
+        j += 1
+        while po != pi:
+            if po < pi:
+                go.append(odims[i]); po *= out_shape[odims[i]]; i += 1
+            else:
+                gi.append(idims[j]); pi *= in_shape[idims[j]]; j += 1
+        if len(go) == 1 and len(gi) == 1:
+            in_idx[gi[0]] = idx[go[0]]
+            continue
+        lin = Aff()
+        acc = 1
+        for d in reversed(go):
+            lin = lin + idx[d].scale(acc)
+            acc *= out_shape[d]
+        acc = 1
+        for d in reversed(gi):
+            n = in_shape[d]
+            in_idx[d] = mod(floordiv(lin, acc, ranges), n, ranges)
+            acc *= n
+    return in_idx
+
+
+def view_index(node, idx: list, ranges: dict):
+    """Walk views from ``node`` down to a non-view node: (that node, its index vector)."""
+    while node.op in ("reshape", "permute", "expand", "slice"):
+        src = node.inputs[0]
+        if node.op == "permute":
+            new = [None] * len(idx)
+            for d, a in enumerate(node.attrs["axes"]):
+                new[a] = idx[d]
+            idx = new
+        elif node.op == "expand":
+            idx = [a if src.shape[d] == node.shape[d] else Aff() for d, a in enumerate(idx)]
+        elif node.op == "slice":
+            starts, steps = node.attrs["starts"], node.attrs["steps"]
+            idx = [a.scale(st).shift(s0) if (st != 1 or s0) else a
+                   for a, s0, st in zip(idx, starts, steps)]
+        else:
+            idx = reshape_index(src.shape, node.shape, idx, ranges)
+        node = src
+    return node, idx
+
+
+def render(a: Aff, name_of) -> str:
+    """C text of a form; ``name_of(atom)`` renders a loop-variable atom."""
+    parts = []
+    for atom, c in sorted(a.terms.items(), key=lambda kv: repr(kv[0])):
+        s = render_atom(atom, name_of)
+        parts.append(s if c == 1 else f"{c}*{s}" if c > 0 else f"({c})*{s}")
+    if a.const or not parts:
+        parts.append(str(a.const) if a.const >= 0 or not parts else f"({a.const})")
+    return " + ".join(parts)
+
+
+def render_atom(atom, name_of) -> str:
+    if isinstance(atom, tuple):
+        kind = atom[0]
+        if kind == "div":
+            return f"(({render(_from_key(atom[1]), name_of)}) / {atom[2]})"
+        if kind == "mod":
+            return f"(({render(_from_key(atom[1]), name_of)}) % {atom[2]})"
+        if kind == "val":
+            return atom[1]
+    return name_of(atom)
+
+
+def atom_vars(atom) -> set:
+    """Loop variables an atom depends on."""
+    if isinstance(atom, tuple):
+        if atom[0] in ("div", "mod"):
+            out = set()
+            for a in dict(atom[1][0]):
+                out |= atom_vars(a)
+            return out
+        if atom[0] == "val":
+            return set(atom[3]) if len(atom) > 3 else set()
+        return set()
+    return {atom}
+
+
+def aff_vars(a: Aff) -> set:
+    out = set()
+    for atom in a.terms:
+        out |= atom_vars(atom)
+    return out

@@ -289,3 +289,15 @@ def test_top_level_function_forms():
     for fn in pairs:
         e, t = fn(ember), fn(torch)
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_inplace_change_of_pooled_output_keeps_backward_valid():
+    # torch saves only the indices for max pooling's backward, so a following in-place ReLU is allowed
+    x = _rand(2, 3, 6, 6)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    for m, f, t in [(ember, EF, ex), (torch, TF, tx)]:
+        y = f.max_pool2d(t * 1.0, 2)
+        y.relu_()
+        (y * 2).sum().backward()
+    np.testing.assert_array_equal(ex.grad.numpy(), tx.grad.numpy())
+    assert ex.grad.numpy().any()

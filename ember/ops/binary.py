@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from ._util import select
+
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, attach, dtype_name
@@ -412,14 +414,14 @@ def _maximum_np(a, b):
     keep = a >= b
     if np.asarray(a).dtype.kind == "f":
         keep = keep | np.isnan(a)
-    return np.where(keep, a, b)
+    return select(keep, a, b)
 
 
 def _minimum_np(a, b):
     keep = a <= b
     if np.asarray(a).dtype.kind == "f":
         keep = keep | np.isnan(a)
-    return np.where(keep, a, b)
+    return select(keep, a, b)
 
 
 MAXIMUM = register("maximum", ew_kernel(_maximum_np), _maximum_bw, save="i")
@@ -563,7 +565,7 @@ def _where_np(c, x, y, dt=None):
     if dt is not None:
         x = _cast(x, dt)
         y = _cast(y, dt)
-    return np.where(c, x, y)
+    return select(c, x, y) if type(c) is np.ndarray else np.where(c, x, y)
 
 
 def _where_bw(ctx, g):

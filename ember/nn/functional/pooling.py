@@ -4,10 +4,11 @@ The kernels walk the kernel offsets (a handful of vectorised strided slices of t
 than copying every window, which is both faster and gives torch's scan order for ties and NaN (a NaN
 wins, the last one seen). Ops and their derivatives:
 
-* ``max_pool2d`` -> (values, flat indices into each input plane); its derivative scatters the gradient
-  to the arg-max positions with ``max_pool_scatter``, whose derivative gathers (``gather``);
+* ``max_pool2d`` -> (values, flat indices into each input plane), no derivative of its own: when the
+  input needs a gradient the values are re-read with ``max_pool_gather(x, indices)``, whose derivative
+  scatters to the arg-max positions (``max_pool_scatter``) and vice versa;
 * ``avg_pool2d`` and ``avg_pool2d_backward`` are each other's adjoint (same geometry, same divisors);
-* ``adaptive_max_pool2d`` -> (values, indices), backward through ``max_pool_scatter`` too;
+* ``adaptive_max_pool2d`` -> (values, indices), differentiated through the same gather/scatter pair;
 * adaptive average pooling is separable: a mean, an ``avg_pool2d`` when the sizes divide, else two
   matmuls with fixed averaging matrices.
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
+from ...autograd.grad_mode import GRAD
 from ...ops.registry import register, apply, dtype_name
 from ...ops.linalg import matmul_raw
 
@@ -178,15 +180,6 @@ def _max_pool_kernel(x, k, s, p, d, ceil):
     return (best.astype(dt) if best.dtype != dt else best), idx
 
 
-def _max_pool_bw(ctx, g, _gi=None):
-    a = ctx.attrs
-    idx = ctx.outputs[1]
-    H, W = ctx.in_shape(0)[2:]
-    k, s, d = a["k"], a["s"], a["d"]
-    unique = s[0] >= d[0] * (k[0] - 1) + 1 and s[1] >= d[1] * (k[1] - 1) + 1
-    return apply(MAX_SCATTER, (g, idx), {"in_hw": (H, W), "unique": unique}), None
-
-
 def _scatter_kernel(g, idx, in_hw, unique):
     N, C = g.shape[:2]
     HW = in_hw[0] * in_hw[1]
@@ -202,15 +195,36 @@ def _scatter_kernel(g, idx, in_hw, unique):
     return out.reshape((N, C) + tuple(in_hw))
 
 
+def _gather_kernel(x, idx, unique):
+    N, C = x.shape[:2]
+    picked = np.take_along_axis(x.reshape(N * C, -1), idx.reshape(N * C, -1), axis=1)
+    return picked.reshape(idx.shape)
+
+
+def _gather_bw(ctx, g):
+    x, idx = ctx.inputs
+    return apply(MAX_SCATTER, (g, idx), {"in_hw": x._data.shape[2:], "unique": ctx.attrs["unique"]}), None
+
+
 def _scatter_bw(ctx, gg):
     g, idx = ctx.inputs
-    N, C = g._data.shape[:2]
-    picked = gg.reshape(N, C, -1).gather(2, idx.reshape(N, C, -1))
-    return picked.reshape(g._data.shape), None
+    return apply(MAX_GATHER, (gg, idx), {"unique": ctx.attrs["unique"]}), None
 
 
-MAX_POOL2D = register("max_pool2d", _max_pool_kernel, _max_pool_bw, save="o", nout=2, nondiff_outputs=(1,))
+# The pooling kernel finds values and arg-max indices; the gradient path is a gather of the input at the
+# indices, so backward keeps only the indices (like torch), and an in-place change of the pooled values
+# (e.g. a following ReLU(inplace=True)) does not invalidate it. Gather and scatter are each other's
+# derivative.
+MAX_POOL2D = register("max_pool2d", _max_pool_kernel, nout=2, differentiable=False)
+MAX_GATHER = register("max_pool_gather", _gather_kernel, _gather_bw, save="1")
 MAX_SCATTER = register("max_pool_scatter", _scatter_kernel, _scatter_bw, save="1")
+
+
+def _with_grad(x, vals, idx, unique: bool):
+    """Values that carry autograd history: a gather of ``x`` at ``idx`` when ``x`` needs a gradient."""
+    if x._rg and GRAD[0]:
+        return apply(MAX_GATHER, (x, idx), {"unique": unique})
+    return vals
 
 
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op):
@@ -220,7 +234,9 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op)
     k, s, p, d = _pool_geom(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op)
     x, back = _to4d(input, nsp)
     out, idx = apply(MAX_POOL2D, (x,), {"k": k, "s": s, "p": p, "d": d, "ceil": bool(ceil_mode)})
-    return back(out), back(idx)
+    # windows that cannot overlap send every gradient to a distinct position
+    unique = s[0] >= d[0] * (k[0] - 1) + 1 and s[1] >= d[1] * (k[1] - 1) + 1
+    return back(_with_grad(x, out, idx, unique)), back(idx)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -444,13 +460,7 @@ def _adaptive_max_kernel(x, out_hw):
     return (vals.astype(dt) if vals.dtype != dt else vals), idx
 
 
-def _adaptive_max_bw(ctx, g, _gi=None):
-    idx = ctx.outputs[1]
-    return apply(MAX_SCATTER, (g, idx), {"in_hw": ctx.in_shape(0)[2:], "unique": False}), None
-
-
-ADAPTIVE_MAX = register("adaptive_max_pool2d", _adaptive_max_kernel, _adaptive_max_bw, save="o", nout=2,
-                        nondiff_outputs=(1,))
+ADAPTIVE_MAX = register("adaptive_max_pool2d", _adaptive_max_kernel, nout=2, differentiable=False)
 
 
 def _adaptive_max(input, output_size, nsp, op):
@@ -464,9 +474,11 @@ def _adaptive_max(input, output_size, nsp, op):
         # equal windows: plain max pooling gives the same values and indices
         k = (H // Ho, W // Wo)
         v, i = apply(MAX_POOL2D, (x,), {"k": k, "s": k, "p": (0, 0), "d": (1, 1), "ceil": False})
+        unique = True
     else:
         v, i = apply(ADAPTIVE_MAX, (x,), {"out_hw": out})
-    return back(v), back(i)
+        unique = False
+    return back(_with_grad(x, v, i, unique)), back(i)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):

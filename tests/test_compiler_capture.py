@@ -241,3 +241,11 @@ def test_bad_arguments_are_refused_clearly():
         ember.compile(lambda x: x, backend="nope")
     with pytest.raises(ValueError, match="unknown mode"):
         ember.compile(lambda x: x, mode="fastest")
+
+
+def test_advanced_indexing_runs_eagerly_with_reason():
+    f = ember.compile(lambda x, i: x[i] * 2)
+    x = ember.arange(5.0)
+    assert f(x, ember.tensor([0, 2])).tolist() == [0.0, 4.0]
+    assert f(x, ember.tensor([1, 3])).tolist() == [2.0, 6.0]
+    assert "advanced indexing" in counters["fallback_reasons"][0]

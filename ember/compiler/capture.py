@@ -159,10 +159,10 @@ class Tracer:
             return out
         outs = out if type(out) is tuple else (out,)
         ins = [self.value_of(a) if isinstance(a, Tensor) else a for a in args]
-        if any(isinstance(x, np.ndarray) and x.dtype.kind in "biu" and x.size > 1 for x in attrs.values()) \
-                and op.name in ("index", "index_put", "getitem_advanced"):
-            self.refuse("advanced indexing with tensor indices (x[idx]) is not capturable yet",
-                        "use ember.index_select / gather / masked_fill, which take the index as a tensor")
+        if op.name in ("index", "index_put") and _has_array(attrs):
+            self.refuse("advanced indexing with tensor or list indices (x[idx], x[idx] = v) is not capturable "
+                        "yet: the indices are taken as constants", "use ember.index_select / gather / "
+                        "scatter / masked_fill, which take the index as a tensor argument")
         if attrs:
             attrs = self._attr_refs(op, attrs)
         vals = []
@@ -355,6 +355,16 @@ def _array_chain(a: np.ndarray):
     while isinstance(a, np.ndarray):
         yield a
         a = a.base
+
+
+def _has_array(x) -> bool:
+    if isinstance(x, np.ndarray):
+        return True
+    if isinstance(x, dict):
+        return any(_has_array(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return any(_has_array(v) for v in x)
+    return False
 
 
 def _freeze(x):

@@ -65,6 +65,15 @@ def cache(tmp_path, monkeypatch):
     build.clear_memory_cache()
 
 
+@pytest.fixture(scope="module")
+def saxpy_lib(tmp_path_factory):
+    """SAXPY compiled once for the tests that only call it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMBER_CACHE_DIR", str(tmp_path_factory.mktemp("saxpy_cache")))
+        mp.delenv("EMBER_FAST_MATH", raising=False)
+        return build.compile_source(SAXPY, name="saxpy")
+
+
 def _stats():
     return dict(build.STATS)
 
@@ -86,10 +95,9 @@ def _result(p):
 
 # ---- compiling, loading, calling ---------------------------------------------------------------------
 
-def test_saxpy_openmp_matches_numpy(cache):
-    lib = build.compile_source(SAXPY, name="saxpy")
+def test_saxpy_openmp_matches_numpy(saxpy_lib):
+    lib = saxpy_lib
     assert isinstance(lib.lib, ctypes.CDLL) and os.path.isfile(lib.path) and len(lib.key) == 64
-    assert not lib.cache_hit and lib.compile_seconds > 0
     saxpy = lib.get("saxpy", [ctypes.c_long, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p], None)
     rng = np.random.default_rng(0)
     for n in (0, 7, 200_003):    # the last one is above EMBER_PARALLEL_MIN: the parallel branch runs
@@ -121,8 +129,8 @@ def test_openmp_passive_wait_policy_is_set():
     assert "EMBER_PARALLEL_FOR" in build.OMP_PRELUDE
 
 
-def test_entry_point_calling_convention(cache):
-    lib = build.compile_source(SAXPY, name="saxpy")
+def test_entry_point_calling_convention(saxpy_lib):
+    lib = saxpy_lib
     run = lib.entry("entry")
     assert lib.entry("entry") is run
     x = np.arange(5, dtype=np.float32)
@@ -152,9 +160,8 @@ def test_entry_point_calling_convention(cache):
         run((x, 1.0, out))
 
 
-def test_pointer_array(cache):
-    lib = build.compile_source(SAXPY, name="saxpy")
-    fn = lib.get("entry", [ctypes.c_void_p])
+def test_pointer_array(saxpy_lib):
+    fn = saxpy_lib.get("entry", [ctypes.c_void_p])
     pa = build.PointerArray(3)
     x, y, out = np.arange(5, dtype=np.float32), np.ones(5, np.float32), np.zeros(5, np.float32)
     buf = pa.fill((x, y, out))
@@ -192,6 +199,7 @@ def test_memory_and_disk_cache(cache):
     src = "int twice(int x) { return 2 * x; }\n"
     before = _stats()
     a = build.compile_source(src, name="twice")
+    assert not a.cache_hit and a.compile_seconds > 0
     assert build.STATS["compiles"] == before["compiles"] + 1
     assert build.STATS["disk_misses"] == before["disk_misses"] + 1
     assert build.STATS["compile_seconds"] > before["compile_seconds"]
@@ -327,3 +335,20 @@ def test_blas_missing_falls_back(cache, monkeypatch):
     assert not blas.blas_available() and blas.BLAS is None
     with pytest.raises(build.CompileError, match="no BLAS found"):
         build.compile_source("int f(void) { return 0; }", name="noblas", link_blas=True)
+
+
+def test_blas_thread_count():
+    n = blas.get_num_threads()
+    try:
+        blas.set_num_threads(1)
+        assert blas.get_num_threads() == 1
+    finally:
+        blas.set_num_threads(n)
+    with pytest.raises(ValueError, match="positive int"):
+        blas.set_num_threads(0)
+
+
+def test_module_docstring_example(cache):
+    import doctest
+    failures, tried = doctest.testmod(build, verbose=False, optionflags=doctest.ELLIPSIS)[:2]
+    assert tried >= 4 and failures == 0

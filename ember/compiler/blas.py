@@ -24,15 +24,20 @@ missing, ``blas_available()`` is False and callers must generate their own matmu
 
 Threading note: this OpenBLAS runs its own pthread pool (it is not built with OpenMP). Call BLAS from
 outside ``#pragma omp parallel`` regions; inside one, each OpenMP thread would start BLAS threads too.
+Its threads spin while they wait, so when the cores are shared with other work a threaded call can be
+far slower than a single-threaded one (measured on this 2-core machine under a load average of ~6: a
+256x256x256 sgemm took 0.6 ms on one thread and 2.6-32 ms on two). ``set_num_threads(n)`` /
+``get_num_threads()`` control that pool (``OPENBLAS_NUM_THREADS`` sets it at load time).
 """
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import re
 from dataclasses import dataclass
 
-__all__ = ["BlasInfo", "BLAS", "blas_available", "find_blas"]
+__all__ = ["BlasInfo", "BLAS", "blas_available", "find_blas", "set_num_threads", "get_num_threads"]
 
 _PACKAGE = "scipy_openblas32"
 
@@ -93,7 +98,11 @@ def _find_scipy_openblas() -> BlasInfo | None:
     include_dir = pkg.get_include_dir()
     lib_dir = pkg.get_lib_dir()
     lib_name = pkg.get_library()
-    lib_path = os.path.join(lib_dir, pkg.get_library(fullname=True))
+    try:
+        fullname = pkg.get_library(fullname=True)
+    except TypeError:    # older releases: no `fullname`; find the file by its link name
+        fullname = next((f for f in sorted(os.listdir(lib_dir)) if f.startswith(f"lib{lib_name}.")), "")
+    lib_path = os.path.join(lib_dir, fullname)
     header = os.path.join(include_dir, "cblas.h")
     if not (os.path.isfile(header) and os.path.isfile(lib_path)):
         return None
@@ -127,6 +136,30 @@ def find_blas() -> BlasInfo | None:
 def blas_available() -> bool:
     """True when generated kernels can call cblas_* (otherwise generate the matmul loops)."""
     return find_blas() is not None
+
+
+def _thread_function(name: str):
+    info = find_blas()
+    if info is None:
+        raise RuntimeError(f"ember.compiler.blas.{name}: no BLAS found (install scipy-openblas32)")
+    lib = ctypes.CDLL(info.lib_path)    # the library is loaded already: this only finds its handle
+    return getattr(lib, f"{info.symbol_prefix}openblas_{name}{info.symbol_suffix}")
+
+
+def set_num_threads(n: int) -> None:
+    """Set the number of threads of the BLAS that compiled kernels call."""
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ValueError(f"set_num_threads expects a positive int, got {n!r}")
+    fn = _thread_function("set_num_threads")
+    fn.argtypes, fn.restype = [ctypes.c_int], None
+    fn(n)
+
+
+def get_num_threads() -> int:
+    """The number of threads of the BLAS that compiled kernels call."""
+    fn = _thread_function("get_num_threads")
+    fn.argtypes, fn.restype = [], ctypes.c_int
+    return fn()
 
 
 def __getattr__(name):

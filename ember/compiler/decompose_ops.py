@@ -343,12 +343,19 @@ def _expand(b, n, args, at):
 
 @decomp("clone", "contiguous")
 def _clone(b, n, args, at):
-    return [args[0]]
+    # a copy (NumPy's contiguous also copies what is not contiguous; contiguous inputs never reach here
+    # as write targets: see decompose.ALIAS_UNSUPPORTED)
+    x = args[0]
+    return [b.node("copy", (x,), {}, x.shape, x.dtype)]
 
 
 @decomp("to_dtype")
 def _to_dtype(b, n, args, at):
-    return [b.cast(args[0], np.dtype(at["dt"]))]
+    x = args[0]
+    dt = np.dtype(at["dt"])
+    if dt == x.dtype:
+        return [b.node("copy", (x,), {}, x.shape, x.dtype)]     # astype copies
+    return [b.cast(x, dt)]
 
 
 @decomp("getitem_basic")

@@ -192,8 +192,9 @@ def reshape_index(in_shape, out_shape, idx: list, ranges: dict) -> list:
     return in_idx
 
 
-def view_index(node, idx: list, ranges: dict):
-    """Walk views from ``node`` down to a non-view node: (that node, its index vector)."""
+def view_index(node, idx: list, ranges: dict, stop=None):
+    """Walk views from ``node`` down to a non-view node, or to one where ``stop(node)`` holds (a
+    materialised view): (that node, its index vector)."""
     while node.op in ("reshape", "permute", "expand", "slice"):
         src = node.inputs[0]
         if node.op == "permute":
@@ -210,6 +211,8 @@ def view_index(node, idx: list, ranges: dict):
         else:
             idx = reshape_index(src.shape, node.shape, idx, ranges)
         node = src
+        if stop is not None and stop(node):
+            break
     return node, idx
 
 

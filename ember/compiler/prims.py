@@ -89,6 +89,7 @@ def dclass(dt) -> str:
 
 _F = "f"
 UNARY = {
+    "copy": {"f": "{0}", "i": "{0}", "u": "{0}", "b": "{0}"},      # a value copy (clone): a fusion barrier target
     "neg": {"f": "(-{0})", "i": "(-{0})"},
     "abs": {"f": "fabs{F}({0})", "i": "em_abs_{S}({0})", "u": "{0}", "b": "{0}"},
     "exp": {"f": "exp{F}({0})"},
@@ -215,7 +216,7 @@ def literal(value, dtype) -> str:
         if v == 0 and math.copysign(1.0, v) < 0:
             s = "-0.0"
     else:
-        s = float.hex(v)                 # exact
+        s = repr(v)                      # shortest round-trip text: parses back to exactly v
     return s + ("f" if dt == np.float32 else "")
 
 

@@ -5,7 +5,11 @@ One layer in one direction is compared with torch's fused kernels (``torch.rnn_t
 ``torch.gru``); the reverse direction with torch run on the time-flipped sequence. The float64
 ``double_backward`` runs go through the ember-op recomputation used under ``create_graph=True``.
 """
+import torch
+
 from oracle import Case
+
+torch.set_num_threads(1)   # tiny tensors: torch's thread pool only adds contention
 
 T, B, I, H, P = 4, 3, 5, 6, 2
 

@@ -20,7 +20,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward",
            # torch.nn.functional's private helpers that custom transformer layers copied from torch call

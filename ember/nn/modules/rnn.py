@@ -678,7 +678,7 @@ class RNNBase(Module):
                 c_n.append(c)
             layer_input = outs[0] if num_directions == 1 else _ember.cat(outs, 2)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                from ..functional import dropout as _dropout
+                from ..functional.dropout import dropout as _dropout
                 layer_input = _dropout(layer_input, p=self.dropout, training=True)
         return layer_input, _ember.stack(h_n), (None if cx is None else _ember.stack(c_n))
 

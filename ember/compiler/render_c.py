@@ -1,0 +1,774 @@
+"""Rendering: a Schedule -> one C translation unit (all kernels + one entry function per segment).
+
+Each kernel is a ``static`` function over ``void **bufs`` (slot 0: the arena of intermediates, slot 1:
+the error record, then one slot per other buffer). Expressions are emitted in SSA form; a value is
+placed in the outermost loop where all the indices it depends on are defined (loop-invariant code is
+hoisted: a per-row ``rstd`` is computed once per row, a scalar once per kernel) and reused within its
+scope. Adjacent loop dimensions are collapsed into one loop when every access advances uniformly
+across them, so contiguous elementwise kernels are one flat, vectorizable loop. The outermost loop is
+``EMBER_PARALLEL_FOR(work)`` (OpenMP above a size threshold, see build.OMP_PRELUDE). Matmuls call
+``cblas_sgemm``/``cblas_dgemm`` with transposes expressed as BLAS flags, or a generated loop when no
+BLAS is available (or when autotuning found it faster).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import prims as P
+from . import lower as L
+from .lower import Aff
+
+_VIEWS = P.VIEWS
+
+
+class Scope:
+    __slots__ = ("level", "lines", "memo")
+
+    def __init__(self, level):
+        self.level = level
+        self.lines = []
+        self.memo = {}
+
+
+class Block:
+    """A loop (header line) around a scope; ``pragma`` goes above the header."""
+
+    __slots__ = ("header", "scope", "pragma")
+
+    def __init__(self, header, scope, pragma=None):
+        self.header = header
+        self.scope = scope
+        self.pragma = pragma
+
+
+def _text(lines, indent) -> list:
+    out = []
+    pad = "  " * indent
+    for ln in lines:
+        if isinstance(ln, Block):
+            if ln.pragma:
+                out.append(pad + ln.pragma)
+            out.append(pad + ln.header + " {")
+            out += _text(ln.scope.lines, indent + 1)
+            out.append(pad + "}")
+        else:
+            out.append(pad + ln)
+    return out
+
+
+class Options:
+    """Code generation choices (autotune varies them)."""
+
+    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=True):
+        self.parallel_min = parallel_min
+        self.use_blas = use_blas and blas_available
+        self.small_gemm_loops = small_gemm_loops     # matmuls with M*N*K below this use generated loops
+        self.blas_available = blas_available
+
+    def key(self):
+        return (self.parallel_min, self.use_blas, self.small_gemm_loops)
+
+
+class KernelGen:
+    """Generates the C function of one kernel."""
+
+    def __init__(self, k, sched, slot_of, errors, options):
+        self.k = k
+        self.sched = sched
+        self.slot_of = slot_of
+        self.errors = errors
+        self.opt = options
+        self.used = {}              # buffer id -> Buffer
+        self.n = 0
+        self.var_level = {}
+        self.local_level = {}
+        self.dimmap = {}            # dim var -> (group var, keep coefficient?)
+        self.record = None
+        self.locals_map = {}        # reduce node id -> C local
+        self.scopes = []
+        self.ranges = {}
+        self.has_check = False
+        self.uses_blas = False
+
+    # ---- names ---------------------------------------------------------------------------------------
+    def tmp(self, prefix="t"):
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def bufname(self, buf):
+        self.used[buf.id] = buf
+        return buf.name
+
+    def atom_level(self, atom) -> int:
+        if isinstance(atom, tuple):
+            if atom[0] == "val":
+                return self.local_level.get(atom[1], 0)
+            lv = 0
+            for a in dict(atom[1][0]):
+                lv = max(lv, self.atom_level(a))
+            return lv
+        return self.var_level.get(atom, 0)
+
+    def aff_level(self, a: Aff) -> int:
+        lv = 0
+        for atom in a.terms:
+            lv = max(lv, self.atom_level(atom))
+        return lv
+
+    def name_level(self, name) -> int:
+        return self.local_level.get(name, 0)
+
+    def render_aff(self, a: Aff, tag="off") -> str:
+        if self.record is not None:
+            self.record.append((tag, a))
+        if self.dimmap:
+            t = {}
+            for atom, c in a.terms.items():
+                m = self.dimmap.get(atom) if isinstance(atom, str) else None
+                if m is None:
+                    t[atom] = t.get(atom, 0) + c
+                elif m[1]:
+                    t[m[0]] = t.get(m[0], 0) + c
+            a = Aff({k: v for k, v in t.items() if v}, a.const)
+        return L.render(a, self._name_of)
+
+    def _name_of(self, atom):
+        m = self.dimmap.get(atom)
+        return m[0] if m is not None else atom
+
+    # ---- emission ------------------------------------------------------------------------------------
+    def emit(self, level, line, name=None, memo_key=None):
+        sc = self.scopes[min(level, len(self.scopes) - 1)]
+        sc.lines.append(line)
+        if name is not None:
+            self.local_level[name] = sc.level
+            if memo_key is not None:
+                sc.memo[memo_key] = name
+        return name
+
+    def lookup(self, key):
+        for sc in reversed(self.scopes):
+            v = sc.memo.get(key)
+            if v is not None:
+                return v
+        return None
+
+    def val(self, n, idx, own=False) -> str:
+        """C expression (a local or a literal) of node ``n`` at index vector ``idx``."""
+        if own and n.op == "reduce":
+            return self.locals_map[n.id]          # a row kernel storing its register-held reduction
+        if not own:
+            if n.op == "load":
+                return self.load(n.buffer, idx, ("ld", n.id))
+            if n.id in self.sched.mat:
+                loc = self.locals_map.get(n.id)
+                if loc is not None:
+                    return loc
+                buf = self.sched.node_buffer[n.id]
+                return self.load(buf, idx, ("mat", n.id))
+        if n.op in _VIEWS:
+            mat = self.sched.mat
+            n2, idx2 = L.view_index(n, idx, self.ranges, stop=lambda q: q.op == "load" or q.id in mat)
+            return self.val(n2, idx2)
+        if n.op == "const":
+            return P.literal(n.attrs["value"], n.dtype)
+        key = (n.id, tuple(a.key() for a in idx))
+        hit = self.lookup(key)
+        if hit is not None:
+            return hit
+        t = P.ctype(n.dtype)
+        if n.op == "iota":
+            a = idx[n.attrs["axis"]]
+            name = self.tmp()
+            expr = self.render_aff(a, "val")
+            return self.emit(self.aff_level(a), f"const {t} {name} = ({t})({expr});", name, key)
+        if n.op == "gather":
+            x, index = n.inputs
+            ax = n.attrs["axis"]
+            iv = self.val(index, idx)
+            lv = self.name_level(iv)
+            size = x.shape[ax]
+            g = self.tmp("g")
+            if n.attrs.get("check"):
+                self.has_check = True
+                code = n.attrs["check"]
+                self.emit(lv, f"int64_t {g} = {iv};", g)
+                self.emit(lv, f"if ((uint64_t){g} >= (uint64_t){size}LL) {{ em_err[0] = {code}; em_err[1] = {g}; "
+                              f"{g} = 0; }}")
+            else:
+                self.emit(lv, f"const int64_t {g} = {iv};", g)
+            xi = list(idx)
+            xi[ax] = Aff.var(("val", g, size))
+            r = self.val(x, xi)
+            return r
+        ops = [self.val(i, idx) for i in n.inputs]
+        lv = max([self.name_level(o) for o in ops] + [0])
+        hit = self.lookup(key)
+        if hit is not None:
+            return hit
+        if n.op == "cast":
+            src = n.inputs[0].dtype
+            expr = f"({ops[0]} != 0)" if n.dtype.kind == "b" else f"({t})({ops[0]})"
+            if src.kind == "b" and n.dtype.kind != "b":
+                expr = f"({t})({ops[0]})"
+        else:
+            cdt = n.inputs[0].dtype if n.op != "where" else n.inputs[1].dtype
+            expr = P.render(n.op, cdt, ops)
+            if n.dtype.kind == "b":
+                expr = f"(uint8_t)({expr})"
+        name = self.tmp()
+        return self.emit(lv, f"const {t} {name} = {expr};", name, key)
+
+    def load(self, buf, idx, memo_id) -> str:
+        off = L.offset(idx, L.cstrides(buf.shape))
+        key = (memo_id, off.key())
+        hit = self.lookup(key)
+        if hit is not None:
+            return hit
+        lv = self.aff_level(off)
+        name = self.tmp()
+        t = P.ctype(buf.dtype)
+        return self.emit(lv, f"const {t} {name} = {self.bufname(buf)}[{self.render_aff(off)}];", name, key)
+
+    def store_stmt(self, st, idx, level):
+        """Emit statement ``st`` (store / write / copy) at index ``idx``."""
+        v = self.val(st.node, idx, own=(st.kind == "store"))
+        if st.kind == "write":
+            tn, tix = L.view_index(st.target, idx, self.ranges, stop=lambda q: q.op == "load")
+            off = L.offset(tix, L.cstrides(st.buffer.shape))
+        else:
+            off = L.offset(idx, L.cstrides(st.buffer.shape))
+        self.emit(level, f"{self.bufname(st.buffer)}[{self.render_aff(off)}] = {v};")
+
+    # ---- loop structure ---------------------------------------------------------------------------------
+    def dim_idx(self, prefix, shape, level_base):
+        vs = []
+        idx = []
+        for d, s in enumerate(shape):
+            v = f"{prefix}{d}"
+            vs.append(v)
+            self.ranges[v] = (0, max(s - 1, 0))
+            idx.append(Aff.var(v) if s > 1 else Aff())
+        return vs, idx
+
+    def groups(self, vs, shape, records, prefix):
+        """Collapse adjacent dims (innermost first) when every recorded offset advances uniformly."""
+        blocked = set()
+        offs = []
+        for tag, a in records:
+            if tag != "off":
+                blocked |= L.aff_vars(a)
+            else:
+                offs.append(a)
+            for atom in a.terms:
+                if isinstance(atom, tuple) and atom[0] in ("div", "mod"):
+                    blocked |= L.atom_vars(atom)
+        dims = [d for d, s in enumerate(shape) if s > 1]
+        groups = []
+        cur = []
+        for d in reversed(dims):
+            if cur and vs[d] not in blocked and vs[cur[0]] not in blocked:
+                inner = cur[-1]
+                ext = 1
+                for e in cur:
+                    ext *= shape[e]
+                ok = all(a.terms.get(vs[d], 0) == a.terms.get(vs[inner], 0) * ext for a in offs)
+                if ok:
+                    cur.insert(0, d)
+                    continue
+            if cur:
+                groups.insert(0, cur)
+            cur = [d]
+        if cur:
+            groups.insert(0, cur)
+        out = []
+        for gi, g in enumerate(groups):
+            ext = 1
+            for d in g:
+                ext *= shape[d]
+            gname = f"{prefix}{gi}" if len(g) > 1 else vs[g[0]]
+            out.append((gname, ext, [vs[d] for d in g]))
+        return out
+
+    def set_groups(self, groups, base_level):
+        for gi, (gname, ext, dvs) in enumerate(groups):
+            for j, v in enumerate(dvs):
+                self.var_level[v] = base_level + gi + 1
+                if len(dvs) > 1:
+                    self.dimmap[v] = (gname, j == len(dvs) - 1)
+            self.var_level[gname] = base_level + gi + 1
+            self.ranges[gname] = (0, max(ext - 1, 0))
+
+    def open_loops(self, groups, base_level, parallel_work=None, simd_reduction=None):
+        """Push scopes for ``groups``; returns a closer that wraps them into Blocks on the parent."""
+        opened = []
+        for gi, (gname, ext, _) in enumerate(groups):
+            sc = Scope(base_level + gi + 1)
+            self.scopes.append(sc)
+            opened.append((gname, ext, sc))
+
+        def close():
+            inner = None
+            for gi in range(len(opened) - 1, -1, -1):
+                gname, ext, sc = opened[gi]
+                self.scopes.pop()
+                pragma = None
+                if gi == 0 and parallel_work is not None:
+                    pragma = f"EMBER_PARALLEL_FOR({parallel_work}LL)"
+                elif gi == len(opened) - 1 and simd_reduction:
+                    pragma = simd_reduction
+                blk = Block(f"for (int64_t {gname} = 0; {gname} < {ext}LL; {gname}++)", sc, pragma)
+                self.scopes[-1].lines.append(blk)
+                inner = blk
+            return inner
+        return close
+
+    # ---- kernels -------------------------------------------------------------------------------------------
+    def gen(self) -> str:
+        k = self.k
+        root = Scope(0)
+        self.scopes = [root]
+        body = {"loop": self.gen_loop, "row": self.gen_row, "colreduce": self.gen_colreduce,
+                "matmul": self.gen_matmul, "scatter": self.gen_scatter}[k.kind]
+        # dry run to learn the accesses (for loop collapsing), then the real run
+        self.record = []
+        body(dry=True)
+        records = self.record
+        self.record = None
+        self.n = 0
+        self.used = {}
+        self.local_level = {}
+        self.locals_map = {}
+        self.has_check = False
+        root = Scope(0)
+        self.scopes = [root]
+        body(dry=False, records=records)
+        decl = []
+        for bid, buf in sorted(self.used.items()):
+            t = P.ctype(buf.dtype)
+            decl.append(f"{t} *restrict {buf.name} = ({t} *)({self.slot_of(buf)});")
+        if self.has_check:
+            decl.append("int64_t *restrict em_err = (int64_t *)bufs[1];")
+        lines = [f"/* {k.describe()} */", f"static void {k.name}(void **bufs) {{"]
+        lines += ["  " + d for d in decl]
+        lines += _text(root.lines, 1)
+        lines.append("}")
+        return "\n".join(lines)
+
+    def prologue(self):
+        for st in self.k.prologue:
+            idx = [Aff() for _ in st.shape]
+            self.store_stmt(st, idx, 0)
+
+    def gen_loop(self, dry, records=None):
+        k = self.k
+        self.prologue()
+        shape = k.outer
+        vs, idx = self.dim_idx("i", shape, 0)
+        groups = self.groups(vs, shape, records or [], "x") if not dry else [(v, s, [v]) for v, s in zip(vs, shape)
+                                                                          if s > 1]
+        self.set_groups(groups, 0)
+        work = int(np.prod(shape, dtype=np.int64)) * max(1, len(k.stmts))
+        close = self.open_loops(groups, 0, parallel_work=work if groups else None)
+        lvl = len(groups)
+        for st in k.stmts:
+            self.store_stmt(st, idx, lvl)
+        close()
+
+    def gen_matmul(self, dry, records=None):
+        k = self.k
+        self.prologue()
+        st = k.stmts[0]
+        self.emit_gemm(st)
+        if len(k.stmts) > 1:
+            shape = k.epi_shape
+            vs, idx = self.dim_idx("i", shape, 0)
+            groups = self.groups(vs, shape, records or [], "x") if not dry else \
+                [(v, s, [v]) for v, s in zip(vs, shape) if s > 1]
+            self.set_groups(groups, 0)
+            work = int(np.prod(shape, dtype=np.int64)) * (len(k.stmts) - 1)
+            close = self.open_loops(groups, 0, parallel_work=work if groups else None)
+            for s in k.stmts[1:]:
+                self.store_stmt(s, idx, len(groups))
+            close()
+
+    def emit_gemm(self, st):
+        from .schedule import strided_layout
+        n = st.node
+        A, B = n.inputs
+        nb, M, N = n.shape
+        K = A.shape[2]
+        out = self.bufname(st.buffer)
+        mat = self.sched.mat
+
+        def is_leaf(x):
+            return x.op == "load" or x.id in mat
+
+        def operand(x):
+            leaf, strides, off = strided_layout(x, is_leaf)
+            buf = leaf.buffer if leaf.op == "load" else self.sched.node_buffer[leaf.id]
+            return self.bufname(buf), strides, off
+
+        an, (sab, sam, sak), aoff = operand(A)
+        bn, (sbb, sbk, sbn), boff = operand(B)
+        t = P.ctype(n.dtype)
+        if M * N == 0:
+            return
+        if K == 0:
+            self.emit(0, f"memset({out}, 0, sizeof({t}) * {nb * M * N}LL);")
+            return
+        small = M * N * K < self.opt.small_gemm_loops
+        if self.opt.use_blas and not small:
+            from .schedule import gemm_operand
+            self.uses_blas = True
+            ta, lda = gemm_operand(sam, sak, M, K)
+            tb, ldb = gemm_operand(sbk, sbn, K, N)
+            fn = "cblas_sgemm" if n.dtype == np.float32 else "cblas_dgemm"
+            one = "1.0f" if n.dtype == np.float32 else "1.0"
+            zero = "0.0f" if n.dtype == np.float32 else "0.0"
+
+            def ptr(name, off, bstride):
+                p = name + (f" + {off}LL" if off else "")
+                return p + (f" + b * {bstride}LL" if nb > 1 and bstride else "")
+            call = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
+                    f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N});")
+            if nb == 1:
+                self.emit(0, call)
+            else:
+                self.emit(0, f"for (int64_t b = 0; b < {nb}LL; b++) {call}")
+            return
+        # generated loops: C[m, :] += A[m, k] * B[k, :] (the inner loop runs along C's rows)
+        acc = t
+        self.emit(0, f"memset({out}, 0, sizeof({t}) * {nb * M * N}LL);")
+        par = "EMBER_PARALLEL_FOR(" + f"{nb * M * N * K}LL)"
+        self.emit(0, par)
+        self.emit(0, f"for (int64_t bm = 0; bm < {nb * M}LL; bm++) {{")
+        self.emit(0, f"  const int64_t b = bm / {M}, m = bm % {M};")
+        self.emit(0, f"  {t} *restrict c = {out} + bm * {N}LL;")
+        self.emit(0, f"  for (int64_t kk = 0; kk < {K}LL; kk++) {{")
+        self.emit(0, f"    const {acc} a = {an}[{aoff} + b * {sab}LL + m * {sam}LL + kk * {sak}LL];")
+        self.emit(0, f"    const {t} *restrict bp = {bn} + {boff} + b * {sbb}LL + kk * {sbk}LL;")
+        self.emit(0, f"    for (int64_t j = 0; j < {N}LL; j++) c[j] += a * bp[j * {sbn}LL];")
+        self.emit(0, "  }")
+        self.emit(0, "}")
+
+    def gen_row(self, dry, records=None):
+        k = self.k
+        self.prologue()
+        O, R = k.outer, k.inner
+        ovs, oidx = self.dim_idx("o", O, 0)
+        rvs, ridx = self.dim_idx("r", R, 0)
+        if dry:
+            og = [(v, s, [v]) for v, s in zip(ovs, O) if s > 1]
+            rg = [(v, s, [v]) for v, s in zip(rvs, R) if s > 1]
+        else:
+            og = self.groups(ovs, O, records, "xo")
+            rg = self.groups(rvs, R, records, "xr")
+        self.set_groups(og, 0)
+        self.set_groups(rg, len(og))
+        rows = int(np.prod(O, dtype=np.int64)) if O else 1
+        inner = int(np.prod(R, dtype=np.int64)) if R else 1
+        close_o = self.open_loops(og, 0, parallel_work=rows * inner * len(k.stmts) if og else None)
+        row_level = len(og)
+        # consecutive statements over the rows share one inner pass unless one needs another's result
+        passes = []
+        for st in k.stmts:
+            if st.role == "outer":
+                passes.append(("outer", [st]))
+                continue
+            if passes and passes[-1][0] == "pass" and not self._reads_any(st.node, passes[-1][1]):
+                passes[-1][1].append(st)
+            else:
+                passes.append(("pass", [st]))
+        full_idx = oidx + ridx
+        for kind, sts in passes:
+            if kind == "outer":
+                st = sts[0]
+                extra = len(st.shape) - len(O)
+                self.store_stmt(st, oidx + [Aff()] * extra, row_level)
+                continue
+            reds = [s for s in sts if s.role == "reduce"]
+            accs = {}
+            for s in reds:
+                accs[s.node.id] = self.reduce_init(s.node, row_level)
+            simd = None
+            if len(reds) == 1 and not [s for s in sts if s.role != "reduce"] and reds[0].node.attrs["op"] == "sum":
+                simd = f"_Pragma(\"omp simd reduction(+:{accs[reds[0].node.id][0]})\")"
+            close_r = self.open_loops(rg, row_level, simd_reduction=simd)
+            lvl = row_level + len(rg)
+            for s in sts:
+                if s.role == "reduce":
+                    x = s.node.inputs[0]
+                    v = self.val(x, full_idx)
+                    self.reduce_update(s.node, accs[s.node.id], v, lvl, ridx, R)
+                else:
+                    self.store_stmt(s, full_idx, lvl)
+            close_r()
+            for s in reds:
+                self.locals_map[s.node.id] = self.reduce_final(s.node, accs[s.node.id], row_level)
+        close_o()
+
+    def _reads_any(self, node, sts) -> bool:
+        ids = {s.node.id for s in sts if s.role == "reduce"}
+        if not ids:
+            return False
+        stack = [node]
+        seen = set()
+        first = True
+        while stack:
+            x = stack.pop()
+            if x.id in seen:
+                continue
+            seen.add(x.id)
+            if x.id in ids and not first:
+                return True
+            if not first and (x.op == "load" or (x.id in self.sched.mat)):
+                continue
+            first = False
+            stack.extend(x.inputs)
+        return False
+
+    def reduce_init(self, n, level):
+        op = n.attrs["op"]
+        x = n.inputs[0]
+        at = P.accumulator_type(op, x.dtype)
+        acc = self.tmp("acc")
+        self.emit(level, f"{at} {acc} = {P.reduce_init(op, x.dtype)};", acc)
+        idx = None
+        if op in ("argmax", "argmin"):
+            idx = self.tmp("ai")
+            self.emit(level, f"int64_t {idx} = 0;", idx)
+        return acc, idx
+
+    def reduce_update(self, n, acc, v, level, ridx, R):
+        op = n.attrs["op"]
+        a, ai = acc
+        sfx = P.suffix(n.inputs[0].dtype)
+        if op == "sum":
+            self.emit(level, f"{a} += {v};")
+        elif op == "prod":
+            self.emit(level, f"{a} *= {v};")
+        elif op == "max":
+            self.emit(level, f"{a} = em_max_{sfx}({a}, {v});")
+        elif op == "min":
+            self.emit(level, f"{a} = em_min_{sfx}({a}, {v});")
+        else:
+            lin = Aff()
+            for d, s in zip(ridx, L.cstrides(R)):
+                lin = lin + d.scale(s)
+            cmp = ">" if op == "argmax" else "<"
+            # NumPy: the first extreme wins; the first NaN wins over everything
+            self.emit(level, f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) "
+                             f"{{ {a} = {v}; {ai} = {self.render_aff(lin, 'val')}; }}")
+
+    def reduce_final(self, n, acc, level):
+        a, ai = acc
+        if n.attrs["op"] in ("argmax", "argmin"):
+            return ai
+        t = P.ctype(n.dtype)
+        name = self.tmp()
+        self.emit(level, f"const {t} {name} = ({t}){a};", name)
+        return name
+
+    def gen_colreduce(self, dry, records=None):
+        """A reduction whose reduced dims are not all trailing: kept dims outside, reduced inside. When
+        the last dim is kept, a block of it is accumulated at once (contiguous, vectorizable)."""
+        k = self.k
+        self.prologue()
+        st = k.stmts[0]
+        n = st.node
+        x = n.inputs[0]
+        axes = n.attrs["axes"]
+        op = n.attrs["op"]
+        nd = len(x.shape)
+        # kept dims after the last reduced dim run innermost
+        last_red = max(axes)
+        kin = [d for d in range(last_red + 1, nd)]
+        kout = [d for d in range(nd) if d not in axes and d not in kin]
+        out = self.bufname(st.buffer)
+        at = P.accumulator_type(op, x.dtype)
+        init = P.reduce_init(op, x.dtype)
+        xidx = [None] * nd
+        for d in range(nd):
+            v = f"c{d}"
+            self.ranges[v] = (0, max(x.shape[d] - 1, 0))
+            xidx[d] = Aff.var(v) if x.shape[d] > 1 else Aff()
+        lvl = 0
+        ko_ext = int(np.prod([x.shape[d] for d in kout], dtype=np.int64)) if kout else 1
+        total = int(np.prod(x.shape, dtype=np.int64))
+        # outer kept loops (one per dim: simple and rarely hot)
+        for i, d in enumerate(kout):
+            self.var_level[f"c{d}"] = lvl + 1
+            sc = Scope(lvl + 1)
+            self.scopes.append(sc)
+            lvl += 1
+        kin_ext = int(np.prod([x.shape[d] for d in kin], dtype=np.int64)) if kin else 1
+        arg = op in ("argmax", "argmin")
+        sfx = P.suffix(x.dtype)
+        t = P.ctype(n.dtype)
+        oidx_base = [xidx[d] if d not in axes else Aff() for d in range(nd)]
+        if kin:
+            BLK = 256
+            # the flattened kept-inner index v = kb + q
+            self.ranges["q"] = (0, BLK - 1)
+            self.ranges["kb"] = (0, max(kin_ext - 1, 0))
+            vidx = L.reshape_index(tuple(x.shape[d] for d in kin), (kin_ext,), [Aff.var("kv")], self.ranges) \
+                if len(kin) > 1 else [Aff.var("kv")]
+            self.ranges["kv"] = (0, max(kin_ext - 1, 0))
+            for d, a in zip(kin, vidx):
+                xidx[d] = a
+                oidx_base[d] = a
+            kb_level = lvl + 1
+            self.var_level["kb"] = kb_level
+            sc_kb = Scope(kb_level)
+            self.scopes.append(sc_kb)
+            self.emit(kb_level, f"const int64_t nq = {kin_ext}LL - kb < {BLK} ? {kin_ext}LL - kb : {BLK};")
+            self.emit(kb_level, f"{at} acc[{BLK}];")
+            if arg:
+                self.emit(kb_level, f"int64_t ai[{BLK}];")
+            self.emit(kb_level, f"for (int64_t q = 0; q < nq; q++) {{ acc[q] = {init};"
+                                + (" ai[q] = 0;" if arg else "") + " }")
+            # reduced loops
+            red_level = kb_level
+            for d in axes:
+                red_level += 1
+                self.var_level[f"c{d}"] = red_level
+                self.scopes.append(Scope(red_level))
+            ql = red_level + 1
+            self.var_level["kv"] = ql
+            self.var_level["q"] = ql
+            sq = Scope(ql)
+            self.scopes.append(sq)
+            self.emit(ql, "const int64_t kv = kb + q;")
+            v = self.val(x, xidx)
+            if op == "sum":
+                self.emit(ql, f"acc[q] += {v};")
+            elif op == "prod":
+                self.emit(ql, f"acc[q] *= {v};")
+            elif op in ("max", "min"):
+                self.emit(ql, f"acc[q] = em_{op}_{sfx}(acc[q], {v});")
+            else:
+                lin = Aff()
+                for d, s in zip(axes, L.cstrides(tuple(x.shape[d] for d in axes))):
+                    lin = lin + xidx[d].scale(s)
+                cmp = ">" if op == "argmax" else "<"
+                self.emit(ql, f"if (acc[q] == acc[q] && ({v} {cmp} acc[q] || {v} != {v})) {{ acc[q] = {v}; "
+                              f"ai[q] = {self.render_aff(lin, 'val')}; }}")
+            self.scopes.pop()
+            blk = Block("for (int64_t q = 0; q < nq; q++)", sq)
+            self.scopes[-1].lines.append(blk)
+            for d in reversed(axes):
+                sc = self.scopes.pop()
+                self.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc))
+            # write back the block
+            ooff = L.offset(oidx_base, L.cstrides(n.shape))
+            self.ranges["kv"] = (0, max(kin_ext - 1, 0))
+            res = "ai[q]" if arg else f"({t})acc[q]"
+            self.emit(kb_level, f"for (int64_t q = 0; q < nq; q++) {{ const int64_t kv = kb + q; "
+                                f"{out}[{self.render_aff(ooff)}] = {res}; }}")
+            sc = self.scopes.pop()
+            par = f"EMBER_PARALLEL_FOR({total}LL)" if not kout else None
+            self.scopes[-1].lines.append(Block(f"for (int64_t kb = 0; kb < {kin_ext}LL; kb += {BLK})", sc, par))
+        else:
+            # last dim reduced: a scalar accumulator per kept position
+            acc = self.tmp("acc")
+            base = lvl
+            self.emit(base, f"{at} {acc} = {init};", acc)
+            ai = None
+            if arg:
+                ai = self.tmp("ai")
+                self.emit(base, f"int64_t {ai} = 0;", ai)
+            red_level = base
+            for d in axes:
+                red_level += 1
+                self.var_level[f"c{d}"] = red_level
+                self.scopes.append(Scope(red_level))
+            v = self.val(x, xidx)
+            self.reduce_update_at(op, acc, ai, v, red_level, sfx, [xidx[d] for d in axes],
+                                  tuple(x.shape[d] for d in axes))
+            for d in reversed(axes):
+                sc = self.scopes.pop()
+                self.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc))
+            ooff = L.offset(oidx_base, L.cstrides(n.shape))
+            res = ai if arg else f"({t}){acc}"
+            self.emit(base, f"{out}[{self.render_aff(ooff)}] = {res};")
+        for i in range(len(kout) - 1, -1, -1):
+            d = kout[i]
+            sc = self.scopes.pop()
+            par = f"EMBER_PARALLEL_FOR({total}LL)" if i == 0 else None
+            self.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc, par))
+
+    def reduce_update_at(self, op, a, ai, v, level, sfx, ridx, R):
+        if op == "sum":
+            self.emit(level, f"{a} += {v};")
+        elif op == "prod":
+            self.emit(level, f"{a} *= {v};")
+        elif op in ("max", "min"):
+            self.emit(level, f"{a} = em_{op}_{sfx}({a}, {v});")
+        else:
+            lin = Aff()
+            for d, s in zip(ridx, L.cstrides(R)):
+                lin = lin + d.scale(s)
+            cmp = ">" if op == "argmax" else "<"
+            self.emit(level, f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) "
+                             f"{{ {a} = {v}; {ai} = {self.render_aff(lin, 'val')}; }}")
+
+    def gen_scatter(self, dry, records=None):
+        k = self.k
+        self.prologue()
+        st = k.stmts[0]
+        n = st.node
+        g2, i1 = n.inputs
+        rows, d = g2.shape
+        nw = n.attrs["rows"]
+        skip = n.attrs["skip"]
+        out = self.bufname(st.buffer)
+        t = P.ctype(n.dtype)
+        self.emit(0, f"memset({out}, 0, sizeof({t}) * {nw * d}LL);")
+        self.ranges["si"] = (0, max(rows - 1, 0))
+        self.ranges["sj"] = (0, max(d - 1, 0))
+        self.var_level["si"] = 1
+        self.var_level["sj"] = 2
+        si = Scope(1)
+        self.scopes.append(si)
+        iv = self.val(i1, [Aff.var("si") if rows > 1 else Aff()])
+        self.has_check = True
+        self.emit(1, f"const int64_t id = {iv};")
+        if skip >= 0:
+            self.emit(1, f"if (id == {skip}LL) continue;")
+        self.emit(1, f"if ((uint64_t)id >= (uint64_t){nw}LL) {{ em_err[0] = -1; em_err[1] = id; continue; }}")
+        sj = Scope(2)
+        self.scopes.append(sj)
+        gv = self.val(g2, [Aff.var("si") if rows > 1 else Aff(), Aff.var("sj") if d > 1 else Aff()])
+        self.emit(2, f"{out}[id * {d}LL + sj] += {gv};")
+        self.scopes.pop()
+        si.lines.append(Block(f"for (int64_t sj = 0; sj < {d}LL; sj++)", sj))
+        self.scopes.pop()
+        self.scopes[-1].lines.append(Block(f"for (int64_t si = 0; si < {rows}LL; si++)", si))
+
+
+def render_program(sched, slot_of, errors, options, name="graph") -> tuple:
+    """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel C by name).
+    The caller puts ``prims.C_PRELUDE``, the OpenMP prelude and (when used) the BLAS prelude on top."""
+    parts = []
+    uses_blas = False
+    checks = {}
+    kernel_src = {}
+    for k in sched.kernels:
+        g = KernelGen(k, sched, slot_of, errors, options)
+        src = g.gen()
+        uses_blas |= g.uses_blas
+        checks[k.name] = g.has_check
+        kernel_src[k.name] = src
+        parts.append(src)
+    entries = []
+    for si, (kernels, step) in enumerate(sched.segments):
+        ename = f"{name}_seg{si}"
+        body = []
+        for k in kernels:
+            body.append(f"  {k.name}(bufs);")
+            if checks.get(k.name):
+                body.append("  if (((int64_t *)bufs[1])[0]) return;")
+        entries.append(ename)
+        parts.append(f"void {ename}(void **bufs) {{\n" + "\n".join(body) + ("\n" if body else "") + "}")
+    return "\n\n".join(parts) + "\n", entries, uses_blas, kernel_src

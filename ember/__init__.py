@@ -10,6 +10,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import os as _os
+
+# OpenMP threads that spin-wait collapse throughput 20-100x when this 2-core class of machine is shared;
+# ember's generated kernels (and any OpenMP runtime loaded after this) wait passively unless told otherwise.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from . import _malloc  # noqa: E402,F401  (allocator tuning; see the module docstring)
 
 from . import dtypes as _dtypes

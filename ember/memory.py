@@ -258,7 +258,8 @@ def _start() -> None:
     from .tensor import Tensor
     from .autograd.node import Node
     for o in gc.get_objects():
-        if isinstance(o, Tensor):
+        # type(o), not isinstance: some foreign objects warn when their __class__ is read
+        if issubclass(type(o), Tensor):
             d = getattr(o, "_data", None)
             if isinstance(d, np.ndarray):
                 _track(d, check_limit=False)

@@ -1,4 +1,6 @@
 import os
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))

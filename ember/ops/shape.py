@@ -704,14 +704,22 @@ def type_(self, dtype=None, non_blocking=False, **kw):
         names = {"torch.FloatTensor": _dt.float32, "torch.DoubleTensor": _dt.float64, "torch.LongTensor": _dt.int64,
                  "torch.IntTensor": _dt.int32, "torch.BoolTensor": _dt.bool, "torch.HalfTensor": _dt.float16,
                  "torch.ByteTensor": _dt.uint8}
-        dtype = names.get(dtype.replace("ember.", "torch."))
+        name, dtype = dtype, names.get(dtype.replace("ember.", "torch."))
         if dtype is None:
-            raise ValueError(f"invalid type: {dtype!r}")
+            raise ValueError(f"invalid type: {name!r}")
     return _to_dtype(self, dtype)
+
+
+def type_as(self, other):
+    """``self`` cast to ``other``'s dtype (``self`` itself when the dtypes already match)."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return _to_dtype(self, other._dtype)
 
 
 attach("to", to, function=False)
 attach("type", type_, function=False)
+attach("type_as", type_as, function=False)
 for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
                   ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
                   ("char", _dt.int8), ("byte", _dt.uint8), ("bool", _dt.bool)]:

@@ -7,12 +7,14 @@ definition and its checkpoints move between the two libraries unchanged.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Iterator
 
 from ...tensor import Tensor, _RemovableHandle
 from ..parameter import Parameter, Buffer
 from ... import dtypes as _dt
+from ...autograd import grad_mode as _gm
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -61,6 +63,7 @@ class Module:
         d["_forward_pre_hooks"] = OrderedDict()
         d["_forward_pre_hooks_with_kwargs"] = {}
         d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
@@ -218,7 +221,8 @@ class Module:
 
     # ---- calling ----------------------------------------------------------------------------
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
+                or self._backward_hooks or self.__dict__.get("_backward_pre_hooks")):
             return self.forward(*args, **kwargs)
         for hid, hook in itertools.chain(_global_forward_pre_hooks.items(), list(self._forward_pre_hooks.items())):
             if hid in self._forward_pre_hooks_with_kwargs:
@@ -231,6 +235,10 @@ class Module:
                 r = hook(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
+        bw_hook = None
+        if (self._backward_hooks or self.__dict__.get("_backward_pre_hooks")) and _gm.is_grad_enabled():
+            bw_hook = _BackwardHook(self)
+            args = bw_hook.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
         for hid, hook in itertools.chain(_global_forward_hooks.items(), list(self._forward_hooks.items())):
             if hid in self._forward_hooks_with_kwargs:
@@ -239,6 +247,8 @@ class Module:
                 r = hook(self, args, result)
             if r is not None:
                 result = r
+        if bw_hook is not None:
+            result = bw_hook.setup_output_hook(result)
         return result
 
     def __call__(self, *args, **kwargs):
@@ -253,13 +263,21 @@ class Module:
                          self._forward_hooks_with_kwargs if with_kwargs else None)
 
     def register_full_backward_hook(self, hook, prepend: bool = False):
-        raise NotImplementedError("register_full_backward_hook: module backward hooks are not supported "
-                                  "by ember yet; register a hook on the output tensor instead")
+        """``hook(module, grad_input, grad_output) -> tuple | None``, called once the gradients with
+        respect to the module's positional tensor inputs are computed (grad_input has one entry per
+        positional argument, None where no gradient); a returned tuple replaces grad_input."""
+        return _register(self._backward_hooks, hook, prepend, None)
 
-    register_backward_hook = register_full_backward_hook
+    def register_backward_hook(self, hook):
+        """Deprecated in torch; ember gives it the semantics of ``register_full_backward_hook``."""
+        return _register(self._backward_hooks, hook, False, None)
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False):
-        raise NotImplementedError("register_full_backward_pre_hook: module backward hooks are not supported by ember yet")
+        """``hook(module, grad_output) -> tuple | None``, called when the gradients with respect to the
+        module's outputs are computed; a returned tuple replaces grad_output."""
+        if "_backward_pre_hooks" not in self.__dict__:
+            self.__dict__["_backward_pre_hooks"] = OrderedDict()
+        return _register(self._backward_pre_hooks, hook, prepend, None)
 
     def register_state_dict_pre_hook(self, hook):
         return _register(self._state_dict_pre_hooks, hook, False, None)
@@ -600,6 +618,103 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+class _BackwardHook:
+    """Module backward hooks for one call: identity autograd Functions wrap the positional tensor inputs
+    and the (top-level) tensor outputs. The outputs' identity sees grad_output first (and runs the
+    pre-hooks); the inputs' identity then sees grad_input and runs the full backward hooks."""
+
+    def __init__(self, module):
+        self.module = module
+        self.n_inputs = 0
+        self.input_idx = None        # positions of the tensor inputs, None when none needs a gradient
+        self.grad_outputs = None
+
+    def _pack(self, idx, grads, n):
+        out = [None] * n
+        for i, g in zip(idx, grads):
+            out[i] = g
+        return tuple(out)
+
+    def _identity(self, values, idx, on_backward):
+        from ...autograd.function import Function
+
+        class BackwardHookFunction(Function):
+            @staticmethod
+            def forward(ctx, *ts):
+                ctx.mark_non_differentiable(*[t for t in ts if not t.requires_grad])
+                ctx.set_materialize_grads(False)
+                return ts
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return on_backward(grads)
+
+        new = BackwardHookFunction.apply(*[values[i] for i in idx])
+        values = list(values)
+        for i, t in zip(idx, new):
+            values[i] = t
+        return values
+
+    def setup_input_hook(self, args):
+        self.n_inputs = len(args)
+        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        if not any(args[i].requires_grad for i in idx):
+            return args
+        self.input_idx = idx
+
+        def on_input_grads(grads):
+            grad_inputs = self._pack(idx, grads, self.n_inputs)
+            for hook in list(self.module._backward_hooks.values()):
+                res = hook(self.module, grad_inputs, self.grad_outputs)
+                if res is None:
+                    continue
+                res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                if len(res) != len(grad_inputs):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(res)}, "
+                                       f"but expected {len(grad_inputs)}")
+                grad_inputs = res
+            return tuple(grad_inputs[i] for i in idx)
+
+        return tuple(self._identity(args, idx, on_input_grads))
+
+    def setup_output_hook(self, result):
+        single = not isinstance(result, tuple)
+        outs = (result,) if single else result
+        idx = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if not idx:
+            return result
+
+        def on_output_grads(grads):
+            grad_outputs = self._pack(idx, grads, len(outs))
+            for hook in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+                res = hook(self.module, grad_outputs)
+                if res is None:
+                    continue
+                res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                if len(res) != len(grad_outputs):
+                    raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
+                                       f"{len(res)}, but expected {len(grad_outputs)}")
+                grad_outputs = res
+            self.grad_outputs = grad_outputs
+            if self.input_idx is None:
+                # no input needs a gradient: the hooks fire now, with grad_input all None
+                if self.module._backward_hooks:
+                    warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                                  "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
+                                  "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for "
+                                  "more details.", stacklevel=2)
+                none = (None,) * self.n_inputs
+                for hook in list(self.module._backward_hooks.values()):
+                    res = hook(self.module, none, grad_outputs)
+                    if res is not None and not all(r is None for r in res):
+                        raise RuntimeError("Backward hook for Modules where no input requires gradient should "
+                                           "always return None or None for all gradients.")
+            return tuple(grad_outputs[i] for i in idx)
+
+        outs = self._identity(outs, idx, on_output_grads)
+        return outs[0] if single else tuple(outs)
 
 
 def _register(store, hook, prepend, kw_store):

@@ -45,6 +45,8 @@ from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from ._compat import *  # noqa: E402,F401,F403
+from . import _threads  # noqa: E402
+_threads.apply_default()
 from . import memory, profiler  # noqa: E402,F401
 from .memory import OutOfMemoryError  # noqa: E402,F401
 from .events import Event, synchronize  # noqa: E402,F401

@@ -31,6 +31,10 @@ def test_counts_rise_and_fall_with_lifetimes():
     assert mem.memory_allocated() - base == 800
     del y
     assert mem.memory_allocated() == base
+    z = ember.Tensor(10, 10)                                # the legacy constructor counts too
+    assert mem.memory_allocated() - base == 400
+    del z
+    assert mem.memory_allocated() == base
 
 
 def test_views_and_aliases_are_not_double_counted():

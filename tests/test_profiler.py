@@ -2,6 +2,7 @@
 event API, and that nothing is recorded (or hooked) when the profiler is off."""
 import json
 import threading
+import time
 
 import pytest
 
@@ -204,6 +205,10 @@ def test_chrome_trace_is_valid_and_nested(tmp_path):
     copy = next(e for e in complete if e["name"].startswith("Memcpy HtoD"))
     assert copy["args"]["bytes"] == 4096 and copy["cat"] == "gpu_memcpy"
     assert abs(copy["dur"] - 5.0) < 1e-3
+    import gzip
+    gz = tmp_path / "trace.json.gz"
+    prof.export_chrome_trace(str(gz))
+    assert json.loads(gzip.open(gz, "rt").read())["traceEvents"] == evs
 
 
 def test_device_and_compiler_event_api():
@@ -212,6 +217,7 @@ def test_device_and_compiler_event_api():
             ev.fields["nodes"] = 12
             ember.ones(2) + 1
         record_event("compile", "compile::codegen", duration_us=30.0, lines=200)
+        time.sleep(0.003)                       # the C compiler "runs" (timed by the caller)
         record_event("compile", "compile::cc", duration_us=1500.0, compiler="cc")
         record_event("compile", "compile::cache_miss", key="abc")
         for _ in range(3):
@@ -226,6 +232,10 @@ def test_device_and_compiler_event_api():
     assert _by_name(prof, "ember::add")[0].cpu_parent is cap
     cc, = _by_name(prof, "compile::cc")
     assert abs(cc.cpu_time_total - 1500.0) < 1.0 and cc.fields["compiler"] == "cc"
+    codegen, = _by_name(prof, "compile::codegen")
+    # a reported duration never overlaps the previous event (the trace stays nested)
+    assert codegen.start_ns >= cap.end_ns and codegen.fields["duration_us"] == 30.0
+    assert cc.start_ns >= codegen.end_ns
     hit = [r for r in prof.key_averages() if r.key == "compile::cache_hit"][0]
     assert hit.count == 3
     kern, = _by_name(prof, "kernel::fused_add_relu")

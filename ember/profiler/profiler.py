@@ -141,6 +141,8 @@ def _end(prof, ev: FunctionEvent) -> None:
     if ev._mem0 is not None:
         ev.cpu_memory_usage = _mem._C[0] - ev._mem0
         ev._mem0 = None
+    if ev.cpu_parent is None:
+        _tls.last_top_end = ev.end_ns
 
 
 def _instant(prof, name: str, kind: str, fields, duration_ns=None) -> FunctionEvent:
@@ -151,9 +153,17 @@ def _instant(prof, name: str, kind: str, fields, duration_ns=None) -> FunctionEv
         prof._thread_names[tid] = threading.current_thread().name
     stack = _stack()
     parent = stack[-1] if stack else None
-    start = now if duration_ns is None else now - int(duration_ns)
-    if parent is not None and start < parent.start_ns:
-        start = parent.start_ns      # keep it inside the range it is reported in
+    start = now
+    if duration_ns is not None:
+        # a range timed by the caller: keep it inside its parent and after its previous sibling, so
+        # the trace stays properly nested (the requested duration stays in the fields)
+        if parent is not None:
+            lo = parent.cpu_children[-1].end_ns if parent.cpu_children else parent.start_ns
+            lo = max(lo or parent.start_ns, parent.start_ns)
+        else:
+            lo = getattr(_tls, "last_top_end", 0)
+        start = max(now - int(duration_ns), lo)
+        fields = {**fields, "duration_us": duration_ns / 1e3}
     ev = FunctionEvent(next(_ids), name, kind, tid, start, prof._base_ns)
     ev.end_ns = now
     ev.instant = duration_ns is None
@@ -162,6 +172,8 @@ def _instant(prof, name: str, kind: str, fields, duration_ns=None) -> FunctionEv
         ev.cpu_parent = parent
         parent.cpu_children.append(ev)
         ev.is_backward = parent.is_backward
+    else:
+        _tls.last_top_end = now
     prof._events.append(ev)
     return ev
 
@@ -306,8 +318,11 @@ def record_event(kind: str, name: str, *, duration_us: float | None = None, **fi
     when no profiler records.
 
     Without ``duration_us`` the event is an instant (a cache hit, a fallback); with it, a range of that
-    length ending now (a phase timed by the caller). ``fields`` are kept on ``event.fields`` and
-    written to the trace's ``args``. Kinds and names used by ember:
+    length ending now (a phase timed by the caller), shortened if needed so that it starts after the
+    previous event on its thread and inside the open range (the trace stays properly nested; the
+    requested length is kept in ``fields["duration_us"]``). Prefer ``record_range`` around work that
+    can be wrapped. ``fields`` are kept on ``event.fields`` and written to the trace's ``args``.
+    Kinds and names used by ember:
 
     - ``"compile"``: "compile::capture", "compile::autodiff", "compile::codegen", "compile::cc" (C
       compile), "compile::cache_hit", "compile::cache_miss" (fields: key, ...)

@@ -88,10 +88,16 @@ def trace_events(prof, events) -> list:
 
 
 def export_chrome_trace(prof, events, path: str) -> None:
-    """Write ``events`` (recorded by ``prof``) to ``path`` as Chrome trace JSON."""
+    """Write ``events`` (recorded by ``prof``) to ``path`` as Chrome trace JSON (gzipped when the
+    path ends with ".gz", which Perfetto opens as is)."""
     doc = {"schemaVersion": 1, "displayTimeUnit": "ms", "deviceProperties": [],
            "record_shapes": int(bool(prof.record_shapes)), "profile_memory": int(bool(prof.profile_memory)),
            "baseTimeNanoseconds": prof._base_epoch_ns, "traceName": str(path),
            "traceEvents": trace_events(prof, events)}
+    if str(path).endswith(".gz"):
+        import gzip
+        with gzip.open(path, "wt") as f:
+            json.dump(doc, f)
+        return
     with open(path, "w") as f:
         json.dump(doc, f)

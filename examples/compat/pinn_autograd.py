@@ -24,7 +24,8 @@ def run(torch, nn, F, init=None, steps=60, deterministic=False, log=print):
             return self.net(x)
 
     model = PINN()
-    init_state = sync_init(torch, model, init)
+    critic = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+    init_state = sync_init(torch, nn.ModuleDict({"pinn": model, "critic": critic}), init)
     x = torch.linspace(0, 1, 32).unsqueeze(1).requires_grad_(True)
     xb = torch.tensor([[0.0], [1.0]])
 
@@ -77,7 +78,6 @@ def run(torch, nn, F, init=None, steps=60, deterministic=False, log=print):
     ste = {"q": q.tolist(), "grad": w.grad.tolist()}
 
     # gradient penalty on interpolates between "real" and "fake" points
-    critic = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
     real = torch.tensor([[1.0, 2.0], [0.5, -1.0]])
     fake = torch.tensor([[0.0, 0.5], [2.0, 1.0]])
     alpha = torch.tensor([[0.3], [0.7]])

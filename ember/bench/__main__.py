@@ -9,7 +9,19 @@ from . import SUITES
 from .harness import run_case, print_results, save_results, Result
 
 
+def _set_threads(n: int) -> None:
+    import ember
+    ember.set_num_threads(n)
+    try:
+        import torch
+        torch.set_num_threads(n)
+    except ImportError:
+        pass
+    print(f"threads: ember {ember.get_num_threads()}, torch {n} (set with --threads)")
+
+
 def _run(args) -> int:
+    _set_threads(args.threads)
     suites = args.suites or ["overhead"]
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
@@ -63,6 +75,9 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="PNG of ember vs baseline per case")
     p.add_argument("--filter", default=None, help="only cases whose name contains this")
     p.add_argument("--progress", action="store_true", help="force the progress bar")
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads for BOTH ember (its BLAS) and torch (default 1: on a shared 2-core "
+                        "machine two spinning thread pools collapse; equal counts keep the comparison fair)")
     return _run(p.parse_args(argv))
 
 

@@ -251,7 +251,9 @@ class CompiledFunction:
             if build_runner is not None:
                 r = build_runner(program, mode=self.mode, name=self.__name__)
                 if r is not None:
-                    return lambda tensors: r(tensors, GRAD[0])
+                    call = lambda tensors: r(tensors, GRAD[0])  # noqa: E731
+                    call.native = r          # the NativeRunner (kernel list/count, source) for tests and tools
+                    return call
         return lambda tensors: interp(tensors, GRAD[0])
 
     def reset(self):

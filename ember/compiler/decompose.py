@@ -467,6 +467,12 @@ def _decompose_op(b, g, n, vmap, alias_def, arg_of, mutable_roots):
             outs = None
             reason = str(e)
             b.rollback(cp)
+        except Exception as e:     # a decomposition bug: keep the program correct, say so
+            outs = None
+            reason = f"decomposition failed: {type(e).__name__}: {e}"
+            b.rollback(cp)
+            from .logs import log
+            log("kernels", f"decomposition of {name} failed ({type(e).__name__}: {e}); it runs as an extern call")
     if outs is None:
         bufs = [b.buffer("extern", v.shape, _npdt(v.dtype), v) for v in n.outputs]
         b.effect("extern", op_node=n, args=args, attrs=attrs, outs=bufs, reason=reason)
@@ -497,7 +503,8 @@ linalg_eigh linalg_svd linalg_pinv repeat_interleave repeat_interleave_backward 
 normal bernoulli bernoulli_p poisson binary_cross_entropy binary_cross_entropy_with_logits conv2d
 conv_transpose2d conv2d_weight im2col col2im max_pool2d max_pool_scatter avg_pool2d avg_pool2d_backward
 adaptive_max_pool2d native_group_norm native_batch_norm cdist rnn_layer rnn_layer_backward lstm_layer
-lstm_layer_backward gru_layer gru_layer_backward norm count_nonzero nanmean mode
+lstm_layer_backward gru_layer gru_layer_backward norm count_nonzero nanmean bincount histc histogram
+searchsorted max_pool_gather
 """.split()) - {"reshape_copy_never"}
 
 # the decompositions live in these modules (imported for their registrations)

@@ -496,32 +496,27 @@ def _cat(b, n, args, at):
 
 @decomp("constant_pad_nd")
 def _pad(b, n, args, at):
+    # out[i] = x[i - before] where 0 <= i - before < n along every padded dim, else value
     x = args[0]
-    pads, value = at["pads"], at["value"]
+    pairs, value = at["pads"], at["value"]
     shape, dt = _out(n)
     nd = len(shape)
-    if any(p < 0 for p in pads):
-        raise Unsupported("negative padding (cropping)")
     inside = None
-    r = x
-    idx_vals = []
-    for k in range(len(pads) // 2):
-        d = nd - 1 - k
-        lo = pads[2 * k]
-        idx_vals.append((d, lo))
     cur = x
-    for d, lo in idx_vals:
-        io = b.iota(shape, d)
-        ok = b.ew("and", b.ew("ge", io, lo), b.ew("lt", io, lo + x.shape[d]))
-        inside = ok if inside is None else b.ew("and", inside, ok)
-    # gather along each padded dim through clamped indices
-    cur = x
-    for d, lo in idx_vals:
-        tgt_shape = tuple(shape[i] if i == d else cur.shape[i] for i in range(nd))
-        io = b.iota(tgt_shape, d)
-        ci = b.ew("min", b.ew("max", b.ew("sub", io, lo), 0), max(x.shape[d] - 1, 0))
+    for d, (lo, hi) in enumerate(pairs):
+        if lo == 0 and hi == 0:
+            continue
         if x.shape[d] == 0:
             raise Unsupported("padding an empty dim")
+        tgt = tuple(shape[i] if i == d else cur.shape[i] for i in range(nd))
+        io = b.iota(tgt, d)
+        src = b.ew("sub", io, lo)
+        if lo > 0 or hi > 0:
+            full_io = b.iota(shape, d)
+            fs = b.ew("sub", full_io, lo)
+            ok = b.ew("and", b.ew("ge", fs, 0), b.ew("lt", fs, x.shape[d]))
+            inside = ok if inside is None else b.ew("and", inside, ok)
+        ci = b.ew("min", b.ew("max", src, 0), x.shape[d] - 1)
         cur = b.gather(cur, ci, d)
     r = cur if inside is None else b.where(inside, cur, value, dtype=dt)
     return [_finish(b, n, r)]

@@ -36,6 +36,7 @@ from .render_c import render_program, Options
 from .runtime import check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, _build, \
     _CompiledBackwardOp
 
+_PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
 
 
@@ -157,15 +158,23 @@ def build_runner(program, mode=None, name="graph"):
     try:
         opts = Options(blas_available=_blas.blas_available())
         parts, src, uses_blas = compile_programs(program, name, opts)
+        STATS["programs"] += 1
+        if logs.enabled("output_code"):
+            logs.log("output_code", f"ember.compile({name}):\n{src}")
+        lib = _build_lib(src, name, uses_blas)
+        runner = NativeRunner(program, parts, lib, src, name)
     except Declined as d:
         STATS["declined"] += 1
         logs.log("kernels", f"ember.compile({name}): not compiled natively, using the interpreter: {d}")
         return None
-    STATS["programs"] += 1
-    if logs.enabled("output_code"):
-        logs.log("output_code", f"ember.compile({name}):\n{src}")
-    lib = _build_lib(src, name, uses_blas)
-    runner = NativeRunner(program, parts, lib, src, name)
+    except Exception as e:       # a bug in code generation must not break the user's program
+        STATS["declined"] += 1
+        import traceback
+        import warnings
+        logs.log("kernels", f"ember.compile({name}): native compilation failed:\n{traceback.format_exc()}")
+        warnings.warn(f"ember.compile({name}): native code generation failed ({type(e).__name__}: {e}); "
+                      "running the captured graph in the interpreter instead", RuntimeWarning, stacklevel=3)
+        return None
     if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
         from .autotune import Autotuner
         runner.autotuner = Autotuner(runner, program, name, opts)
@@ -282,7 +291,7 @@ class NativeRunner:
         p = self.program
         check_extra_guards(p)
         fb = self.fwd
-        arrays = [None] * fb.c.nslots
+        arrays = [_PLACEHOLDER] * fb.c.nslots
         copied = _bind(fb, arrays, arg_tensors, self.arg_index)
         if copied is None:
             # inputs overlap in memory and the program writes: the interpreter keeps NumPy's aliasing
@@ -325,7 +334,7 @@ class NativeRunner:
         result = _build(p.outputs, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:
-            diff_outs = [outs.get(v.id) or out_tensor(v) for v in bw.grad_outputs_of]
+            diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]
             targets = [arg_tensors[p.args.index(v)] if v.kind == "arg" else v.ref for v in bw.grad_targets]
             fwd_slots = _FwdSlots({vid: vals(vid) for vid in fb.c.pg.fwd_needed})
             if self.bwd is not None:
@@ -506,7 +515,7 @@ class _NativeBackwardOp:
         bw = self.program
         bb = self.runner.bwd
         c = bb.c
-        arrays = [None] * c.nslots
+        arrays = [_PLACEHOLDER] * c.nslots
         for slot, v, buf in bb.inputs:
             kind = v.kind
             if kind == "grad_in":

@@ -216,7 +216,10 @@ def literal(value, dtype) -> str:
         if v == 0 and math.copysign(1.0, v) < 0:
             s = "-0.0"
     else:
-        s = repr(v)                      # shortest round-trip text: parses back to exactly v
+        # shortest text that parses back to exactly v in its own precision
+        s = str(np.float32(v)) if dt == np.float32 else repr(v)
+        if not any(ch in s for ch in ".en"):
+            s += ".0"
     return s + ("f" if dt == np.float32 else "")
 
 

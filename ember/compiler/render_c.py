@@ -12,6 +12,7 @@ BLAS is available (or when autotuning found it faster).
 """
 from __future__ import annotations
 
+import os
 import numpy as np
 
 from . import prims as P
@@ -59,7 +60,7 @@ def _text(lines, indent) -> list:
 class Options:
     """Code generation choices (autotune varies them)."""
 
-    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=True):
+    def __init__(self, parallel_min=int(os.environ.get("PMIN", 65536)), use_blas=True, small_gemm_loops=0, blas_available=True):
         self.parallel_min = parallel_min
         self.use_blas = use_blas and blas_available
         self.small_gemm_loops = small_gemm_loops     # matmuls with M*N*K below this use generated loops

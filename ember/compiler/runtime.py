@@ -216,7 +216,7 @@ class Interpreter:
         result = _build(p.outputs, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:
-            diff_outs = [outs.get(v.id) or out_tensor(v) for v in bw.grad_outputs_of]
+            diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]
             targets = [arg_tensors[p.args.index(v)] if v.kind == "arg" else v.ref for v in bw.grad_targets]
             _attach_backward(bw, slots, diff_outs, targets)
         return result

@@ -2,7 +2,7 @@
 import importlib
 
 FAMILIES = ["elementwise", "shape", "reduce", "creation", "inplace", "unary", "binary", "compare",
-            "reduce_more", "index", "linalg", "shape_more", "random_ops"]
+            "reduce_more", "index", "linalg", "shape_more", "random_ops", "stats"]
 
 
 def _load_all():

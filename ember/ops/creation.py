@@ -30,9 +30,12 @@ def _finish(arr, dtype, requires_grad, device=None):
 def _infer_dtype(data):
     """torch's dtype inference for nested Python data: bool < int64 < default float."""
     kind = 0
+    leaves = False      # no element at all (``tensor([])``, ``tensor([[], []])``): the default float dtype
     stack = [data]
     while stack:
         x = stack.pop()
+        if not isinstance(x, (list, tuple)):
+            leaves = True
         if isinstance(x, Tensor):
             d = x._dtype
             kind = builtins.max(kind, 2 if d.is_floating_point else 1 if d is not _dt.bool else 0)
@@ -56,6 +59,8 @@ def _infer_dtype(data):
             raise TypeError("ember does not support complex tensors yet")
         else:
             raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    if not leaves:
+        return _dt.get_default_dtype()
     return _dt.int64 if kind == 1 else _dt.bool
 
 

@@ -1318,6 +1318,23 @@ def _bcast_ok(a, b):
         return False
 
 
+def fill_diagonal_(self, fill_value, wrap: bool = False):
+    """Fill the main diagonal (``self[i, i, ...]``) with ``fill_value`` in place; every dimension must have
+    the same length beyond two dims. ``wrap=True`` restarts the diagonal every ``width + 1`` rows of a
+    tall matrix, as torch (and NumPy) do. Differentiable: the gradient is zero on the diagonal."""
+    _tensor_arg(self, "fill_diagonal_", "self", 1)
+    shape = self._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and any(n != shape[0] for n in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(shape, dtype=np.bool_)
+    np.fill_diagonal(mask, True, wrap=bool(wrap) and len(shape) == 2)
+    mask_t = _const(mask)
+    return write_result(self, lambda s: masked_fill(s, mask_t, fill_value), "fill_diagonal_")
+
+
+attach("fill_diagonal_", fill_diagonal_, function=False)
 attach("masked_fill", masked_fill)
 attach("masked_select", masked_select)
 attach("masked_scatter", masked_scatter)

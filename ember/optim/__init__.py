@@ -13,3 +13,5 @@ for _name, _cls in [("rmsprop", "RMSprop"), ("adagrad", "Adagrad"), ("adadelta",
         globals()[_cls] = getattr(_il.import_module(f"{__name__}.{_name}"), _cls)
 if _ilu.find_spec(f"{__name__}.lr_scheduler") is not None:
     lr_scheduler = _il.import_module(f"{__name__}.lr_scheduler")
+if _ilu.find_spec(f"{__name__}.swa_utils") is not None:
+    swa_utils = _il.import_module(f"{__name__}.swa_utils")

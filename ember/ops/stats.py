@@ -1,0 +1,627 @@
+"""Counting, binning and small statistics: bincount, histc, histogram, searchsorted, bucketize, isin,
+quantile / nanquantile, diff, trapezoid / trapz / cumulative_trapezoid, dist, cov, corrcoef, renorm.
+
+Counting and binning ops return integers or counts and are registered ``differentiable=False`` with
+NumPy kernels. The differentiable ones (quantile, diff, trapezoid, dist, cov, corrcoef, renorm) are
+compositions of existing ember ops, as torch defines them, so autograd (and double backward) comes
+from those ops' derivatives; quantile follows torch's algorithm (sort, ranks in the input dtype,
+gather below/above, lerp) so values, NaN handling and gradients agree.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap
+from .registry import register, apply, attach, dtype_name
+from ._util import wrap_dim
+from .inplace import copy_out
+
+_INTEGRAL = (_dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64)
+
+
+def _tensor(x, op: str, arg: str, pos: int = 1) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _scalar_tensor(x, like: Tensor | None = None) -> Tensor:
+    """A Python number as a 0-d tensor (ints -> int64, floats -> the default dtype, bools -> bool)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return wrap(np.asarray(x, dtype=np.bool_), _dt.bool)
+    if isinstance(x, (int, np.integer)):
+        return wrap(np.asarray(x, dtype=np.int64), _dt.int64)
+    if isinstance(x, (float, np.floating)):
+        d = _dt.get_default_dtype()
+        return wrap(np.asarray(x, dtype=d.np), d)
+    raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
+
+
+def _out(result: Tensor, out):
+    return result if out is None else copy_out(result, out)
+
+
+# ---- bincount --------------------------------------------------------------------------------------------
+
+
+def _bincount_kernel(x, w, minlength, odt):
+    if w is not None:
+        w = w.astype(np.float64)
+    r = np.bincount(x.astype(np.int64, copy=False), weights=w, minlength=minlength)
+    return r.astype(odt, copy=False)
+
+
+BINCOUNT = register("bincount", _bincount_kernel, differentiable=False)
+
+
+def bincount(input, weights=None, minlength: int = 0) -> Tensor:  # noqa: A002
+    """Count occurrences of each non-negative integer in the 1-D ``input`` (weighted by ``weights``).
+
+        >>> ember.bincount(ember.tensor([1, 3, 3]))
+        tensor([0, 1, 0, 2])
+    """
+    _tensor(input, "bincount", "input")
+    if input._dtype not in _INTEGRAL:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{dtype_name(input._dtype)}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    x = input._data
+    if x.ndim != 1 or (x.size and x.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    odt = _dt.int64
+    if weights is not None:
+        _tensor(weights, "bincount", "weights", 2)
+        if weights._data.ndim != 1 or weights._data.shape[0] != x.shape[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        # torch keeps float32 weights in float32 and accumulates every other weight dtype in float64
+        odt = _dt.float32 if weights._dtype is _dt.float32 else _dt.float64
+    return apply(BINCOUNT, (input, weights), {"minlength": int(minlength), "odt": odt.np})
+
+
+# ---- histc / histogram -------------------------------------------------------------------------------------
+
+
+def _histc_kernel(x, bins, lo, hi):
+    x = x.reshape(-1)
+    x = x[(x >= lo) & (x <= hi)]                               # NaN and out-of-range values drop out
+    # torch's bin position: (x - min) * bins / (max - min), in the input's precision
+    pos = ((x - x.dtype.type(lo)) * x.dtype.type(bins) / (x.dtype.type(hi) - x.dtype.type(lo))).astype(np.int64)
+    pos = np.minimum(pos, bins - 1)                            # x == max belongs to the last bin
+    return np.bincount(pos, minlength=bins).astype(x.dtype)
+
+
+HISTC = register("histc", _histc_kernel, differentiable=False)
+
+
+def _histogram_range(op: str, data: np.ndarray, lo, hi):
+    """torch's range rules: min == max means the data's own range; a degenerate range widens by 1."""
+    lo, hi = float(lo), float(hi)
+    if lo > hi:
+        raise RuntimeError(f"{op}: max must be larger than min")
+    if lo == hi and data.size:
+        lo, hi = float(np.min(data)), float(np.max(data))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"{op}: range of [{_num(lo)}, {_num(hi)}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    return lo, hi
+
+
+def _num(v: float) -> str:
+    if not math.isfinite(v):
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+    return str(int(v)) if v == int(v) else repr(v)
+
+
+def histc(input, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:  # noqa: A002
+    """Histogram with ``bins`` equal-width bins over [min, max] (the data's range when min == max).
+
+        >>> ember.histc(ember.tensor([1., 2, 1]), bins=4, min=0, max=3)
+        tensor([0., 2., 1., 0.])
+    """
+    _tensor(input, "histc", "input")
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{dtype_name(input._dtype)}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    data = input._data
+    finite = data[~np.isnan(data)] if data.dtype.kind == "f" else data
+    lo, hi = _histogram_range("torch.histc", finite, min, max)
+    return _out(apply(HISTC, (input,), {"bins": int(bins), "lo": lo, "hi": hi}), out)
+
+
+def _histogram_kernel(x, edges, w, density):
+    hist, _ = np.histogram(x.reshape(-1).astype(np.float64), bins=edges.astype(np.float64),
+                           weights=None if w is None else w.reshape(-1).astype(np.float64), density=density)
+    return hist.astype(x.dtype)
+
+
+HISTOGRAM = register("histogram", _histogram_kernel, differentiable=False)
+
+
+class _HistogramResult(tuple):
+    """``torch.return_types.histogram``: a (hist, bin_edges) pair with named fields."""
+
+    def __new__(cls, hist, bin_edges):
+        return tuple.__new__(cls, (hist, bin_edges))
+
+    hist = property(lambda self: self[0])
+    bin_edges = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"ember.return_types.histogram(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density: bool = False, out=None):  # noqa: A002
+    """``(hist, bin_edges)``: ``bins`` equal-width bins over ``range`` (default: the data's range), or
+    the given 1-D tensor of bin edges; optional per-element ``weight`` and ``density`` normalisation."""
+    _tensor(input, "histogram", "input")
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{dtype_name(input._dtype)}'")
+    data = input._data
+    if isinstance(bins, Tensor):
+        if bins._data.ndim != 1 or bins._data.shape[0] < 2:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and at least 2 elements")
+        edges = bins._data.astype(data.dtype)
+    else:
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        finite = data[~np.isnan(data)]
+        lo, hi = (0.0, 0.0) if range is None else range
+        lo, hi = _histogram_range("torch.histogram()", finite, lo, hi)
+        edges = np.linspace(lo, hi, int(bins) + 1).astype(data.dtype)
+    if weight is not None:
+        _tensor(weight, "histogram", "weight")
+        if weight._data.shape != data.shape:
+            raise RuntimeError("torch.histogram(): if weight tensor is provided it should have the same shape "
+                               "as the input tensor excluding its innermost dimension")
+    hist = apply(HISTOGRAM, (input, wrap(edges, input._dtype), weight), {"density": bool(density)})
+    res = _HistogramResult(hist, wrap(edges.copy(), input._dtype))
+    if out is not None:
+        copy_out(res[0], out[0])
+        copy_out(res[1], out[1])
+        return _HistogramResult(out[0], out[1])
+    return res
+
+
+# ---- searchsorted / bucketize -------------------------------------------------------------------------------
+
+
+def _searchsorted_kernel(seq, vals, side, sorter, odt):
+    if seq.ndim == 1:
+        r = np.searchsorted(seq, vals, side=side, sorter=sorter)
+    else:
+        if sorter is not None:
+            seq = np.take_along_axis(seq, sorter, axis=-1)
+        lead = seq.shape[:-1]
+        s2 = seq.reshape(-1, seq.shape[-1])
+        v2 = vals.reshape(s2.shape[0], -1)
+        r = np.stack([np.searchsorted(s2[i], v2[i], side=side) for i in range(s2.shape[0])])
+        r = r.reshape(lead + vals.shape[-1:])
+    return np.asarray(r).astype(odt, copy=False)
+
+
+SEARCHSORTED = register("searchsorted", _searchsorted_kernel, differentiable=False)
+
+
+def _side(side, right: bool) -> str:
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if side == "left" and right:
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        return side
+    return "right" if right else "left"
+
+
+def _common_arrays(seq: Tensor, vals: Tensor):
+    """Both operands in their promoted dtype (torch compares in the common type)."""
+    d = _dt.promote_types(seq._dtype, vals._dtype)
+    return seq._data.astype(d.np, copy=False), vals._data.astype(d.np, copy=False)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
+                 side=None, out=None, sorter=None) -> Tensor:
+    """Indices where ``input`` values would be inserted into the innermost dimension of
+    ``sorted_sequence`` to keep it sorted (``side="right"``/``right=True``: after equal values).
+
+        >>> ember.searchsorted(ember.tensor([1., 3, 5]), ember.tensor([3., 6]))
+        tensor([1, 3])
+    """
+    _tensor(sorted_sequence, "searchsorted", "sorted_sequence")
+    scalar = not isinstance(input, Tensor)
+    vals = _scalar_tensor(input)
+    sd = _side(side, right)
+    seq = sorted_sequence._data
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           "dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals._data.shape)}")
+    if seq.ndim > 1 and (scalar or vals._data.shape[:-1] != seq.shape[:-1] or vals._data.ndim != seq.ndim):
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           "dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals._data.shape)}")
+    srt = None
+    if sorter is not None:
+        _tensor(sorter, "searchsorted", "sorter")
+        if sorter._dtype is not _dt.int64:
+            raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but got "
+                               f"{dtype_name(sorter._dtype)}")
+        if sorter._data.shape != seq.shape:
+            raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same size, but got "
+                               f"boundary tensor {list(seq.shape)}and got sorter tensor {list(sorter._data.shape)}")
+        srt = sorter._data
+    s_arr, v_arr = _common_arrays(sorted_sequence, vals)
+    odt = _dt.int32 if out_int32 else _dt.int64
+    res = wrap(_searchsorted_kernel(s_arr, v_arr, sd, srt, odt.np), odt)
+    return _out(res, out)
+
+
+def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False, out=None) -> Tensor:  # noqa: A002
+    """The index of the bucket each value of ``input`` falls in, for the 1-D increasing ``boundaries``:
+    ``boundaries[i-1] < x <= boundaries[i]`` (``right=True``: ``boundaries[i-1] <= x < boundaries[i]``).
+
+        >>> ember.bucketize(ember.tensor([3., 6]), ember.tensor([1., 3, 5]))
+        tensor([1, 3])
+    """
+    _tensor(boundaries, "bucketize", "boundaries", 2)
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})")
+    vals = _scalar_tensor(input)
+    s_arr, v_arr = _common_arrays(boundaries, vals)
+    odt = _dt.int32 if out_int32 else _dt.int64
+    res = wrap(_searchsorted_kernel(s_arr, v_arr, "right" if right else "left", None, odt.np), odt)
+    return _out(res, out)
+
+
+# ---- isin ------------------------------------------------------------------------------------------------
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False, out=None) -> Tensor:
+    """A bool tensor shaped like ``elements``: True where the element occurs in ``test_elements``.
+
+        >>> ember.isin(ember.tensor([1, 2, 3]), ember.tensor([2, 3]))
+        tensor([False,  True,  True])
+    """
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin() received an invalid combination of arguments - got (elements and test_elements "
+                        "both Python numbers): at least one of them must be a Tensor")
+    e, t = _scalar_tensor(elements), _scalar_tensor(test_elements)
+    ea, ta = _common_arrays(e, t)
+    r = np.isin(ea, ta, assume_unique=assume_unique, invert=invert)
+    return _out(wrap(np.asarray(r, dtype=np.bool_), _dt.bool), out)
+
+
+# ---- quantile / nanquantile ---------------------------------------------------------------------------------
+
+_INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
+    from .reduce_more import sort
+    _tensor(input, op, "input")
+    if input._dtype not in (_dt.float32, _dt.float64):
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor):
+        if q._data.ndim > 1:
+            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+        if q._dtype is not input._dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+        qv = q._data.astype(input._dtype.np)
+        if qv.size and not ((qv >= 0) & (qv <= 1)).all():
+            raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+        q_scalar = q._data.ndim == 0
+    else:
+        if not (0 <= q <= 1):
+            raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {q}")
+        qv = np.asarray(q, dtype=input._dtype.np)
+        q_scalar = True
+    if interpolation not in _INTERP:
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest, but "
+                           f"got {interpolation}")
+    if input._data.size == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    nd = input._data.ndim
+    if dim is None:
+        x = input.reshape(-1)
+        out_shape = (1,) * nd if keepdim else ()
+    else:
+        d = wrap_dim(dim, max(nd, 1))
+        x = input.unsqueeze(0) if nd == 0 else input
+        x = x.movedim(d, -1)
+        shp = list(input._data.shape)
+        if nd and keepdim:
+            shp[d] = 1
+        elif nd:
+            del shp[d]
+        out_shape = tuple(shp)
+    srt = sort(x, dim=-1).values
+    n = srt._data.shape[-1]
+    s = srt._data
+    qv1 = qv.reshape(-1)
+    batch = s.shape[:-1]
+    ty = s.dtype.type
+    if ignore_nan:
+        valid = (~np.isnan(s)).sum(-1, keepdims=True).astype(s.dtype)          # (*batch, 1)
+        ranks = qv1 * (valid - ty(1))
+        ranks = np.where(valid == 0, ty(n - 1), ranks)                         # all NaN: the last (NaN) one
+    else:
+        ranks = np.broadcast_to(qv1 * ty(n - 1), batch + qv1.shape).copy()
+        has_nan = np.isnan(s[..., -1:])                                         # NaNs sort last
+        ranks = np.where(has_nan, ty(n - 1), ranks)
+    ranks = ranks.astype(s.dtype, copy=False)
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)                                                # half to even, as torch
+    below = np.floor(ranks).astype(np.int64)
+    res = srt.gather(-1, wrap(below, _dt.int64))
+    if interpolation in ("linear", "midpoint"):
+        above = np.ceil(ranks).astype(np.int64)
+        hi = srt.gather(-1, wrap(above, _dt.int64))
+        w = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        res = res.lerp(hi, wrap(w.astype(s.dtype), input._dtype))
+    # res: (*batch, nq) -> (nq, *out_shape), or out_shape for a scalar q
+    res = res.movedim(-1, 0)
+    nq = qv1.shape[0]
+    return res.reshape(out_shape if q_scalar else (nq,) + out_shape)
+
+
+def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):  # noqa: A002
+    """The ``q``-th quantiles of ``input`` (over all elements, or along ``dim``); a 1-D ``q`` adds a
+    leading dimension. A slice containing NaN gives NaN (see ``nanquantile``).
+
+        >>> ember.quantile(ember.tensor([1., 2, 3, 4]), 0.5)
+        tensor(2.5000)
+    """
+    return _out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
+
+
+def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):  # noqa: A002
+    """``quantile`` ignoring NaN values (NaN only where a slice is all NaN)."""
+    return _out(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), out)
+
+
+# ---- diff / trapezoid -----------------------------------------------------------------------------------------
+
+
+def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=None) -> Tensor:  # noqa: A002
+    """The ``n``-th forward difference along ``dim`` (``logical_xor`` for bool), after concatenating
+    ``prepend`` / ``append``.
+
+        >>> ember.diff(ember.tensor([1, 3, 6]))
+        tensor([2, 3])
+    """
+    from .shape_more import cat as _cat
+    _tensor(input, "diff", "input")
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(dim, input._data.ndim)
+    parts = []
+    for extra in (prepend, append):
+        if extra is not None:
+            extra = _scalar_tensor(extra)
+            if extra._data.ndim != input._data.ndim:
+                raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    if prepend is not None or append is not None:
+        parts = ([_scalar_tensor(prepend)] if prepend is not None else []) + [input] + \
+                ([_scalar_tensor(append)] if append is not None else [])
+        x = _cat(parts, d)
+    else:
+        x = input
+    for _ in range(n):
+        L = x._data.shape[d]
+        if L == 0:
+            break
+        hi, lo = x.narrow(d, 1, L - 1), x.narrow(d, 0, L - 1)
+        x = hi.logical_xor(lo) if x._dtype is _dt.bool else hi - lo
+    if n == 0:
+        x = x.clone() if x is input else x
+    return _out(x, out)
+
+
+def _check_dx_x(op, x, dx):
+    if x is not None and dx is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments - got (Tensor, "
+                        f"dx={type(dx).__name__}, x=Tensor), "
+                        "but expected one of:\n * (Tensor y, Tensor x, *, int dim = -1)\n"
+                        " * (Tensor y, *, Number dx = 1, int dim = -1)")
+
+
+def _x_spacing(op, y: Tensor, x: Tensor, d: int) -> Tensor:
+    """The spacings ``x[i+1] - x[i]`` shaped to broadcast against the slices of ``y`` along ``d``."""
+    L = y._data.shape[d]
+    if x._data.ndim == 1:
+        if x._data.shape[0] != L:
+            raise RuntimeError(f"{op}: There must be one `x` value for each sample point")
+        shp = [1] * y._data.ndim
+        shp[d] = L
+        x = x.view(*shp)
+    elif x._data.shape[wrap_dim(d - y._data.ndim, x._data.ndim)] != L:
+        raise RuntimeError(f"{op}: There must be one `x` value for each sample point")
+    return diff(x, dim=d - y._data.ndim)
+
+
+def trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along ``dim``: sample points ``x`` (a tensor) or a constant spacing ``dx``.
+
+        >>> ember.trapezoid(ember.tensor([1., 2, 3]))
+        tensor(4.)
+    """
+    _tensor(y, "trapezoid", "y")
+    _check_dx_x("trapezoid", x, dx)
+    d = wrap_dim(dim, builtins.max(y._data.ndim, 1))
+    L = y._data.shape[d] if y._data.ndim else 1
+    if x is not None and isinstance(x, Tensor):
+        if L == 0:
+            return y.sum(d) * 0
+        sp = _x_spacing("trapezoid", y, x, d)
+        return (sp * (y.narrow(d, 1, L - 1) + y.narrow(d, 0, L - 1))).sum(d) / 2.0
+    if x is not None:
+        dx = x          # trapz(y, dx) positional form
+    dx = 1 if dx is None else dx
+    if L == 0:
+        return y.sum(d) * 0
+    return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx
+
+
+def trapz(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
+    """Alias of ``trapezoid``: ``trapz(y, x, *, dim=-1)`` or ``trapz(y, *, dx=1, dim=-1)``."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
+    """The running trapezoidal integral along ``dim`` (one element shorter than ``y`` there)."""
+    _tensor(y, "cumulative_trapezoid", "y")
+    _check_dx_x("cumulative_trapezoid", x, dx)
+    d = wrap_dim(dim, builtins.max(y._data.ndim, 1))
+    L = y._data.shape[d]
+    if L == 0:
+        return y.narrow(d, 0, 0) * 1
+    left, right = y.narrow(d, 0, L - 1), y.narrow(d, 1, L - 1)
+    if x is not None:
+        sp = _x_spacing("cumulative_trapezoid", y, x, d)
+        return ((sp * (left + right)) / 2.0).cumsum(d)
+    dx = 1 if dx is None else dx
+    return (dx / 2.0 * (left + right)).cumsum(d)
+
+
+# ---- dist / cov / corrcoef / renorm -------------------------------------------------------------------------------
+
+
+def dist(input, other, p=2) -> Tensor:  # noqa: A002
+    """The ``p``-norm of ``input - other`` (broadcast)."""
+    from .reduce_more import vector_norm
+    _tensor(input, "dist", "input")
+    _tensor(other, "dist", "other", 2)
+    for t in (input, other):
+        if not t._dtype.is_floating_point:
+            raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                               f"{dtype_name(t._dtype)} instead.")
+    return vector_norm(input - other, p)
+
+
+def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:  # noqa: A002
+    """The covariance matrix of the variables in the rows of ``input`` (observations in columns).
+
+        >>> ember.cov(ember.tensor([[0., 1, 2], [2, 1, 0]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
+    _tensor(input, "cov", "input")
+    if input._data.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input._data.ndim} dimensions")
+    x = input.view(1, -1) if input._data.ndim < 2 else input
+    if not x._dtype.is_floating_point:
+        x = x.to(_dt.get_default_dtype())
+    n_obs = x._data.shape[1]
+    w = None
+    if fweights is not None:
+        _tensor(fweights, "cov", "fweights")
+        if fweights._data.ndim > 1:
+            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights with "
+                               f"{fweights._data.ndim} dimensions")
+        if fweights._dtype not in _INTEGRAL:
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{dtype_name(fweights._dtype)} dtype")
+        if fweights._data.size != n_obs:
+            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations in the "
+                               f"input but got {fweights._data.size} != {n_obs}")
+        if fweights._data.size and fweights._data.min() < 0:
+            raise RuntimeError("cov(): fweights cannot be negative")
+        w = fweights
+    if aweights is not None:
+        _tensor(aweights, "cov", "aweights")
+        if aweights._data.ndim > 1:
+            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
+                               f"{aweights._data.ndim} dimensions")
+        if not aweights._dtype.is_floating_point:
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
+                               f"{dtype_name(aweights._dtype)} dtype")
+        if aweights._data.size != n_obs:
+            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations in the "
+                               f"input but got {aweights._data.size} != {n_obs}")
+        if aweights._data.size and aweights._data.min() < 0:
+            raise RuntimeError("cov(): aweights cannot be negative")
+        w = aweights if w is None else w * aweights
+    if w is None:
+        avg = x.mean(1)
+        w_sum = n_obs
+        norm = n_obs - correction
+    else:
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+        if aweights is not None and correction:
+            norm = w_sum - correction * (w * aweights).sum() / w_sum
+        else:
+            norm = w_sum - correction
+    if (float(norm) if isinstance(norm, Tensor) else norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", stacklevel=2)
+        norm = norm * 0 if isinstance(norm, Tensor) else 0
+    xm = x - avg.unsqueeze(1)
+    c = xm.matmul((xm if w is None else xm * w).t())
+    return (c / norm).squeeze()
+
+
+def corrcoef(input) -> Tensor:  # noqa: A002
+    """Pearson correlation coefficients of the variables in the rows of ``input``."""
+    c = cov(input)
+    if c._data.ndim == 0:
+        return c / c
+    sd = c.diagonal().sqrt()
+    c = c / sd.unsqueeze(1)
+    c = c / sd.unsqueeze(0)
+    return c.clamp(-1, 1)
+
+
+def renorm(input, p, dim: int, maxnorm) -> Tensor:  # noqa: A002
+    """Rescale each slice ``input.select(dim, i)`` whose ``p``-norm exceeds ``maxnorm`` to norm ``maxnorm``."""
+    from .reduce_more import vector_norm
+    from .binary import where
+    from .creation import ones_like
+    _tensor(input, "renorm", "input")
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(f"renorm: expected a floating point tensor, got {dtype_name(input._dtype)}")
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    nd = input._data.ndim
+    if nd <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
+    d = wrap_dim(dim, nd)
+    rdims = [i for i in range(nd) if i != d]
+    norm = vector_norm(input, p, rdims, keepdim=True)
+    # torch's derivative includes the norm's dependence on input, as this composition does
+    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), ones_like(norm))
+    return input * factor
+
+
+def renorm_(self, p, dim: int, maxnorm) -> Tensor:
+    """In-place ``renorm``."""
+    from .inplace import write_result
+    return write_result(self, lambda t: renorm(t, p, dim, maxnorm), "renorm_")
+
+
+for _name, _fn in [("bincount", bincount), ("histc", histc), ("histogram", histogram), ("quantile", quantile),
+                   ("nanquantile", nanquantile), ("diff", diff), ("dist", dist), ("cov", cov),
+                   ("corrcoef", corrcoef), ("renorm", renorm)]:
+    attach(_name, _fn)
+for _name, _fn in [("searchsorted", searchsorted), ("bucketize", bucketize), ("isin", isin),
+                   ("trapezoid", trapezoid), ("trapz", trapz), ("cumulative_trapezoid", cumulative_trapezoid)]:
+    attach(_name, _fn, method=False)
+attach("renorm_", renorm_, function=False)

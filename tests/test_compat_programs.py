@@ -1,0 +1,147 @@
+"""Real PyTorch-style programs (examples/compat/*.py) run under torch and under ember.
+
+Each program is written once as ``run(torch, nn, F, init=None, deterministic=False, ...)``. The
+comparison runs both libraries with ``deterministic=True`` (no shuffling, dropout off, library-RNG
+draws replaced by NumPy draws where they would change the numbers) and with ember starting from
+torch's initial weights (``init``), so the training losses must agree step by step: the first steps
+tightly, the rest within a looser bound that allows float32 rounding to compound. Every other
+returned quantity is compared as listed in ``SPECS``. A second set of runs checks that ember also
+trains with the random paths switched on (shuffling, dropout, sampling, random_split, workers,
+autocast), where the two libraries' random streams differ and only the learning is comparable.
+"""
+import importlib
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPAT = os.path.join(os.path.dirname(HERE), "examples", "compat")
+if COMPAT not in sys.path:
+    sys.path.insert(0, COMPAT)
+
+from _common import load_lib  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """One BLAS / torch thread: these programs multiply small matrices, where a second thread only adds
+    contention (on a loaded 2-core machine multi-threaded small GEMMs run ~50x slower)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        import threadpoolctl
+        limiter = threadpoolctl.threadpool_limits(limits=1, user_api="blas")
+    except ImportError:
+        limiter = None
+    yield
+    torch.set_num_threads(n)
+    if limiter is not None:
+        limiter.restore_original_limits()
+
+
+# program -> (tight steps, loose rtol/atol for the remaining losses, {key: how to compare})
+#   "close": np.allclose(rtol=1e-3, atol=1e-4)   "equal": ==   "loose": allclose(rtol=5e-2, atol=5e-3)
+SPECS = {
+    "digits_cnn": (10, 1e-3, {"accs": "equal", "resumed": "close", "lr": "close"}),
+    "regression_mlp": (10, 1e-3, {"val_losses": "close", "lrs": "equal", "test_mse": "close", "r2": "close"}),
+    "char_lstm": (10, 1e-3, {"grad_norms": "close", "ppl": "close"}),
+    "mingpt": (10, 1e-3, {"lrs": "close", "acc": "equal", "generated": "equal"}),
+    "vae": (10, 1e-3, {"klds": "close", "recon_err": "close"}),
+    "gan_2d": (10, 1e-3, {"g_losses": "close", "radius": "close"}),
+    "seq2seq_transformer": (10, 1e-3, {"decoded": "equal"}),
+    "resnet_small": (8, 5e-3, {"lrs": "close", "running_mean": "loose", "running_var": "loose"}),
+    "gnn": (10, 1e-3, {"val_accs": "equal"}),
+    "idioms": (10, 1e-3, {"acc": "equal", "same_after_reload": "equal", "trainable": "equal", "stats": "equal"}),
+    "text_gru": (10, 1e-3, {"lrs": "close", "confusion": "equal"}),
+    "pinn_autograd": (10, 1e-3, {"ste": "equal", "gp": "close", "gp_grad_ok": "equal", "hooks": "equal",
+                                 "jac": "close", "err": "loose"}),
+    "tabular_binary": (10, 1e-3, {"lrs": "close", "acc": "equal", "auc": "close", "hist": "equal", "edges": "close"}),
+    "contrastive_amp": (10, 1e-3, {"probe_loss": "loose", "acc": "equal"}),
+    "policy_gradient": (10, 1e-3, {"lengths": "equal", "kls": "loose", "ref": "close"}),
+}
+
+
+def _quiet(*args, **kwargs):
+    pass
+
+
+def _run(name, lib, **kw):
+    mod = importlib.import_module(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mod.run(*load_lib(lib), log=_quiet, **kw)
+
+
+def _compare(key, a, b, how):
+    if how == "equal":
+        assert a == b, f"{key}: torch {a!r} != ember {b!r}"
+        return
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), key
+        for k in a:
+            _compare(f"{key}.{k}", a[k], b[k], how)
+        return
+    rtol, atol = (1e-3, 1e-4) if how == "close" else (5e-2, 5e-3)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape, f"{key}: shapes {a.shape} vs {b.shape}"
+    assert np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True), \
+        f"{key}: max abs diff {np.nanmax(np.abs(a - b))}\n torch {a}\n ember {b}"
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_program_tracks_torch(name):
+    tight, loose, keys = SPECS[name]
+    ref = _run(name, "torch", deterministic=True)
+    out = _run(name, "ember", deterministic=True, init=ref["init"])
+    la, lb = np.asarray(ref["losses"]), np.asarray(out["losses"])
+    assert la.shape == lb.shape, f"{len(la)} torch steps vs {len(lb)} ember steps"
+    assert np.all(np.isfinite(lb))
+    assert np.allclose(la[:tight], lb[:tight], rtol=1e-4, atol=1e-5), \
+        f"first steps differ: max {np.abs(la[:tight] - lb[:tight]).max()}\n torch {la[:tight]}\n ember {lb[:tight]}"
+    assert np.allclose(la, lb, rtol=loose, atol=loose), \
+        f"losses drift apart: max {np.abs(la - lb).max()}\n torch {la}\n ember {lb}"
+    missing = set(ref) - set(out)
+    assert not missing, f"ember run did not return {missing}"
+    for key, how in keys.items():
+        _compare(key, ref[key], out[key], how)
+
+
+def _learns(losses, frac=0.9):
+    """The mean loss over the last third is below ``frac`` times the mean over the first third."""
+    n = max(1, len(losses) // 3)
+    return np.mean(losses[-n:]) < frac * np.mean(losses[:n])
+
+
+# programs whose random paths are worth running under ember on their own (fast ones)
+RANDOM_RUNS = ["digits_cnn", "char_lstm", "mingpt", "vae", "regression_mlp", "text_gru", "contrastive_amp",
+               "tabular_binary", "idioms"]
+
+
+@pytest.mark.parametrize("name", RANDOM_RUNS)
+def test_program_trains_with_randomness(name):
+    out = _run(name, "ember", deterministic=False)
+    losses = np.asarray(out["losses"])
+    assert np.all(np.isfinite(losses))
+    assert _learns(losses), f"{name} did not learn: {losses}"
+
+
+def test_random_paths_differ_between_runs_but_learn():
+    """char_lstm's sample text comes from multinomial draws: two seeds give different text, both
+    made of the training alphabet."""
+    a = _run("char_lstm", "ember", deterministic=False, steps=5)
+    from char_lstm import TEXT
+    assert set(a["sample"]) <= set(TEXT)
+    assert len(a["sample"]) == 44
+
+
+def test_policy_gradient_samples_actions():
+    out = _run("policy_gradient", "ember", deterministic=False, episodes=4)
+    assert all(1 <= n <= 200 for n in out["lengths"])
+    assert all(math.isfinite(k) and k >= -1e-6 for k in out["kls"])

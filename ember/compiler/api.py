@@ -148,6 +148,10 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             try:
                 counters["replays"] += 1
+                if _prof_enabled():
+                    from ..profiler import record_range
+                    with record_range("kernel", f"kernel::{self.__name__}", backend=self.backend):
+                        return e.runner(tensors)
                 return e.runner(tensors)
             except GuardFailure as gf:
                 counters["guard_failures"] += 1
@@ -194,7 +198,8 @@ class CompiledFunction:
             self.entries.append(_Entry(sig, None, None, "eager"))
             return result
         if self.backend != "eager" and GRAD[0]:
-            self._aot_backward(tracer, program, result)
+            with _profile_range("autodiff", self.__name__):
+                self._aot_backward(tracer, program, result)
         logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
         runner = self._make_runner(program)
         self.entries.append(_Entry(sig, program, runner, "compiled"))
@@ -276,24 +281,15 @@ def _paths(args, kwargs):
     return [(t, p) for p, t in flat if isinstance(t, Tensor)]
 
 
-class _profile_range:
-    def __init__(self, kind, name):
-        self.kind, self.name = kind, name
+def _prof_enabled() -> bool:
+    from ..profiler import is_enabled
+    return is_enabled()
 
-    def __enter__(self):
-        try:
-            from ..profiler import _compiler_range
-            self.cm = _compiler_range(self.kind, self.name)
-        except Exception:
-            self.cm = None
-        if self.cm is not None:
-            self.cm.__enter__()
-        return self
 
-    def __exit__(self, *a):
-        if self.cm is not None:
-            self.cm.__exit__(*a)
-        return False
+def _profile_range(kind: str, name: str):
+    """A profiler range for a compile phase ("compile::capture", ...); a cheap no-op when not profiling."""
+    from ..profiler import record_range
+    return record_range("compile", f"compile::{kind}", function=name)
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,

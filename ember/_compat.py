@@ -209,3 +209,53 @@ def _make_version():
 
 
 version = _make_version()
+
+
+# ---- legacy tensor types (torch.FloatTensor & co.) ------------------------------------------------------
+
+
+class _LegacyTensorType(type):
+    """``torch.FloatTensor``-style constructors: ``FloatTensor(2, 3)`` (uninitialised), ``FloatTensor(data)``;
+    ``isinstance(t, FloatTensor)`` checks the dtype; ``t.type(FloatTensor)`` casts."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj._dtype is cls.dtype
+
+    def __call__(cls, *args, device=None):
+        from .ops.creation import empty, tensor
+        import numpy as _np
+        from .tensor import Size as _Size
+        if device is not None:
+            from .tensor import _check_device
+            _check_device(device)
+        if not args:
+            return empty(0, dtype=cls.dtype)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            src = args[0]
+            if src._dtype is not cls.dtype:
+                raise TypeError(f"expected {cls.dtype} (got {src._dtype})")
+            return src.detach()
+        if all(isinstance(a, (builtins.int, _np.integer)) and not isinstance(a, builtins.bool) for a in args) \
+                or (len(args) == 1 and isinstance(args[0], _Size)):
+            shape = tuple(args[0]) if isinstance(args[0], _Size) else tuple(builtins.int(a) for a in args)
+            return empty(shape, dtype=cls.dtype)
+        if len(args) == 1:
+            return tensor(args[0], dtype=cls.dtype)
+        raise TypeError(f"{cls.__name__}() received an invalid combination of arguments")
+
+
+def _legacy_types():
+    from . import dtypes as _d
+    out = {}
+    for name, dt in [("FloatTensor", _d.float32), ("DoubleTensor", _d.float64), ("HalfTensor", _d.float16),
+                     ("BFloat16Tensor", _d.bfloat16), ("LongTensor", _d.int64), ("IntTensor", _d.int32),
+                     ("ShortTensor", _d.int16), ("CharTensor", _d.int8), ("ByteTensor", _d.uint8),
+                     ("BoolTensor", _d.bool)]:
+        out[name] = _LegacyTensorType(name, (), {"dtype": dt, "__module__": "ember",
+                                                 "__doc__": f"Legacy constructor for {dt} tensors."})
+    return out
+
+
+globals().update(_legacy_types())
+__all__ += ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+            "CharTensor", "ByteTensor", "BoolTensor"]

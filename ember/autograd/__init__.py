@@ -3,6 +3,7 @@ from .engine import backward, grad  # noqa: F401
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa: F401
 from .function import Function, FunctionCtx  # noqa: F401
+from .variable import Variable  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from . import graph  # noqa: F401
 from . import functional  # noqa: F401

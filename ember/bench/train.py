@@ -18,6 +18,7 @@ import numpy as np
 
 import ember
 from .harness import Case
+from .models import mlp, cnn  # noqa: F401  (the models live in models.py, shared with other suites)
 
 
 def _try_torch():
@@ -26,20 +27,6 @@ def _try_torch():
         return torch
     except Exception:
         return None
-
-
-def mlp(lib):
-    """The MLP of the ``mlp_*`` cases, built with ``lib`` (ember or torch)."""
-    nn = lib.nn
-    return nn.Sequential(nn.Linear(784, 256), nn.Softshrink(), nn.Linear(256, 256), nn.Softshrink(),
-                         nn.Linear(256, 256), nn.Softshrink(), nn.Linear(256, 10))
-
-
-def cnn(lib):
-    """The small CNN of the ``cnn_*`` cases, built with ``lib`` (ember or torch)."""
-    nn = lib.nn
-    return nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 5 * 5, 10))
 
 
 def _optimizer(lib, name, params):

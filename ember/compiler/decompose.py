@@ -494,7 +494,7 @@ def _decompose_op(b, g, n, vmap, alias_def, arg_of, mutable_roots):
 # ---- extern ops: run their NumPy kernel between native segments -------------------------------------------
 # (rare in training graphs: linear algebra decompositions, sorting, random draws, convolutions ...)
 EXTERN_OPS = frozenset("""
-div_floor div_trunc reshape_copy_never slice_backward take_flat put_flat_add as_strided fill_flat_zero copy_slices
+div_floor div_trunc take_flat put_flat_add as_strided fill_flat_zero copy_slices
 unfold diagonal erfinv digamma polygamma special_i1 i0 sinc isclose bitwise_left_shift bitwise_right_shift
 ldexp logaddexp logaddexp2 heaviside cumsum cumprod logcumsumexp sort topk kthvalue median_dim mode cummax cummin argsort
 median unique index index_put scatter scatter_add scatter_reduce index_add index_copy index_fill masked_select
@@ -505,7 +505,7 @@ conv_transpose2d conv2d_weight im2col col2im max_pool2d max_pool_scatter avg_poo
 adaptive_max_pool2d native_group_norm native_batch_norm cdist rnn_layer rnn_layer_backward lstm_layer
 lstm_layer_backward gru_layer gru_layer_backward norm count_nonzero nanmean bincount histc histogram
 searchsorted max_pool_gather
-""".split()) - {"reshape_copy_never"}
+""".split())
 
 # the decompositions live in these modules (imported for their registrations)
 from . import decompose_ops  # noqa: E402,F401

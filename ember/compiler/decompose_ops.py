@@ -358,13 +358,11 @@ def _to_dtype(b, n, args, at):
     return [b.cast(x, dt)]
 
 
-@decomp("getitem_basic")
-def _getitem(b, n, args, at):
-    x = args[0]
-    key = at["key"]
+def _basic_key(shape, key):
+    """(starts, steps, lengths) over ``shape`` of a basic index (ints, slices, None, Ellipsis)."""
     if not isinstance(key, tuple):
         key = (key,)
-    nd = len(x.shape)
+    nd = len(shape)
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if any(k is Ellipsis for k in key):
         i = next(i for i, k in enumerate(key) if k is Ellipsis)
@@ -375,7 +373,7 @@ def _getitem(b, n, args, at):
     for k in key:
         if k is None:
             continue
-        n_d = x.shape[d]
+        n_d = shape[d]
         if isinstance(k, slice):
             s, e, st = k.indices(n_d)
             starts.append(s); steps.append(st); lens.append(len(range(s, e, st)))
@@ -385,8 +383,33 @@ def _getitem(b, n, args, at):
         else:
             raise Unsupported(f"index of type {type(k).__name__}")
         d += 1
+    return starts, steps, lens
+
+
+@decomp("getitem_basic")
+def _getitem(b, n, args, at):
+    x = args[0]
+    starts, steps, lens = _basic_key(x.shape, at["key"])
     r = b.slice(x, starts, steps, lens)
     return [b.reshape(r, n.outputs[0].shape)]
+
+
+@decomp("slice_backward")
+def _slice_backward(b, n, args, at):
+    # zeros of the input's shape with g written into the sliced region: a fresh buffer and two writes
+    from .decompose import _write
+    g = args[0]
+    if not isinstance(g, PNode):
+        raise Unsupported("slice_backward of a scalar")
+    shape, dt = tuple(at["in_shape"]), g.dtype           # the kernel keeps g's dtype
+    if not P.native_dtype(dt):
+        raise Unsupported("slice_backward dtype")
+    starts, steps, lens = _basic_key(shape, at["key"])
+    buf = b.buffer("temp", shape, dt)
+    _write(b, b.load(buf), b.full(0, shape, dt))
+    region = b.slice(b.load(buf), starts, steps, lens)
+    _write(b, region, b.reshape(b.cast(g, dt), tuple(lens)))
+    return [b.load(buf)]
 
 
 @decomp("flip")

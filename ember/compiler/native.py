@@ -284,6 +284,15 @@ class NativeRunner:
         STATS["kernels"] += self.kernel_count
         STATS["externs"] += self.extern_count
 
+    def use_library(self, lib, source) -> None:
+        """Run from another build of the same schedule (an autotuning variant)."""
+        self.lib = lib
+        self.source = source
+        for b in (self.fwd, self.bwd):
+            if b is not None:
+                b.fns = [lib.entry(e) for e in b.c.entries]
+                b.segments = [(fn,) + seg[1:] for fn, seg in zip(b.fns, b.segments)]
+
     # ---- the call --------------------------------------------------------------------------------------
     def __call__(self, arg_tensors, grad_enabled: bool):
         if self.autotuner is not None and not self.autotuner.done:

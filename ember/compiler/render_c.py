@@ -12,7 +12,6 @@ BLAS is available (or when autotuning found it faster).
 """
 from __future__ import annotations
 
-import os
 import numpy as np
 
 from . import prims as P
@@ -60,14 +59,19 @@ def _text(lines, indent) -> list:
 class Options:
     """Code generation choices (autotune varies them)."""
 
-    def __init__(self, parallel_min=int(os.environ.get("PMIN", 65536)), use_blas=True, small_gemm_loops=0, blas_available=True):
+    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=True, blas_threads=0):
         self.parallel_min = parallel_min
         self.use_blas = use_blas and blas_available
         self.small_gemm_loops = small_gemm_loops     # matmuls with M*N*K below this use generated loops
         self.blas_available = blas_available
+        self.blas_threads = blas_threads             # 0: the BLAS library's own choice
 
     def key(self):
-        return (self.parallel_min, self.use_blas, self.small_gemm_loops)
+        return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads)
+
+    def __repr__(self):
+        return (f"Options(parallel_min={self.parallel_min}, use_blas={self.use_blas}, "
+                f"small_gemm_loops={self.small_gemm_loops}, blas_threads={self.blas_threads})")
 
 
 class KernelGen:
@@ -613,9 +617,9 @@ class KernelGen:
             # the flattened kept-inner index v = kb + q
             self.ranges["q"] = (0, BLK - 1)
             self.ranges["kb"] = (0, max(kin_ext - 1, 0))
+            self.ranges["kv"] = (0, max(kin_ext - 1, 0))
             vidx = L.reshape_index(tuple(x.shape[d] for d in kin), (kin_ext,), [Aff.var("kv")], self.ranges) \
                 if len(kin) > 1 else [Aff.var("kv")]
-            self.ranges["kv"] = (0, max(kin_ext - 1, 0))
             for d, a in zip(kin, vidx):
                 xidx[d] = a
                 oidx_base[d] = a
@@ -766,6 +770,8 @@ def render_program(sched, slot_of, errors, options, name="graph") -> tuple:
     for si, (kernels, step) in enumerate(sched.segments):
         ename = f"{name}_seg{si}"
         body = []
+        if options.blas_threads and uses_blas and any(k.kind == "matmul" for k in kernels):
+            body.append(f"  openblas_set_num_threads({int(options.blas_threads)});")
         for k in kernels:
             body.append(f"  {k.name}(bufs);")
             if checks.get(k.name):

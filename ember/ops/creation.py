@@ -221,3 +221,25 @@ for _n, _fill in [("new_zeros", lambda s, d: np.zeros(s, dtype=d)), ("new_ones",
     attach(_n, _new(_fill), function=False)
 attach("new_full", new_full, function=False)
 attach("new_tensor", new_tensor, function=False)
+
+
+def legacy_new(self, *args, device=None) -> Tensor:
+    """Legacy ``x.new(...)``: ``x.new(2, 3)`` is an uninitialised tensor of ``x``'s dtype, ``x.new(data)``
+    copies ``data`` into ``x``'s dtype, ``x.new()`` is empty; a tensor argument must have ``x``'s dtype."""
+    _check_device(device)
+    dt = self._dtype
+    if not args:
+        return wrap(np.empty((0,), dtype=dt.np), dt)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0]._dtype is not dt:
+            raise TypeError(f"expected {dt} (got {args[0]._dtype})")
+        return args[0].detach()
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or (
+            len(args) == 1 and isinstance(args[0], tuple) and type(args[0]).__name__ == "Size"):
+        return wrap(np.empty(shape_arg(args), dtype=dt.np), dt)
+    if len(args) == 1 and not isinstance(args[0], (int, float, bool)):
+        return tensor(args[0], dtype=dt)
+    raise TypeError(f"new() received an invalid combination of arguments - got ({', '.join(type(a).__name__ for a in args)})")
+
+
+attach("new", legacy_new, function=False)

@@ -700,6 +700,8 @@ def type_(self, dtype=None, non_blocking=False, **kw):
     if dtype is None:
         from .registry import dtype_name
         return f"ember.{dtype_name(self._dtype)}Tensor"
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dt.dtype):
+        dtype = dtype.dtype          # a legacy type: ``x.type(ember.LongTensor)``
     if isinstance(dtype, str):
         names = {"torch.FloatTensor": _dt.float32, "torch.DoubleTensor": _dt.float64, "torch.LongTensor": _dt.int64,
                  "torch.IntTensor": _dt.int32, "torch.BoolTensor": _dt.bool, "torch.HalfTensor": _dt.float16,
@@ -726,3 +728,81 @@ for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
     def _mk(d):
         return lambda self, memory_format=None: _to_dtype(self, d)
     attach(_name, _mk(_d), function=False)
+
+
+# ---- in-place view ops (metadata changes: the buffer is shared, only shape/strides move) ----------------
+
+
+def _inplace_view(self, out_fn, name: str):
+    """Give ``self`` the geometry of the view ``out_fn(self)``; with autograd, ``self`` takes the view's
+    history (as torch's in-place view ops do), and a leaf that requires grad is refused."""
+    from .inplace import check_inplace_allowed
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}(): expected a Tensor, got {type(self).__name__}")
+    check_inplace_allowed(self, name)
+    out = out_fn(self)
+    self._data = out._data
+    if out._rg and out.grad_fn is not None:
+        self.grad_fn = out.grad_fn
+        self._output_nr = out._output_nr
+    return self
+
+
+def unsqueeze_(self, dim: int):
+    """In-place ``unsqueeze``."""
+    return _inplace_view(self, lambda t: unsqueeze(t, dim), "unsqueeze_")
+
+
+def squeeze_(self, dim=None):
+    """In-place ``squeeze`` (all size-1 dims, or those in ``dim``)."""
+    return _inplace_view(self, lambda t: squeeze(t) if dim is None else squeeze(t, dim), "squeeze_")
+
+
+def transpose_(self, dim0: int, dim1: int):
+    """In-place ``transpose``."""
+    return _inplace_view(self, lambda t: transpose(t, dim0, dim1), "transpose_")
+
+
+def t_(self):
+    """In-place ``t``."""
+    return _inplace_view(self, t, "t_")
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """In-place ``as_strided``."""
+    return _inplace_view(self, lambda x: as_strided(x, size, stride, storage_offset), "as_strided_")
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Legacy ``resize_``: reinterpret the tensor as ``sizes``, keeping the leading elements in row-major
+    order; a larger size grows the buffer with uninitialised values. Not allowed on tensors that
+    require grad (as in torch)."""
+    if self._rg:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = shape_arg(sizes)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    n = 1
+    for s in shape:
+        n *= s
+    flat = self._data.reshape(-1) if self._data.flags.c_contiguous else np.ascontiguousarray(self._data).reshape(-1)
+    if n <= flat.size:
+        new = flat[:n].reshape(shape)
+    else:
+        new = np.empty(n, dtype=self._data.dtype)
+        new[:flat.size] = flat
+        new = new.reshape(shape)
+    self._data = new
+    self._bump()
+    return self
+
+
+def resize_as_(self, other, memory_format=None):
+    """``resize_`` to ``other``'s shape."""
+    return resize_(self, tuple(other._data.shape))
+
+
+for _n, _f in [("unsqueeze_", unsqueeze_), ("squeeze_", squeeze_), ("transpose_", transpose_), ("t_", t_),
+               ("swapaxes_", transpose_), ("swapdims_", transpose_), ("as_strided_", as_strided_),
+               ("resize_", resize_), ("resize_as_", resize_as_)]:
+    attach(_n, _f, function=False)

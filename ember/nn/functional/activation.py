@@ -33,7 +33,7 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.nn\.f
 __all__ = ["threshold", "threshold_", "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu",
            "rrelu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "tanh", "sigmoid",
            "softplus", "softshrink", "hardshrink", "tanhshrink", "hardtanh", "hardtanh_", "hardsigmoid",
-           "hardswish", "logsigmoid", "softsign", "softmin", "softmax", "log_softmax", "glu"]
+           "hardswish", "logsigmoid", "softsign", "softmin", "softmax", "log_softmax", "glu", "gumbel_softmax"]
 
 _FLOAT = 2
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -767,6 +767,23 @@ def _top_selu(input):
 def _top_celu(input, alpha: float = 1.0):
     """torch.celu."""
     return celu(input, alpha)
+
+
+def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1):
+    """Samples from the Gumbel-softmax (concrete) distribution: ``softmax((logits + g) / tau)`` with
+    Gumbel(0, 1) noise ``g``; ``hard=True`` returns one-hot vectors whose gradient is the soft sample's
+    (straight-through)."""
+    from ...ops.creation import empty_like, zeros_like
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -empty_like(logits).exponential_().log()
+    gumbels = (logits + gumbels) / tau
+    y_soft = gumbels.softmax(dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+    return y_soft
 
 
 def _export_top_level():

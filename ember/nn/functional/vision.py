@@ -22,7 +22,7 @@ from ...tensor import Tensor, wrap
 from ...ops.registry import register, apply, dtype_name
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
-           "pixel_unshuffle"]
+           "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
 
 
 def _shape_str(s) -> str:
@@ -373,6 +373,184 @@ def pixel_unshuffle(input, downscale_factor: int):
     return x.reshape(lead + (C * r * r, H // r, W // r))
 
 
+def channel_shuffle(input, groups: int):
+    """(N, g*k, *) -> (N, k*g, *): split the channels into ``groups`` and interleave them (ShuffleNet)."""
+    shp = input._data.shape
+    if len(shp) <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {_shape_str(shp)}")
+    g = int(groups)
+    if g <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{g}")
+    C = shp[1]
+    if C % g:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels and {g} groups.")
+    x = input.reshape((shp[0], g, C // g) + shp[2:])
+    return x.transpose(1, 2).reshape(shp)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+# ---- affine_grid / grid_sample (spatial transformers) -------------------------------------------------------
+#
+# Both are compositions of differentiable ember ops, so gradients with respect to the input and to the
+# grid (and theta) come from those ops' derivatives, double backward included.
+
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                  "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                  "grid_sample for details.")
+
+
+def _linspace_from_neg_one(n: int, align_corners: bool, dt) -> np.ndarray:
+    if n <= 1:
+        return np.zeros(1, dtype=dt)
+    r = np.linspace(-1, 1, n, dtype=np.float64).astype(dt)
+    if not align_corners:
+        r = r * dt.type((n - 1) / n)
+    return r
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grids (N, H, W, 2) — or (N, D, H, W, 3) for 5-D sizes — from batches of affine matrices
+    ``theta`` (N, 2, 3) / (N, 3, 4), in the normalised [-1, 1] coordinates ``grid_sample`` reads."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not isinstance(theta, Tensor):
+        raise TypeError(f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}")
+    if not theta._dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta._dtype}")
+    size = tuple(int(v) for v in size)
+    tshape = theta._data.shape
+    if len(size) == 4:
+        if len(tshape) != 3 or tshape[-2:] != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+                             f"ember.Size({list(tshape)}).")
+    elif len(size) == 5:
+        if len(tshape) != 3 or tshape[-2:] != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got "
+                             f"ember.Size({list(tshape)}).")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    N = size[0]
+    if tshape[0] != N:
+        raise RuntimeError(f"affine_grid: theta has batch size {tshape[0]} but the size asks for {N}")
+    dt = theta._data.dtype
+    spatial = size[2:]
+    axes = [_linspace_from_neg_one(n, align_corners, dt) for n in spatial]
+    # base grid (*spatial, k+1) holding (x, y[, z], 1): x runs along the last spatial dim
+    mesh = np.meshgrid(*axes, indexing="ij")
+    coords = [mesh[i] for i in reversed(range(len(spatial)))] + [np.ones(spatial, dtype=dt)]
+    base = np.stack(coords, axis=-1).reshape(-1, len(coords))
+    base_t = wrap(np.ascontiguousarray(base), theta._dtype)
+    grid = base_t.matmul(theta.transpose(1, 2))            # (N, prod(spatial), k)
+    return grid.reshape((N,) + spatial + (len(spatial),))
+
+
+def _unnormalize(coord, size: int, align_corners: bool):
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord, twice_low: int, twice_high: int):
+    from ... import where
+    if twice_low == twice_high:
+        return coord * 0
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    c = (coord - lo).abs()
+    extra = c.fmod(span)
+    flips = (c.detach() / span).floor()
+    even = (flips.fmod(2) == 0)
+    return where(even, extra + lo, span - extra + lo)
+
+
+def _grid_source_index(coord, size: int, padding_mode: str, align_corners: bool):
+    c = _unnormalize(coord, size, align_corners)
+    if padding_mode == "border":
+        c = c.clamp(0, size - 1)
+    elif padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+        c = c.clamp(0, size - 1)
+    return c
+
+
+def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
+    """Sample ``input`` (N, C, H, W) at the normalised (x, y) locations in ``grid`` (N, Ho, Wo, 2), with
+    bilinear or nearest interpolation and zeros / border / reflection padding (torch's coordinate rules)."""
+    from ... import where
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    for name, t in (("input", input), ("grid", grid)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grid_sample(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    ish, gsh = input._data.shape, grid._data.shape
+    if grid._dtype is not input._dtype:
+        raise RuntimeError(f"expected scalar type {dtype_name(input._dtype)} but found {dtype_name(grid._dtype)}")
+    if len(ish) == 5:
+        raise NotImplementedError("grid_sample: ember supports 4-D input (N, C, H, W) only; 5-D (volumetric) "
+                                  "sampling is not implemented")
+    if len(ish) != 4 or len(gsh) != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
+                           f"input with sizes {_shape_str(ish)} and grid with sizes {_shape_str(gsh)}")
+    if gsh[0] != ish[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {_shape_str(ish)} and grid with sizes {_shape_str(gsh)}")
+    if gsh[-1] != 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with "
+                           f"sizes {_shape_str(gsh)}")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in ember; use 'bilinear' or "
+                                  "'nearest'")
+    N, C, H, W = ish
+    Ho, Wo = gsh[1], gsh[2]
+    ix = _grid_source_index(grid[..., 0], W, padding_mode, align_corners)       # (N, Ho, Wo)
+    iy = _grid_source_index(grid[..., 1], H, padding_mode, align_corners)
+    flat = input.reshape(N, C, H * W)
+    idt = input._dtype
+
+    def tap(xc: np.ndarray, yc: np.ndarray):
+        """input values at integer pixel (xc, yc), zero outside the image: (N, C, Ho, Wo)."""
+        inside = (xc >= 0) & (xc <= W - 1) & (yc >= 0) & (yc <= H - 1)
+        lin = (np.clip(yc, 0, H - 1) * W + np.clip(xc, 0, W - 1)).astype(np.int64).reshape(N, 1, Ho * Wo)
+        idx = wrap(np.ascontiguousarray(np.broadcast_to(lin, (N, C, Ho * Wo))), _dt.int64)
+        vals = flat.gather(2, idx).reshape(N, C, Ho, Wo)
+        return vals, wrap(inside.astype(idt.np)[:, None], idt)
+
+    if mode == "nearest":
+        xn = np.rint(ix._data).astype(np.int64)        # nearbyint: half to even, as torch
+        yn = np.rint(iy._data).astype(np.int64)
+        v, m = tap(xn, yn)
+        # torch's nearest mode gives the grid a zero gradient (not None): join the grid with a zero term
+        none = wrap(np.zeros(ix._data.shape, dtype=np.bool_), _dt.bool)
+        return v * m + where(none, ix + iy, 0.0).unsqueeze(1)
+    x0 = np.floor(ix._data).astype(np.int64)
+    y0 = np.floor(iy._data).astype(np.int64)
+    x0t, y0t = wrap(x0.astype(idt.np), idt), wrap(y0.astype(idt.np), idt)
+    # weights, written as torch writes them (differentiable in the grid)
+    wx1 = ix - x0t            # distance from the west column
+    wy1 = iy - y0t
+    wx0 = (x0t + 1) - ix
+    wy0 = (y0t + 1) - iy
+    out = None
+    for xc, yc, w in ((x0, y0, wx0 * wy0), (x0 + 1, y0, wx1 * wy0), (x0, y0 + 1, wx0 * wy1), (x0 + 1, y0 + 1, wx1 * wy1)):
+        v, m = tap(xc, yc)
+        term = v * (w.unsqueeze(1) * m)
+        out = term if out is None else out + term
+    return out
+
+
 _pad = pad     # the public name is shadowed by the argument below
 
 
@@ -384,4 +562,5 @@ def constant_pad_nd(input, pad, value=0):
 from .conv import _export_toplevel  # noqa: E402
 
 _export_toplevel([("pixel_shuffle", pixel_shuffle), ("pixel_unshuffle", pixel_unshuffle),
-                  ("constant_pad_nd", constant_pad_nd)])
+                  ("constant_pad_nd", constant_pad_nd), ("channel_shuffle", channel_shuffle),
+                  ("native_channel_shuffle", native_channel_shuffle)])

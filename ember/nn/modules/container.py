@@ -377,8 +377,15 @@ class ParameterDict(Module):
         lines = []
         for k, p in self.items():
             size_str = "x".join(str(s) for s in p.size())
-            lines.append("  (" + str(k) + "): Parameter containing: [ember." + p.dtype.name + " of size " + size_str + "]")
+            # torch prints the legacy type name here (torch.typename): FloatTensor, DoubleTensor, ...
+            lines.append("  (" + str(k) + "): Parameter containing: [ember." + _TYPENAMES.get(p.dtype.name, p.dtype.name)
+                         + " of size " + size_str + "]")
         return "\n".join(lines)
 
     def forward(self, *a, **k):
         raise NotImplementedError("ParameterDict is not callable")
+
+
+_TYPENAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+              "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+              "uint8": "ByteTensor", "bool": "BoolTensor"}

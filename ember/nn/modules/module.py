@@ -285,6 +285,27 @@ class Module:
     def register_load_state_dict_post_hook(self, hook):
         return _register(self._load_state_dict_post_hooks, hook, False, None)
 
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` runs before this module loads its entries (it may edit ``state_dict`` in place)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        if with_module:
+            module = self
+            inner = hook
+
+            def hook(*args):
+                return inner(module, *args)
+        return _register(self._load_state_dict_pre_hooks, hook, False, None)
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's entries (and its
+        children's) are added to ``state_dict``."""
+        return _register(self._state_dict_hooks, hook, False, None)
+
+    _register_state_dict_hook = register_state_dict_post_hook
+
     # ---- traversal ----------------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
         memo = set()
@@ -508,6 +529,10 @@ class Module:
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self.__dict__.get("_state_dict_hooks", {}).values():
+            r = hook(self, destination, prefix, local_metadata)
+            if r is not None:
+                destination = r
         return destination
 
     def get_extra_state(self):
@@ -519,6 +544,8 @@ class Module:
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs, assign=False):
         from ...autograd.grad_mode import no_grad
+        for hook in self.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items()) if v is not None}
         for name, param in local_state.items():
@@ -592,7 +619,7 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(errors)))
-        return _IncompatibleKeysT(missing if strict else [], unexpected if strict else [])
+        return _IncompatibleKeysT(missing, unexpected)
 
     # ---- repr ---------------------------------------------------------------------------------
     def extra_repr(self) -> str:

@@ -1,0 +1,146 @@
+"""``mode="max-autotune"``: try a few code-generation variants on the real inputs, keep the fastest.
+
+The variants (``VARIANTS``) differ only in code generation, never in results: the OpenMP threshold
+(fork a parallel loop above 16K / 64K iterations, or never), generated loops instead of BLAS for
+small matmuls, and the number of BLAS threads. Each variant of the program's translation unit is
+built (disk-cached like any other), run a few times on the first call's inputs, and timed; every
+buffer the program writes and every ``.grad`` it assigns is restored after each trial, so tuning has
+no visible effect. The choice is stored next to the kernel cache (``<cache>/autotune/<key>.json``,
+keyed on the default variant's source), so a later process skips the measurement.
+
+Programs whose replay is not repeatable (extern kernels, which may draw random numbers; graph-break
+reads) are not tuned: they keep the default variant.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+
+import numpy as np
+
+from . import logs
+from .render_c import Options
+
+VARIANTS = (
+    dict(),
+    dict(parallel_min=1 << 62),
+    dict(parallel_min=16384),
+    dict(small_gemm_loops=1 << 16),
+    dict(blas_threads=1),
+    dict(blas_threads=1, parallel_min=1 << 62),
+)
+
+
+def _key(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+def _path(key: str) -> str:
+    from .build import cache_dir
+    d = os.path.join(cache_dir(), "autotune")
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, key + ".json")
+
+
+class Autotuner:
+    """Tunes a NativeRunner on its first call (see the module docstring)."""
+
+    def __init__(self, runner, program, name, base: Options, trials: int = 5):
+        self.runner = runner
+        self.name = name
+        self.base = base
+        self.trials = trials
+        self.done = False
+        self.choice = None
+        self.timings: dict = {}
+
+    def tune(self, arg_tensors) -> None:
+        self.done = True
+        r = self.runner
+        if r.extern_count or r.has_reads:
+            logs.log("kernels", f"autotune({self.name}): not tuned (extern calls or graph breaks); default variant")
+            return
+        key = _key(r.source)
+        path = _path(key)
+        try:
+            with open(path, encoding="utf-8") as f:
+                saved = json.load(f)
+            self.choice = int(saved["choice"])
+            self.timings = saved.get("timings", {})
+            if self.choice:
+                self._apply(self.choice)
+            logs.log("kernels", f"autotune({self.name}): cached choice {self._opts(self.choice)!r}")
+            return
+        except (OSError, ValueError, KeyError):
+            pass
+        state = _State(r, arg_tensors)
+        best, best_t = 0, float("inf")
+        for i in range(len(VARIANTS)):
+            opts = self._opts(i)
+            if not opts.blas_available and (VARIANTS[i].get("small_gemm_loops") or VARIANTS[i].get("blas_threads")):
+                continue
+            try:
+                self._apply(i)
+            except Exception as e:     # a variant that fails to build is simply not a candidate
+                logs.log("kernels", f"autotune({self.name}): variant {opts!r} failed: {e}")
+                continue
+            times = []
+            for t in range(self.trials + 1):
+                t0 = time.perf_counter()
+                r(arg_tensors, False)
+                dt = time.perf_counter() - t0
+                state.restore()
+                if t:
+                    times.append(dt)
+            med = float(np.median(times))
+            self.timings[repr(opts)] = med
+            logs.log("kernels", f"autotune({self.name}): {opts!r}: {med * 1e3:.3f} ms")
+            if med < best_t:
+                best, best_t = i, med
+        self.choice = best
+        self._apply(best)
+        logs.log("kernels", f"autotune({self.name}): chose {self._opts(best)!r}")
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                json.dump({"choice": best, "timings": self.timings}, f)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass
+
+    def _opts(self, i) -> Options:
+        kw = dict(parallel_min=self.base.parallel_min, use_blas=self.base.use_blas,
+                  small_gemm_loops=self.base.small_gemm_loops, blas_available=self.base.blas_available,
+                  blas_threads=self.base.blas_threads)
+        kw.update(VARIANTS[i])
+        return Options(**kw)
+
+    def _apply(self, i) -> None:
+        from .native import _render, _build_lib
+        r = self.runner
+        src, uses_blas = _render(r.parts, self._opts(i), self.name)
+        lib = _build_lib(src, self.name, uses_blas)
+        r.use_library(lib, src)
+
+
+class _State:
+    """Snapshots of everything a run of the program may change, to undo trial runs."""
+
+    def __init__(self, runner, arg_tensors):
+        self.buffers = []
+        self.grads = []
+        fb = runner.fwd
+        for slot, v, buf in fb.inputs:
+            if buf.written:
+                a = arg_tensors[runner.arg_index[v.id]]._data if v.kind == "arg" else v.ref._data
+                self.buffers.append((a, a.copy()))
+        for e in fb.c.sched.setgrads:
+            leaf = e.leaf.ref if e.leaf.kind == "lifted" else arg_tensors[runner.arg_index[e.leaf.id]]
+            self.grads.append((leaf, leaf._grad))
+
+    def restore(self) -> None:
+        for a, old in self.buffers:
+            np.copyto(a, old)
+        for leaf, g in self.grads:
+            leaf._grad = g

@@ -8,7 +8,7 @@ from .ops.linalg import (  # noqa: F401
     matmul, vecdot, multi_dot, matrix_power,
     inv, inv_ex, solve, solve_ex, solve_triangular,
     det, slogdet, cholesky, cholesky_ex, qr, eigh, eigvalsh, svd, svdvals, pinv, lstsq,
-    matrix_rank, cond, norm, vector_norm, matrix_norm,
+    matrix_rank, cond, norm, vector_norm, matrix_norm, matrix_exp,
 )
 from .ops.linalg import linalg_cross as cross  # noqa: F401
 from .ops.linalg import linalg_diagonal as diagonal  # noqa: F401
@@ -16,5 +16,5 @@ from .ops.linalg import linalg_diagonal as diagonal  # noqa: F401
 __all__ = [
     "LinAlgError", "matmul", "vecdot", "multi_dot", "matrix_power", "inv", "inv_ex", "solve", "solve_ex",
     "solve_triangular", "det", "slogdet", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals",
-    "pinv", "lstsq", "matrix_rank", "cond", "norm", "vector_norm", "matrix_norm", "cross", "diagonal",
+    "pinv", "lstsq", "matrix_rank", "cond", "norm", "vector_norm", "matrix_norm", "cross", "diagonal", "matrix_exp",
 ]

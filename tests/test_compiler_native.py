@@ -339,7 +339,8 @@ def test_second_process_hits_the_disk_cache(tmp_path):
         import ember
         from ember.compiler import build
         f = ember.compile(lambda x: (x * 3 + 1).tanh().sum(0))
-        r = f(ember.ones(5, 4))
+        f(ember.ones(5, 4))            # traces (runs eagerly)
+        r = f(ember.ones(5, 4))        # runs the compiled code: builds it, or loads it from the cache
         print("RESULT", float(r.sum()), build.STATS["compiles"], build.STATS["disk_hits"])
     """)
     env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_LOGS="")
@@ -395,3 +396,25 @@ def test_declined_programs_fall_back_to_the_interpreter():
     close(f(a), cf(b))
     close(a, b)
     assert not hasattr(cf.entries[-1].runner, "native")
+
+
+def test_codegen_variants_agree():
+    """Every variant autotuning may pick computes the same values (split GEMMs, generated matmul loops,
+    OpenMP thresholds)."""
+    from ember.compiler.render_c import Options
+    from ember.compiler.native import _render, _build_lib
+
+    def f(x, w, w2):
+        h = F.relu(x @ w.t())            # non-negative: the products below have no cancellation
+        return (h @ w2).tanh(), h.t() @ h, h.sum(0)
+    args = (T(128, 96), T(80, 96, lo=-0.2, hi=0.2), T(80, 40, lo=-0.2, hi=0.2))
+    cf = compare(f, *args)
+    run = native(cf)
+    want = [r.numpy() for r in f(*args)]
+    for opts in (Options(gemm_split_min=0, parallel_min=1), Options(small_gemm_loops=1 << 62),
+                 Options(blas_threads=2, parallel_min=1 << 62)):
+        src, uses_blas = _render(run.parts, opts, "variant")
+        run.use_library(_build_lib(src, "variant", uses_blas), src)
+        got = cf(*args)
+        for g, w_ in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w_, rtol=1e-5, atol=1e-6)

@@ -3,10 +3,15 @@
 Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
 
 - ``overhead``: what one op call costs from Python (eager dispatch, autograd recording, deep graphs);
-- ``train``: training steps of an MLP (batch 64/512) and a small CNN with SGD and Adam.
+- ``train``: training steps of an MLP (batch 64/512) and a small CNN with SGD and Adam;
+- ``compile``: whole training steps (MLP, small GPT) under ``ember.compile`` against ember eager, torch
+  and ``torch.compile``, plus the time to the first compiled step with a cold and a warm kernel cache.
+
+A suite may also expose ``report(results) -> dict``: called after the results table to print more
+(``compile`` prints speed-ups and first-step times); what it returns is saved by ``--json``.
 
 ``--json out.json`` saves results with machine and version information; ``--plot vs.png`` draws ember
 against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
 performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead", "train"]     # "compile" joins when the compiler lands
+SUITES = ["overhead", "train", "compile"]

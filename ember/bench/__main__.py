@@ -44,8 +44,14 @@ def _run(args) -> int:
             it.set_postfix_str(f"{c.suite}/{c.name}")
         results.extend(run_case(c, repeat=args.repeat))
     print_results(results)
+    reports = {}
+    for s in suites:                     # optional per-suite summaries (see ember/bench/__init__.py)
+        report = getattr(importlib.import_module(f"{__package__}.{s}"), "report", None)
+        if report is not None:
+            reports[s] = report(results)
     if args.json:
-        save_results(args.json, results, suites=suites, repeat=args.repeat, filter=args.filter)
+        save_results(args.json, results, suites=suites, repeat=args.repeat, filter=args.filter,
+                     **({"reports": reports} if reports else {}))
         print(f"saved {args.json}")
     if args.plot:
         from .plot import plot_versus

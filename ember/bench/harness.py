@@ -149,13 +149,14 @@ def print_results(results: list[Result], baseline: str = "torch", file=None) -> 
     by_case: dict = {}
     for r in results:
         by_case.setdefault((r.suite, r.name), []).append(r)
-    print(f"{'case':36s} {'variant':10s} {'median':>14s} {'IQR':>23s} {'rate':>18s} {'vs ' + baseline:>10s}",
+    vw = max([10] + [len(r.variant) for r in results])     # variant column wide enough for every label
+    print(f"{'case':36s} {'variant':{vw}s} {'median':>14s} {'IQR':>23s} {'rate':>18s} {'vs ' + baseline:>10s}",
           file=file)
     for (suite, name), rs in by_case.items():
         base = next((r for r in rs if r.variant == baseline), None)
         for r in rs:
             lo, hi = r.iqr
             ratio = f"{r.median / base.median:9.2f}x" if base is not None and r is not base else ""
-            print(f"{suite + '/' + name:36s} {r.variant:10s} {fmt_time(r.median, r.unit):>14s} "
+            print(f"{suite + '/' + name:36s} {r.variant:{vw}s} {fmt_time(r.median, r.unit):>14s} "
                   f"[{lo * _SCALE[r.unit]:8.2f}, {hi * _SCALE[r.unit]:8.2f}] {fmt_rate(r.median, r.per):>18s} "
                   f"{ratio:>10s}", file=file)

@@ -2,7 +2,7 @@
 
 The variants (``VARIANTS``) differ only in code generation, never in results: the OpenMP threshold
 (fork a parallel loop above 16K / 64K iterations, or never), generated loops instead of BLAS for
-small matmuls, and the number of BLAS threads. Each variant of the program's translation unit is
+small matmuls, and the number of BLAS threads (one by default, one per core). Each variant of the program's translation unit is
 built (disk-cached like any other), run a few times on the first call's inputs, and timed; every
 buffer the program writes and every ``.grad`` it assigns is restored after each trial, so tuning has
 no visible effect. The choice is stored next to the kernel cache (``<cache>/autotune/<key>.json``,
@@ -28,8 +28,10 @@ VARIANTS = (
     dict(parallel_min=1 << 62),
     dict(parallel_min=16384),
     dict(small_gemm_loops=1 << 16),
-    dict(blas_threads=1),
-    dict(blas_threads=1, parallel_min=1 << 62),
+    dict(gemm_split_min=1 << 21),
+    dict(gemm_split_min=1 << 21, parallel_min=16384),
+    dict(blas_threads=os.cpu_count() or 1),
+    dict(blas_threads=os.cpu_count() or 1, parallel_min=1 << 62),
 )
 
 
@@ -59,6 +61,8 @@ class Autotuner:
     def tune(self, arg_tensors) -> None:
         self.done = True
         r = self.runner
+        if r.lib is None and not r.build():
+            return
         if r.extern_count or r.has_reads:
             logs.log("kernels", f"autotune({self.name}): not tuned (extern calls or graph breaks); default variant")
             return
@@ -79,7 +83,8 @@ class Autotuner:
         best, best_t = 0, float("inf")
         for i in range(len(VARIANTS)):
             opts = self._opts(i)
-            if not opts.blas_available and (VARIANTS[i].get("small_gemm_loops") or VARIANTS[i].get("blas_threads")):
+            if not opts.blas_available and any(k in VARIANTS[i] for k in ("small_gemm_loops", "blas_threads",
+                                                                       "gemm_split_min")):
                 continue
             try:
                 self._apply(i)
@@ -112,7 +117,7 @@ class Autotuner:
     def _opts(self, i) -> Options:
         kw = dict(parallel_min=self.base.parallel_min, use_blas=self.base.use_blas,
                   small_gemm_loops=self.base.small_gemm_loops, blas_available=self.base.blas_available,
-                  blas_threads=self.base.blas_threads)
+                  blas_threads=self.base.blas_threads, gemm_split_min=self.base.gemm_split_min)
         kw.update(VARIANTS[i])
         return Options(**kw)
 

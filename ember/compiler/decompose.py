@@ -308,7 +308,7 @@ class PGraph:
 
 
 ALIAS_OPS = ("view", "permute", "expand", "getitem_basic")
-ALIAS_UNSUPPORTED = ("unfold", "diagonal", "contiguous", "as_strided")
+ALIAS_UNSUPPORTED = ("unfold", "diagonal", "as_strided")
 
 
 class Declined(Exception):

@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from . import prims as P
-from .decompose import decomp, Unsupported, Builder
+from .decompose import decomp, Unsupported
 from .decompose_ops import _finish, softmax_parts
 from .prims import PNode
 

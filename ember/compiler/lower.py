@@ -11,6 +11,8 @@ the same buffer, or no shared buffer), and the renderer prints them.
 """
 from __future__ import annotations
 
+VIEWS = ("reshape", "permute", "expand", "slice")      # the view primitives (see prims.py)
+
 
 class Aff:
     """``sum(coef * atom) + const`` with integer coefficients; atoms are hashable (str or tuples)."""
@@ -195,7 +197,7 @@ def reshape_index(in_shape, out_shape, idx: list, ranges: dict) -> list:
 def view_index(node, idx: list, ranges: dict, stop=None):
     """Walk views from ``node`` down to a non-view node, or to one where ``stop(node)`` holds (a
     materialised view): (that node, its index vector)."""
-    while node.op in ("reshape", "permute", "expand", "slice"):
+    while node.op in VIEWS:
         src = node.inputs[0]
         if node.op == "permute":
             new = [None] * len(idx)
@@ -258,3 +260,42 @@ def aff_vars(a: Aff) -> set:
     for atom in a.terms:
         out |= atom_vars(atom)
     return out
+
+
+# ---- layouts of views over buffers -------------------------------------------------------------------------
+
+def view_root(n, mat=()):
+    """The node under a chain of views (stopping at a materialised view)."""
+    while n.op in VIEWS and n.id not in mat:
+        n = n.inputs[0]
+    return n
+
+
+def strided_layout(n, is_leaf):
+    """(leaf, strides, offset) when ``n`` is a strided view of a leaf (load or materialised node)."""
+    if is_leaf(n):
+        return n, cstrides(n.shape), 0
+    vars_ = [f"_d{i}" for i in range(len(n.shape))]
+    ranges = {v: (0, max(s - 1, 0)) for v, s in zip(vars_, n.shape)}
+    idx = [Aff.var(v) if s > 1 else Aff() for v, s in zip(vars_, n.shape)]
+    leaf, lidx = view_index(n, idx, ranges, stop=is_leaf)
+    if not is_leaf(leaf):
+        return None
+    off = offset(lidx, cstrides(leaf.shape))
+    for a in off.terms:
+        if not isinstance(a, str):
+            return None
+    strides = tuple(off.terms.get(v, 0) for v in vars_)
+    return leaf, strides, off.const
+
+
+def gemm_operand(s0, s1, rows, cols):
+    """(transpose flag, leading dim) to pass a (rows x cols) matrix with element strides (s0, s1) to a
+    row-major cblas call, or None when BLAS cannot read that layout in place."""
+    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= max(cols, 1)):
+        return "CblasNoTrans", (s0 if rows > 1 else max(cols, 1))
+    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= max(rows, 1)):
+        return "CblasTrans", (s1 if cols > 1 else max(rows, 1))
+    return None
+
+

@@ -410,6 +410,14 @@ class Effect:
         for k, v in kw.items():
             setattr(self, k, v)
 
+    def reads(self) -> list:
+        """The primitive values this effect reads (its write target is an address, not a read)."""
+        if self.kind in ("write", "read", "setgrad"):
+            return [] if self.source is None else [self.source]
+        if self.kind == "extern":
+            return [a for a in list(self.args) + list((self.attrs or {}).values()) if isinstance(a, PNode)]
+        return []
+
     def __repr__(self):
         if self.kind == "write":
             return f"write {self.buffer.name} <- t{self.source.id}"

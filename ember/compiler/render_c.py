@@ -12,66 +12,44 @@ BLAS is available (or when autotuning found it faster).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from . import prims as P
 from . import lower as L
+from . import render_special
 from .lower import Aff
+from .render_special import Scope, Block, _text
 
 _VIEWS = P.VIEWS
-
-
-class Scope:
-    __slots__ = ("level", "lines", "memo")
-
-    def __init__(self, level):
-        self.level = level
-        self.lines = []
-        self.memo = {}
-
-
-class Block:
-    """A loop (header line) around a scope; ``pragma`` goes above the header."""
-
-    __slots__ = ("header", "scope", "pragma")
-
-    def __init__(self, header, scope, pragma=None):
-        self.header = header
-        self.scope = scope
-        self.pragma = pragma
-
-
-def _text(lines, indent) -> list:
-    out = []
-    pad = "  " * indent
-    for ln in lines:
-        if isinstance(ln, Block):
-            if ln.pragma:
-                out.append(pad + ln.pragma)
-            out.append(pad + ln.header + " {")
-            out += _text(ln.scope.lines, indent + 1)
-            out.append(pad + "}")
-        else:
-            out.append(pad + ln)
-    return out
 
 
 class Options:
     """Code generation choices (autotune varies them)."""
 
-    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=True, blas_threads=0):
+    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=True, blas_threads=1,
+                 gemm_split_min=1 << 62):
         self.parallel_min = parallel_min
+        # GEMMs with M*N*K above this are split over the OpenMP threads (off by default: on a machine whose
+        # cores are busy the split loses; max-autotune measures it)
+        self.gemm_split_min = gemm_split_min
         self.use_blas = use_blas and blas_available
         self.small_gemm_loops = small_gemm_loops     # matmuls with M*N*K below this use generated loops
         self.blas_available = blas_available
-        self.blas_threads = blas_threads             # 0: the BLAS library's own choice
+        # threads of the BLAS library for our GEMMs (0: leave its setting alone). One by default: its
+        # pthread pool spin-waits, and on a busy machine (more runnable threads than cores) a descheduled
+        # worker makes every GEMM wait for a time slice (measured 5x slower steps on 2 cores under load);
+        # mode="max-autotune" measures the multi-threaded variant
+        self.blas_threads = blas_threads
 
     def key(self):
-        return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads)
+        return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads, self.gemm_split_min)
 
     def __repr__(self):
         return (f"Options(parallel_min={self.parallel_min}, use_blas={self.use_blas}, "
-                f"small_gemm_loops={self.small_gemm_loops}, blas_threads={self.blas_threads})")
+                f"small_gemm_loops={self.small_gemm_loops}, blas_threads={self.blas_threads}, "
+                f"gemm_split_min={self.gemm_split_min})")
 
 
 class KernelGen:
@@ -329,7 +307,8 @@ class KernelGen:
         return close
 
     # ---- kernels -------------------------------------------------------------------------------------------
-    def gen(self) -> str:
+    def gen(self):
+        """(C parameter list, C body, C arguments of the call) of this kernel."""
         k = self.k
         root = Scope(0)
         self.scopes = [root]
@@ -348,17 +327,20 @@ class KernelGen:
         root = Scope(0)
         self.scopes = [root]
         body(dry=False, records=records)
-        decl = []
-        for bid, buf in sorted(self.used.items()):
-            t = P.ctype(buf.dtype)
-            decl.append(f"{t} *restrict {buf.name} = ({t} *)({self.slot_of(buf)});")
-        if self.has_check:
-            decl.append("int64_t *restrict em_err = (int64_t *)bufs[1];")
-        lines = [f"/* {k.describe()} */", f"static void {k.name}(void **bufs) {{"]
-        lines += ["  " + d for d in decl]
-        lines += _text(root.lines, 1)
-        lines.append("}")
-        return "\n".join(lines)
+        # the body names buffers b<id>; the function takes them as parameters p0, p1 ... (in order of first
+        # use), so kernels that differ only in which buffers they touch share one C function
+        body = "\n".join(_text(root.lines, 1))
+        order = []
+        for m in re.finditer(r"\bb(\d+)\b", body):
+            bid = int(m.group(1))
+            if bid in self.used and bid not in order:
+                order.append(bid)
+        names = {f"b{bid}": f"p{i}" for i, bid in enumerate(order)}
+        body = re.sub(r"\bb\d+\b", lambda m: names.get(m.group(0), m.group(0)), body)
+        params = ["void **bufs"] + [f"{P.ctype(self.used[bid].dtype)} *restrict {names[f'b{bid}']}" for bid in order]
+        args = ["bufs"] + [f"({P.ctype(self.used[bid].dtype)} *)({self.slot_of(self.used[bid])})" for bid in order]
+        pre = "  int64_t *restrict em_err = (int64_t *)bufs[1];\n" if self.has_check else ""
+        return ", ".join(params), pre + body, args
 
     def prologue(self):
         for st in self.k.prologue:
@@ -398,64 +380,13 @@ class KernelGen:
             close()
 
     def emit_gemm(self, st):
-        from .schedule import strided_layout
-        n = st.node
-        A, B = n.inputs
-        nb, M, N = n.shape
-        K = A.shape[2]
-        out = self.bufname(st.buffer)
-        mat = self.sched.mat
+        render_special.emit_gemm(self, st)
 
-        def is_leaf(x):
-            return x.op == "load" or x.id in mat
+    def gen_colreduce(self, dry, records=None):
+        render_special.gen_colreduce(self, dry, records)
 
-        def operand(x):
-            leaf, strides, off = strided_layout(x, is_leaf)
-            buf = leaf.buffer if leaf.op == "load" else self.sched.node_buffer[leaf.id]
-            return self.bufname(buf), strides, off
-
-        an, (sab, sam, sak), aoff = operand(A)
-        bn, (sbb, sbk, sbn), boff = operand(B)
-        t = P.ctype(n.dtype)
-        if M * N == 0:
-            return
-        if K == 0:
-            self.emit(0, f"memset({out}, 0, sizeof({t}) * {nb * M * N}LL);")
-            return
-        small = M * N * K < self.opt.small_gemm_loops
-        if self.opt.use_blas and not small:
-            from .schedule import gemm_operand
-            self.uses_blas = True
-            ta, lda = gemm_operand(sam, sak, M, K)
-            tb, ldb = gemm_operand(sbk, sbn, K, N)
-            fn = "cblas_sgemm" if n.dtype == np.float32 else "cblas_dgemm"
-            one = "1.0f" if n.dtype == np.float32 else "1.0"
-            zero = "0.0f" if n.dtype == np.float32 else "0.0"
-
-            def ptr(name, off, bstride):
-                p = name + (f" + {off}LL" if off else "")
-                return p + (f" + b * {bstride}LL" if nb > 1 and bstride else "")
-            call = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
-                    f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N});")
-            if nb == 1:
-                self.emit(0, call)
-            else:
-                self.emit(0, f"for (int64_t b = 0; b < {nb}LL; b++) {call}")
-            return
-        # generated loops: C[m, :] += A[m, k] * B[k, :] (the inner loop runs along C's rows)
-        acc = t
-        self.emit(0, f"memset({out}, 0, sizeof({t}) * {nb * M * N}LL);")
-        par = "EMBER_PARALLEL_FOR(" + f"{nb * M * N * K}LL)"
-        self.emit(0, par)
-        self.emit(0, f"for (int64_t bm = 0; bm < {nb * M}LL; bm++) {{")
-        self.emit(0, f"  const int64_t b = bm / {M}, m = bm % {M};")
-        self.emit(0, f"  {t} *restrict c = {out} + bm * {N}LL;")
-        self.emit(0, f"  for (int64_t kk = 0; kk < {K}LL; kk++) {{")
-        self.emit(0, f"    const {acc} a = {an}[{aoff} + b * {sab}LL + m * {sam}LL + kk * {sak}LL];")
-        self.emit(0, f"    const {t} *restrict bp = {bn} + {boff} + b * {sbb}LL + kk * {sbk}LL;")
-        self.emit(0, f"    for (int64_t j = 0; j < {N}LL; j++) c[j] += a * bp[j * {sbn}LL];")
-        self.emit(0, "  }")
-        self.emit(0, "}")
+    def gen_scatter(self, dry, records=None):
+        render_special.gen_scatter(self, dry, records)
 
     def gen_row(self, dry, records=None):
         k = self.k
@@ -575,207 +506,42 @@ class KernelGen:
         self.emit(level, f"const {t} {name} = ({t}){a};", name)
         return name
 
-    def gen_colreduce(self, dry, records=None):
-        """A reduction whose reduced dims are not all trailing: kept dims outside, reduced inside. When
-        the last dim is kept, a block of it is accumulated at once (contiguous, vectorizable)."""
-        k = self.k
-        self.prologue()
-        st = k.stmts[0]
-        n = st.node
-        x = n.inputs[0]
-        axes = n.attrs["axes"]
-        op = n.attrs["op"]
-        nd = len(x.shape)
-        # kept dims after the last reduced dim run innermost
-        last_red = max(axes)
-        kin = [d for d in range(last_red + 1, nd)]
-        kout = [d for d in range(nd) if d not in axes and d not in kin]
-        out = self.bufname(st.buffer)
-        at = P.accumulator_type(op, x.dtype)
-        init = P.reduce_init(op, x.dtype)
-        xidx = [None] * nd
-        for d in range(nd):
-            v = f"c{d}"
-            self.ranges[v] = (0, max(x.shape[d] - 1, 0))
-            xidx[d] = Aff.var(v) if x.shape[d] > 1 else Aff()
-        lvl = 0
-        ko_ext = int(np.prod([x.shape[d] for d in kout], dtype=np.int64)) if kout else 1
-        total = int(np.prod(x.shape, dtype=np.int64))
-        # outer kept loops (one per dim: simple and rarely hot)
-        for i, d in enumerate(kout):
-            self.var_level[f"c{d}"] = lvl + 1
-            sc = Scope(lvl + 1)
-            self.scopes.append(sc)
-            lvl += 1
-        kin_ext = int(np.prod([x.shape[d] for d in kin], dtype=np.int64)) if kin else 1
-        arg = op in ("argmax", "argmin")
-        sfx = P.suffix(x.dtype)
-        t = P.ctype(n.dtype)
-        oidx_base = [xidx[d] if d not in axes else Aff() for d in range(nd)]
-        if kin:
-            BLK = 256
-            # the flattened kept-inner index v = kb + q
-            self.ranges["q"] = (0, BLK - 1)
-            self.ranges["kb"] = (0, max(kin_ext - 1, 0))
-            self.ranges["kv"] = (0, max(kin_ext - 1, 0))
-            vidx = L.reshape_index(tuple(x.shape[d] for d in kin), (kin_ext,), [Aff.var("kv")], self.ranges) \
-                if len(kin) > 1 else [Aff.var("kv")]
-            for d, a in zip(kin, vidx):
-                xidx[d] = a
-                oidx_base[d] = a
-            kb_level = lvl + 1
-            self.var_level["kb"] = kb_level
-            sc_kb = Scope(kb_level)
-            self.scopes.append(sc_kb)
-            self.emit(kb_level, f"const int64_t nq = {kin_ext}LL - kb < {BLK} ? {kin_ext}LL - kb : {BLK};")
-            self.emit(kb_level, f"{at} acc[{BLK}];")
-            if arg:
-                self.emit(kb_level, f"int64_t ai[{BLK}];")
-            self.emit(kb_level, f"for (int64_t q = 0; q < nq; q++) {{ acc[q] = {init};"
-                                + (" ai[q] = 0;" if arg else "") + " }")
-            # reduced loops
-            red_level = kb_level
-            for d in axes:
-                red_level += 1
-                self.var_level[f"c{d}"] = red_level
-                self.scopes.append(Scope(red_level))
-            ql = red_level + 1
-            self.var_level["kv"] = ql
-            self.var_level["q"] = ql
-            sq = Scope(ql)
-            self.scopes.append(sq)
-            self.emit(ql, "const int64_t kv = kb + q;")
-            v = self.val(x, xidx)
-            if op == "sum":
-                self.emit(ql, f"acc[q] += {v};")
-            elif op == "prod":
-                self.emit(ql, f"acc[q] *= {v};")
-            elif op in ("max", "min"):
-                self.emit(ql, f"acc[q] = em_{op}_{sfx}(acc[q], {v});")
-            else:
-                lin = Aff()
-                for d, s in zip(axes, L.cstrides(tuple(x.shape[d] for d in axes))):
-                    lin = lin + xidx[d].scale(s)
-                cmp = ">" if op == "argmax" else "<"
-                self.emit(ql, f"if (acc[q] == acc[q] && ({v} {cmp} acc[q] || {v} != {v})) {{ acc[q] = {v}; "
-                              f"ai[q] = {self.render_aff(lin, 'val')}; }}")
-            self.scopes.pop()
-            blk = Block("for (int64_t q = 0; q < nq; q++)", sq)
-            self.scopes[-1].lines.append(blk)
-            for d in reversed(axes):
-                sc = self.scopes.pop()
-                self.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc))
-            # write back the block
-            ooff = L.offset(oidx_base, L.cstrides(n.shape))
-            self.ranges["kv"] = (0, max(kin_ext - 1, 0))
-            res = "ai[q]" if arg else f"({t})acc[q]"
-            self.emit(kb_level, f"for (int64_t q = 0; q < nq; q++) {{ const int64_t kv = kb + q; "
-                                f"{out}[{self.render_aff(ooff)}] = {res}; }}")
-            sc = self.scopes.pop()
-            par = f"EMBER_PARALLEL_FOR({total}LL)" if not kout else None
-            self.scopes[-1].lines.append(Block(f"for (int64_t kb = 0; kb < {kin_ext}LL; kb += {BLK})", sc, par))
-        else:
-            # last dim reduced: a scalar accumulator per kept position
-            acc = self.tmp("acc")
-            base = lvl
-            self.emit(base, f"{at} {acc} = {init};", acc)
-            ai = None
-            if arg:
-                ai = self.tmp("ai")
-                self.emit(base, f"int64_t {ai} = 0;", ai)
-            red_level = base
-            for d in axes:
-                red_level += 1
-                self.var_level[f"c{d}"] = red_level
-                self.scopes.append(Scope(red_level))
-            v = self.val(x, xidx)
-            self.reduce_update_at(op, acc, ai, v, red_level, sfx, [xidx[d] for d in axes],
-                                  tuple(x.shape[d] for d in axes))
-            for d in reversed(axes):
-                sc = self.scopes.pop()
-                self.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc))
-            ooff = L.offset(oidx_base, L.cstrides(n.shape))
-            res = ai if arg else f"({t}){acc}"
-            self.emit(base, f"{out}[{self.render_aff(ooff)}] = {res};")
-        for i in range(len(kout) - 1, -1, -1):
-            d = kout[i]
-            sc = self.scopes.pop()
-            par = f"EMBER_PARALLEL_FOR({total}LL)" if i == 0 else None
-            self.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc, par))
-
-    def reduce_update_at(self, op, a, ai, v, level, sfx, ridx, R):
-        if op == "sum":
-            self.emit(level, f"{a} += {v};")
-        elif op == "prod":
-            self.emit(level, f"{a} *= {v};")
-        elif op in ("max", "min"):
-            self.emit(level, f"{a} = em_{op}_{sfx}({a}, {v});")
-        else:
-            lin = Aff()
-            for d, s in zip(ridx, L.cstrides(R)):
-                lin = lin + d.scale(s)
-            cmp = ">" if op == "argmax" else "<"
-            self.emit(level, f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) "
-                             f"{{ {a} = {v}; {ai} = {self.render_aff(lin, 'val')}; }}")
-
-    def gen_scatter(self, dry, records=None):
-        k = self.k
-        self.prologue()
-        st = k.stmts[0]
-        n = st.node
-        g2, i1 = n.inputs
-        rows, d = g2.shape
-        nw = n.attrs["rows"]
-        skip = n.attrs["skip"]
-        out = self.bufname(st.buffer)
-        t = P.ctype(n.dtype)
-        self.emit(0, f"memset({out}, 0, sizeof({t}) * {nw * d}LL);")
-        self.ranges["si"] = (0, max(rows - 1, 0))
-        self.ranges["sj"] = (0, max(d - 1, 0))
-        self.var_level["si"] = 1
-        self.var_level["sj"] = 2
-        si = Scope(1)
-        self.scopes.append(si)
-        iv = self.val(i1, [Aff.var("si") if rows > 1 else Aff()])
-        self.has_check = True
-        self.emit(1, f"const int64_t id = {iv};")
-        if skip >= 0:
-            self.emit(1, f"if (id == {skip}LL) continue;")
-        self.emit(1, f"if ((uint64_t)id >= (uint64_t){nw}LL) {{ em_err[0] = -1; em_err[1] = id; continue; }}")
-        sj = Scope(2)
-        self.scopes.append(sj)
-        gv = self.val(g2, [Aff.var("si") if rows > 1 else Aff(), Aff.var("sj") if d > 1 else Aff()])
-        self.emit(2, f"{out}[id * {d}LL + sj] += {gv};")
-        self.scopes.pop()
-        si.lines.append(Block(f"for (int64_t sj = 0; sj < {d}LL; sj++)", sj))
-        self.scopes.pop()
-        self.scopes[-1].lines.append(Block(f"for (int64_t si = 0; si < {rows}LL; si++)", si))
 
 
-def render_program(sched, slot_of, errors, options, name="graph") -> tuple:
-    """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel C by name).
-    The caller puts ``prims.C_PRELUDE``, the OpenMP prelude and (when used) the BLAS prelude on top."""
+def render_program(sched, slot_of, errors, options, name="graph", shared=None) -> tuple:
+    """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel bodies by name).
+
+    ``shared`` (a dict body -> function name) deduplicates kernel functions across calls: the layers of
+    a model produce the same kernels over different buffers, and each is compiled once. The caller puts
+    ``prims.C_PRELUDE``, the OpenMP prelude and (when used) the BLAS prelude on top."""
+    shared = {} if shared is None else shared
     parts = []
     uses_blas = False
     checks = {}
+    calls = {}
     kernel_src = {}
     for k in sched.kernels:
         g = KernelGen(k, sched, slot_of, errors, options)
-        src = g.gen()
+        params, body, args = g.gen()
         uses_blas |= g.uses_blas
         checks[k.name] = g.has_check
-        kernel_src[k.name] = src
-        parts.append(src)
+        key = (params, body)
+        fn = shared.get(key)
+        if fn is None:
+            fn = shared[key] = f"kern{len(shared)}"
+            parts.append(f"static void {fn}({params}) {{\n{body}\n}}")
+        kernel_src[k.name] = body
+        calls[k.name] = f"  {fn}({', '.join(args)});  /* {k.describe()} */"
     entries = []
     for si, (kernels, step) in enumerate(sched.segments):
         ename = f"{name}_seg{si}"
-        body = []
+        lines = []
         if options.blas_threads and uses_blas and any(k.kind == "matmul" for k in kernels):
-            body.append(f"  openblas_set_num_threads({int(options.blas_threads)});")
+            lines.append(f"  openblas_set_num_threads({int(options.blas_threads)});")
         for k in kernels:
-            body.append(f"  {k.name}(bufs);")
+            lines.append(calls[k.name])
             if checks.get(k.name):
-                body.append("  if (((int64_t *)bufs[1])[0]) return;")
+                lines.append("  if (((int64_t *)bufs[1])[0]) return;")
         entries.append(ename)
-        parts.append(f"void {ename}(void **bufs) {{\n" + "\n".join(body) + ("\n" if body else "") + "}")
+        parts.append(f"void {ename}(void **bufs) {{\n" + "\n".join(lines) + ("\n" if lines else "") + "}")
     return "\n\n".join(parts) + "\n", entries, uses_blas, kernel_src

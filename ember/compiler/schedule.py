@@ -23,96 +23,23 @@
    same offset in each iteration (no iteration reads what another writes). A refusal is logged under
    ``EMBER_LOGS=kernels`` with its reason.
 4. *Buffers*: intermediates get offsets in one arena, reusing memory whose lifetime (in kernels)
-   ended; escaping values are fresh arrays each call.
+   ended; escaping values are fresh arrays each call (``memplan.py``).
+
+What a kernel is and when a statement may join one lives in ``fusion.py``.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import prims as P
-from . import lower as L
-from .lower import Aff
+from .lower import view_root, strided_layout, gemm_operand
 from .prims import PNode, Buffer, Effect
+from .fusion import NotFusable, NeedMaterialize, Stmt, Kernel, Step, _Ctx, _try_add, _new_kernel, _check_single
+from .memplan import plan_buffers
 from .logs import log
 
 _VIEWS = P.VIEWS
 _EXPENSIVE = {"exp": 4, "exp2": 4, "expm1": 4, "log": 4, "log2": 4, "log10": 4, "log1p": 4, "tanh": 4,
               "sigmoid": 4, "erf": 4, "erfc": 4, "pow": 6, "sin": 4, "cos": 4, "tan": 4, "sqrt": 2, "rsqrt": 2,
               "div": 2, "lgamma": 8, "asin": 4, "acos": 4, "atan": 4, "sinh": 4, "cosh": 4, "atan2": 4}
-
-
-class NotFusable(Exception):
-    pass
-
-
-class NeedMaterialize(Exception):
-    def __init__(self, node, reason):
-        super().__init__(reason)
-        self.node = node
-        self.reason = reason
-
-
-class Stmt:
-    """One store: ``node`` evaluated over ``shape`` into ``buffer`` (at ``target``'s view, if a write)."""
-
-    __slots__ = ("kind", "node", "buffer", "target", "seq", "shape", "role", "effect", "label")
-
-    def __init__(self, kind, node, buffer, target, seq, shape, effect=None, label=""):
-        self.kind = kind            # store | write | copy
-        self.node = node
-        self.buffer = buffer
-        self.target = target
-        self.seq = seq
-        self.shape = tuple(shape)
-        self.role = "loop"          # loop | prologue | reduce | row | outer | gemm | epilogue | scatter
-        self.effect = effect
-        self.label = label
-
-    @property
-    def numel(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    def __repr__(self):
-        return f"{self.kind}({self.buffer.name if self.buffer else '-'} <- t{self.node.id} {self.node.op})"
-
-
-class Kernel:
-    __slots__ = ("kind", "index", "prologue", "stmts", "locals", "outer", "inner", "reduce_node", "epi_shape",
-                 "accesses", "segment", "name", "notes")
-
-    def __init__(self, kind):
-        self.kind = kind
-        self.index = -1
-        self.prologue: list = []
-        self.stmts: list = []
-        self.locals: set = set()        # ids of reduce nodes held in registers (row kernels)
-        self.outer = ()                 # row: outer shape O; loop: domain
-        self.inner = ()                 # row: reduced shape R
-        self.reduce_node = None
-        self.epi_shape = None
-        self.accesses: dict = {}        # buffer id -> {"w": set(keys), "r": set(keys)}
-        self.segment = 0
-        self.name = ""
-        self.notes: list = []
-
-    def describe(self) -> str:
-        ops = []
-        for s in self.prologue + self.stmts:
-            ops.append(f"{s.role}:{s.label or s.node.op}")
-        return f"{self.name} [{self.kind}] " + ", ".join(ops)
-
-
-class Step:
-    """A Python step between native segments: an extern call or a graph-break read."""
-
-    __slots__ = ("effect", "kind")
-
-    def __init__(self, effect):
-        self.effect = effect
-        self.kind = effect.kind
 
 
 class Schedule:
@@ -122,37 +49,11 @@ class Schedule:
         self.node_buffer: dict = {}   # PNode id -> Buffer for materialised values
         self.mat: set = set()
         self.buffers: list = []
-        self.setgrads: list = []      # (effect, buffer or None, layout)
+        self.setgrads: list = []      # setgrad effects (each knows its .grad buffer)
         self.arena_size = 0
-        self.fused_ops: dict = {}
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
-
-def view_root(n: PNode, mat=()) -> PNode:
-    """The node under a chain of views (stopping at a materialised view)."""
-    while n.op in _VIEWS and n.id not in mat:
-        n = n.inputs[0]
-    return n
-
-
-def strided_layout(n: PNode, is_leaf):
-    """(leaf, strides, offset) when ``n`` is a strided view of a leaf (load or materialised node)."""
-    if is_leaf(n):
-        return n, L.cstrides(n.shape), 0
-    vars_ = [f"_d{i}" for i in range(len(n.shape))]
-    ranges = {v: (0, max(s - 1, 0)) for v, s in zip(vars_, n.shape)}
-    idx = [Aff.var(v) if s > 1 else Aff() for v, s in zip(vars_, n.shape)]
-    leaf, lidx = L.view_index(n, idx, ranges, stop=is_leaf)
-    if not is_leaf(leaf):
-        return None
-    off = L.offset(lidx, L.cstrides(leaf.shape))
-    for a in off.terms:
-        if not isinstance(a, str):
-            return None
-    strides = tuple(off.terms.get(v, 0) for v in vars_)
-    return leaf, strides, off.const
-
 
 def _cost(n: PNode, is_leaf, memo) -> int:
     c = memo.get(n.id)
@@ -190,7 +91,7 @@ def _schedule_once(pg, extra: set, log_name: str) -> Schedule:
         for i in n.inputs:
             users.setdefault(i.id, []).append(n)
     for e in effects:
-        for x in _effect_reads(e):
+        for x in e.reads():
             users.setdefault(x.id, []).append(e)
 
     base = set(extra)
@@ -211,9 +112,6 @@ def _schedule_once(pg, extra: set, log_name: str) -> Schedule:
         core |= added
     sched = Schedule()
     sched.mat = mat
-    for n in nodes:
-        if n.id in mat and n.op == "load":
-            mat.discard(n.id)
 
     # ---- statements ----------------------------------------------------------------------------------------
     stmts_or_steps = []
@@ -236,13 +134,13 @@ def _schedule_once(pg, extra: set, log_name: str) -> Schedule:
     for x in items:
         if isinstance(x, PNode):
             if x.id in nb:
-                st = Stmt("store", x, nb[x.id], None, x.seq, x.shape, label=_label(x))
+                st = Stmt("store", x, nb[x.id], None, x.seq, x.shape, label=_describe(x, mat))
                 stmts_or_steps.append(st)
         else:
             e = x
             if e.kind == "write":
                 stmts_or_steps.append(Stmt("write", e.source, e.buffer, e.target, e.seq, e.target.shape, e,
-                                           label=f"write:{_label(e.source)}"))
+                                           label=f"write {e.buffer.name}:{_describe(e.source, mat, own=False)}"))
             elif e.kind == "setgrad":
                 if e in copies:
                     buf = new_buffer("out", e.source.shape, e.source.dtype)
@@ -342,11 +240,7 @@ def _schedule_once(pg, extra: set, log_name: str) -> Schedule:
                 k.stmts.insert(pos + 1, st)
             else:
                 nb.pop(rid, None)
-    for k in kernels:
-        for s in k.prologue + k.stmts:
-            for op in _fused_ops(s.node, ctx):
-                sched.fused_ops[op] = sched.fused_ops.get(op, 0) + 1
-    _plan_buffers(sched, pg, kernels, segments, effects)
+    plan_buffers(sched, pg, kernels, segments, effects)
     return sched
 
 
@@ -430,33 +324,27 @@ def _label(n):
     return n.op if n.op != "reduce" else f"{n.attrs['op']}"
 
 
-def _fused_ops(n, ctx):
-    return []
-
-
-def _effect_reads(e):
-    out = []
-    if e.kind in ("write", "read", "setgrad"):
-        if e.source is not None:
-            out.append(e.source)
-    elif e.kind == "extern":
-        out += [a for a in e.args if isinstance(a, PNode)]
-        out += [a for a in (e.attrs or {}).values() if isinstance(a, PNode)]
-    return out
+def _describe(n, mat, own=True) -> str:
+    """``op[fused ops]``: the primitive a statement stores and the ones inlined into it."""
+    ops = []
+    stack = [(n, own)]
+    seen = set()
+    while stack:
+        x, is_root = stack.pop()
+        if x.id in seen or x.op in ("load", "const") or (not is_root and x.id in mat):
+            continue
+        seen.add(x.id)
+        name = _label(x)
+        if x.op not in _VIEWS and name not in ops:
+            ops.append(name)
+        stack.extend((i, False) for i in reversed(x.inputs))
+    head = _label(n) if own else (ops[0] if ops else n.op)
+    rest = [o for o in ops if o != head]
+    return head + (f"[{','.join(rest)}]" if rest else "")
 
 
 def _viewable(n: PNode, is_leaf) -> bool:
     return strided_layout(n, is_leaf) is not None
-
-
-def gemm_operand(s0, s1, rows, cols):
-    """(transpose flag, leading dim) to pass a (rows x cols) matrix with element strides (s0, s1) to a
-    row-major cblas call, or None when BLAS cannot read that layout in place."""
-    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= max(cols, 1)):
-        return "CblasNoTrans", (s0 if rows > 1 else max(cols, 1))
-    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= max(rows, 1)):
-        return "CblasTrans", (s1 if cols > 1 else max(rows, 1))
-    return None
 
 
 def _blas_ok(strides, shape) -> bool:
@@ -528,424 +416,3 @@ def _hazards(nodes, effects, mat, write_seqs, copies, pg) -> set:
             for i in n.inputs:
                 stack.append((i, sub, False))
     return added - mat
-
-
-# ---- legality of a statement in a kernel ----------------------------------------------------------------------
-
-class _Ctx:
-    def __init__(self, mat, nb, by_id):
-        self.mat = mat
-        self.nb = nb
-        self.by_id = by_id
-        self.readers: dict = {}      # reduce node id -> set of id(kernel) whose statements read it
-
-    def step_reads(self, rid, effects):
-        for e in effects:
-            for x in _effect_reads(e):
-                if view_root(x, self.mat).id == rid:
-                    return True
-        return False
-
-
-def _vars(prefix, shape):
-    return [f"{prefix}{i}" for i in range(len(shape))]
-
-
-def stmt_index(k: Kernel, st: Stmt, role: str):
-    """(index vector over the statement's shape, ranges) in the kernel's loop variables."""
-    ranges = {}
-    if role in ("loop", "epilogue", "prologue"):
-        shape = st.shape
-        vs = _vars("i", shape)
-        idx = []
-        for v, s in zip(vs, shape):
-            ranges[v] = (0, max(s - 1, 0))
-            idx.append(Aff.var(v) if s > 1 else Aff())
-        return idx, ranges
-    O, R = k.outer, k.inner
-    ov = _vars("o", O)
-    rv = _vars("r", R)
-    for v, s in zip(ov, O):
-        ranges[v] = (0, max(s - 1, 0))
-    for v, s in zip(rv, R):
-        ranges[v] = (0, max(s - 1, 0))
-    oidx = [Aff.var(v) if s > 1 else Aff() for v, s in zip(ov, O)]
-    ridx = [Aff.var(v) if s > 1 else Aff() for v, s in zip(rv, R)]
-    if role in ("reduce", "row"):
-        return oidx + ridx, ranges
-    # outer: the statement's shape is O, or O with trailing 1s
-    extra = len(st.shape) - len(O)
-    return oidx + [Aff()] * extra, ranges
-
-
-def collect(ctx: _Ctx, k: Kernel, st: Stmt, role: str):
-    """Reads [(buffer id, offset key)] and the write (buffer id, offset key) of a statement."""
-    idx, ranges = stmt_index(k, st, role)
-    reads = []
-    memo = set()
-
-    def walk(n, ix, own=False):
-        key = (n.id, tuple(a.key() for a in ix))
-        if key in memo:
-            return
-        memo.add(key)
-        if not own:
-            if n.op == "load":
-                reads.append((n.buffer.id, L.offset(ix, L.cstrides(n.buffer.shape)).key()))
-                return
-            if n.id in ctx.mat:
-                if n.op == "reduce" and n.id in k.locals:
-                    _check_local(k, n, ix)
-                    ctx.readers.setdefault(n.id, set()).add(id(k))
-                    return
-                if n.op == "reduce":
-                    ctx.readers.setdefault(n.id, set()).add(id(k))
-                buf = ctx.nb.get(n.id)
-                if buf is None:
-                    raise NotFusable(f"t{n.id} has no buffer")
-                reads.append((buf.id, L.offset(ix, L.cstrides(buf.shape)).key()))
-                return
-        if n.op in _VIEWS:
-            n2, ix2 = L.view_index(n, ix, ranges, stop=lambda q: q.op == "load" or q.id in ctx.mat)
-            walk(n2, ix2)
-            return
-        if n.op in ("const", "iota"):
-            return
-        if n.op == "gather":
-            x, index = n.inputs
-            walk(index, ix)
-            ax = n.attrs["axis"]
-            xi = list(ix)
-            xi[ax] = Aff.var(("val", f"g{n.id}", x.shape[ax]))
-            walk(x, xi)
-            return
-        if n.op == "reduce":
-            if not own:
-                raise NotFusable("nested reduction")
-            x = n.inputs[0]
-            walk(x, _reduce_input_index(k, n, role, ranges))
-            return
-        if n.op in ("matmul", "scatter_add", "extern", "extern_out"):
-            if own:
-                return
-            raise NotFusable(f"{n.op} inside an expression")
-        for i in n.inputs:
-            walk(i, ix)
-
-    walk(st.node, idx, own=(st.kind == "store"))
-    if st.kind == "write":
-        widx = idx
-        tn, tix = L.view_index(st.target, widx, ranges, stop=lambda q: q.op == "load")
-        write = (st.buffer.id, L.offset(tix, L.cstrides(st.buffer.shape)).key())
-    elif st.node.op == "reduce" and role == "reduce":
-        write = None
-    else:
-        write = (st.buffer.id, L.offset(idx, L.cstrides(st.buffer.shape)).key()) if st.buffer is not None else None
-    return reads, write
-
-
-def _reduce_input_index(k, n, role, ranges):
-    x = n.inputs[0]
-    axes = n.attrs["axes"]
-    if role == "reduce":
-        O, R = k.outer, k.inner
-        ov = _vars("o", O)
-        rv = _vars("r", R)
-        return [Aff.var(v) if s > 1 else Aff() for v, s in zip(ov, O)] + \
-               [Aff.var(v) if s > 1 else Aff() for v, s in zip(rv, R)]
-    # colreduce: kept dims from the statement index, reduced dims get their own variables
-    idx = []
-    for d, s in enumerate(x.shape):
-        v = f"c{d}"
-        ranges[v] = (0, max(s - 1, 0))
-        idx.append(Aff.var(v) if s > 1 else Aff())
-    return idx
-
-
-def _check_local(k: Kernel, n: PNode, ix):
-    """A register-held reduction can only be read at the current row."""
-    O = k.outer
-    ov = _vars("o", O)
-    want = [Aff.var(v) if s > 1 else Aff() for v, s in zip(ov, O)] + [Aff()] * (len(n.shape) - len(O))
-    if len(ix) != len(want) or any(a != b for a, b in zip(ix, want)):
-        raise NotFusable(f"reduction t{n.id} is read at another row")
-
-
-def _mark_readers(ctx, k, root):
-    """Record which materialised reductions an expression evaluated in ``k`` reads."""
-    stack = list(root.inputs)
-    seen = set()
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.op == "load":
-            continue
-        if n.id in ctx.mat:
-            if n.op == "reduce":
-                ctx.readers.setdefault(n.id, set()).add(id(k))
-            continue
-        stack.extend(n.inputs)
-
-
-def _check_single(ctx, st: Stmt):
-    """A write whose source reads the target at other offsets needs the source computed first."""
-    k = Kernel("loop")
-    reads, write = collect(ctx, k, st, "loop")
-    if st.kind == "write" and write is not None:
-        for b, key in reads:
-            if b == write[0] and key != write[1]:
-                raise NeedMaterialize(st.node, "an in-place write reads its own target at other positions")
-    return reads, write
-
-
-def _add_accesses(k: Kernel, reads, write):
-    # the statement's own reads of its target at the same offset are fine (read-modify-write)
-    wb = {}
-    for b, key in reads:
-        acc = k.accesses.get(b)
-        if acc is not None and acc["w"] and (acc["w"] != {key}):
-            raise NotFusable("reads a buffer this kernel writes, at other positions")
-    if write is not None:
-        b, key = write
-        acc = k.accesses.get(b)
-        if acc is not None:
-            if any(x != key for x in acc["w"]) or any(x != key for x in acc["r"]):
-                raise NotFusable("writes a buffer this kernel accesses at other positions")
-        wb[b] = key
-    for b, key in reads:
-        k.accesses.setdefault(b, {"w": set(), "r": set()})["r"].add(key)
-    if write is not None:
-        k.accesses.setdefault(write[0], {"w": set(), "r": set()})["w"].add(write[1])
-
-
-def _new_kernel(ctx, st: Stmt) -> Kernel:
-    n = st.node
-    if st.kind == "store" and n.op == "reduce":
-        x = n.inputs[0]
-        axes = n.attrs["axes"]
-        nd = len(x.shape)
-        if axes == tuple(range(nd - len(axes), nd)):
-            k = Kernel("row")
-            k.outer = x.shape[:nd - len(axes)]
-            k.inner = x.shape[nd - len(axes):]
-            k.reduce_node = n
-            k.locals.add(n.id)
-            st.role = "reduce"
-            reads, write = collect(ctx, k, st, "reduce")
-            _add_accesses(k, reads, None)
-            k.stmts.append(st)
-            return k
-        k = Kernel("colreduce")
-        k.reduce_node = n
-        st.role = "colreduce"
-        _mark_readers(ctx, k, n)
-        k.stmts.append(st)
-        return k
-    if st.kind == "store" and n.op == "matmul":
-        k = Kernel("matmul")
-        st.role = "gemm"
-        _mark_readers(ctx, k, n)
-        k.stmts.append(st)
-        k.reduce_node = n
-        return k
-    if st.kind == "store" and n.op == "scatter_add":
-        k = Kernel("scatter")
-        st.role = "scatter"
-        _mark_readers(ctx, k, n)
-        k.stmts.append(st)
-        return k
-    k = Kernel("loop")
-    k.outer = st.shape
-    st.role = "loop"
-    reads, write = _check_single(ctx, st)
-    _add_accesses(k, reads, write)
-    k.stmts.append(st)
-    return k
-
-
-def _try_add(ctx, k: Kernel, st: Stmt):
-    n = st.node
-    if n.op in ("matmul", "scatter_add") and st.kind == "store":
-        raise NotFusable(f"{n.op} starts its own kernel")
-    if k.kind in ("colreduce", "scatter"):
-        raise NotFusable(f"a {k.kind} kernel takes no epilogue")
-    if k.kind == "loop":
-        if st.kind == "store" and n.op == "reduce":
-            raise NotFusable("a reduction does not join an elementwise loop")
-        if st.shape != k.outer:
-            raise NotFusable(f"different shape {list(st.shape)} vs {list(k.outer)}")
-        _check_single(ctx, st)
-        reads, write = collect(ctx, k, st, "loop")
-        _add_accesses(k, reads, write)
-        st.role = "loop"
-        k.stmts.append(st)
-        return
-    if k.kind == "matmul":
-        if st.kind == "store" and n.op == "reduce":
-            raise NotFusable("a reduction does not join a matmul epilogue")
-        mm = k.reduce_node
-        if st.numel != mm.numel:
-            raise NotFusable("epilogue shape differs from the matmul result")
-        if k.epi_shape is not None and st.shape != k.epi_shape:
-            raise NotFusable("epilogue statements of different shapes")
-        _check_single(ctx, st)
-        if k.epi_shape is None:
-            k.epi_shape = st.shape
-            k.outer = st.shape
-        reads, write = collect(ctx, k, st, "epilogue")
-        _add_accesses(k, reads, write)
-        st.role = "epilogue"
-        k.stmts.append(st)
-        return
-    # row kernel
-    O, R = k.outer, k.inner
-    X = O + R
-    if st.kind == "store" and n.op == "reduce":
-        x = n.inputs[0]
-        nd = len(x.shape)
-        if x.shape != X or n.attrs["axes"] != tuple(range(len(O), nd)):
-            raise NotFusable("a reduction over other rows")
-        k.locals.add(n.id)
-        role = "reduce"
-    elif st.shape == X:
-        role = "row"
-    elif st.shape[:len(O)] == O and all(s == 1 for s in st.shape[len(O):]):
-        role = "outer"
-    else:
-        raise NotFusable(f"shape {list(st.shape)} is neither the rows {list(X)} nor one value per row")
-    try:
-        if st.kind == "write":
-            # an in-place write must not read its target elsewhere
-            r0, w0 = collect(ctx, k, st, role)
-            for b, key in r0:
-                if b == w0[0] and key != w0[1]:
-                    raise NeedMaterialize(st.node, "an in-place write reads its own target at other positions")
-        reads, write = collect(ctx, k, st, role)
-        _add_accesses(k, reads, write)
-    except NotFusable:
-        if role == "reduce":
-            k.locals.discard(n.id)
-        raise
-    st.role = role
-    k.stmts.append(st)
-
-
-# ---- buffer planning ------------------------------------------------------------------------------------------
-
-def _plan_buffers(sched: Schedule, pg, kernels, segments, effects):
-    """Arena offsets for intermediates whose lifetimes (in kernel positions) do not overlap."""
-    pos = {}
-    order = 0
-    first, last = {}, {}
-    by_buf = {}
-    temps = []
-    for b in pg.buffers:
-        if b.kind == "temp":
-            temps.append(b)
-    for b in sched.node_buffer.values():
-        if b.kind == "temp":
-            temps.append(b)
-    temp_ids = {b.id: b for b in temps if not b.escapes}
-
-    def touch(bid, t):
-        if bid in temp_ids:
-            first.setdefault(bid, t)
-            first[bid] = min(first[bid], t)
-            last[bid] = max(last.get(bid, t), t)
-
-    nbuf = sched.node_buffer
-    t = 0
-    for kernels_, step in segments:
-        for k in kernels_:
-            t += 1
-            for b in k.accesses:
-                touch(b, t)
-            for s in k.prologue + k.stmts:
-                if s.buffer is not None:
-                    touch(s.buffer.id, t)
-                for leaf in _leaf_buffers(s.node, sched):
-                    touch(leaf, t)
-                if s.kind == "write":
-                    touch(s.buffer.id, t)
-        if step is not None:
-            t += 1
-            e = step.effect
-            for x in _effect_reads(e):
-                r = view_root(x, sched.mat)
-                bb = r.buffer if r.op == "load" else nbuf.get(r.id)
-                if bb is not None:
-                    touch(bb.id, t)
-    # buffers read by setgrads/outputs at the end were marked escaping already
-    # first-fit allocation over the sorted intervals
-    live = []   # (end, offset, size)
-    free = []   # (offset, size)
-    size_total = 0
-    for bid in sorted(first, key=lambda i: (first[i], i)):
-        b = temp_ids[bid]
-        start = first[bid]
-        # release blocks whose lifetime ended before this one starts
-        still = []
-        for end, off, sz in live:
-            if end < start:
-                free.append((off, sz))
-            else:
-                still.append((end, off, sz))
-        live = still
-        free = _coalesce(free)
-        need = (b.nbytes + 63) // 64 * 64
-        off = None
-        for i, (fo, fs) in enumerate(free):
-            if fs >= need:
-                off = fo
-                if fs > need:
-                    free[i] = (fo + need, fs - need)
-                else:
-                    free.pop(i)
-                break
-        if off is None:
-            off = size_total
-            size_total += need
-        b.data = ("arena", off)
-        live.append((last[bid], off, need))
-    sched.arena_size = size_total
-    # temps never touched by a kernel (e.g. zero-size) still need a place
-    for b in temp_ids.values():
-        if b.data is None:
-            b.data = ("arena", 0)
-
-
-def _coalesce(free):
-    free = sorted(free)
-    out = []
-    for off, sz in free:
-        if out and out[-1][0] + out[-1][1] == off:
-            out[-1] = (out[-1][0], out[-1][1] + sz)
-        else:
-            out.append((off, sz))
-    return out
-
-
-def _leaf_buffers(n, sched):
-    """Buffer ids an inlined expression reads (loads and materialised values)."""
-    out = set()
-    stack = [n]
-    seen = set()
-    own = True
-    while stack:
-        x = stack.pop()
-        if x.id in seen:
-            continue
-        seen.add(x.id)
-        if x.op == "load":
-            out.add(x.buffer.id)
-            continue
-        if not own and x.id in sched.mat:
-            b = sched.node_buffer.get(x.id)
-            if b is not None:
-                out.add(b.id)
-            continue
-        own = False
-        stack.extend(x.inputs)
-    return out

@@ -1818,6 +1818,46 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) 
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {nd}D.")
 
 
+# ---- matrix exponential ----------------------------------------------------------------------------------
+
+_PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800., 129060195264000.,
+           10559470521600., 670442572800., 33522128640., 1323241920., 40840800., 960960., 16380., 182., 1.)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(A) -> Tensor:
+    """The matrix exponential of (batches of) square matrices, by scaling and squaring with the degree-13
+    Padé approximant (Higham 2005). Written with matmul and solve, so autograd differentiates the same
+    computation (double backward included)."""
+    _tensor_arg(A, "linalg.matrix_exp", "A")
+    if A._data.ndim < 2:
+        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
+    p, q = A._data.shape[-2:]
+    if p != q:
+        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they are {p} by {q} "
+                           "matrices")
+    if not A._dtype.is_floating_point:
+        raise _not_impl("linalg_matrix_exp", A._dtype)
+    if A._data.size == 0:
+        return A.clone()
+    # one scaling for the whole batch: the largest 1-norm decides how often to square
+    norm = float(np.abs(A._data.astype(np.float64)).sum(axis=-2).max())
+    s = max(0, int(np.ceil(np.log2(norm / _THETA13)))) if norm > _THETA13 else 0
+    a = A / (2.0 ** s) if s else A
+    b = _PADE13
+    ident = _const(np.broadcast_to(np.eye(p), A._data.shape), A._dtype)
+    a2 = matmul_raw(a, a)
+    a4 = matmul_raw(a2, a2)
+    a6 = matmul_raw(a4, a2)
+    u = matmul_raw(a, matmul_raw(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+                   + b[1] * ident)
+    v = matmul_raw(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident
+    r = solve(v - u, v + u)
+    for _ in range(s):
+        r = matmul_raw(r, r)
+    return r
+
+
 # ---- exports -------------------------------------------------------------------------------------------
 
 for _n, _f in [("matmul", matmul), ("mm", mm), ("bmm", bmm), ("mv", mv), ("dot", dot), ("vdot", vdot),
@@ -1826,7 +1866,7 @@ for _n, _f in [("matmul", matmul), ("mm", mm), ("bmm", bmm), ("mv", mv), ("dot",
                ("triu", triu), ("trace", trace), ("cross", cross), ("cholesky", cholesky_legacy),
                ("cholesky_solve", cholesky_solve), ("cholesky_inverse", cholesky_inverse), ("det", det),
                ("logdet", logdet), ("slogdet", slogdet), ("inverse", inverse), ("pinverse", pinverse),
-               ("matrix_power", matrix_power), ("qr", qr_legacy), ("svd", svd_legacy)]:
+               ("matrix_power", matrix_power), ("qr", qr_legacy), ("svd", svd_legacy), ("matrix_exp", matrix_exp)]:
     attach(_n, _f)
 for _n, _f in [("einsum", einsum), ("tensordot", tensordot), ("chain_matmul", chain_matmul)]:
     attach(_n, _f, method=False)

@@ -194,7 +194,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
 # ---- searchsorted / bucketize -------------------------------------------------------------------------------
 
 
-def _searchsorted_kernel(seq, vals, side, sorter, odt):
+def _searchsorted_kernel(seq, vals, sorter, side, odt):
     if seq.ndim == 1:
         r = np.searchsorted(seq, vals, side=side, sorter=sorter)
     else:
@@ -222,10 +222,10 @@ def _side(side, right: bool) -> str:
     return "right" if right else "left"
 
 
-def _common_arrays(seq: Tensor, vals: Tensor):
+def _common(a: Tensor, b: Tensor):
     """Both operands in their promoted dtype (torch compares in the common type)."""
-    d = _dt.promote_types(seq._dtype, vals._dtype)
-    return seq._data.astype(d.np, copy=False), vals._data.astype(d.np, copy=False)
+    d = _dt.promote_types(a._dtype, b._dtype)
+    return (a if a._dtype is d else a.to(d)), (b if b._dtype is d else b.to(d))
 
 
 def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,  # noqa: A002
@@ -249,7 +249,6 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
         raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
                            "dimensions of boundaries tensor and input value tensor must match, but we got "
                            f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals._data.shape)}")
-    srt = None
     if sorter is not None:
         _tensor(sorter, "searchsorted", "sorter")
         if sorter._dtype is not _dt.int64:
@@ -258,10 +257,9 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
         if sorter._data.shape != seq.shape:
             raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same size, but got "
                                f"boundary tensor {list(seq.shape)}and got sorter tensor {list(sorter._data.shape)}")
-        srt = sorter._data
-    s_arr, v_arr = _common_arrays(sorted_sequence, vals)
+    seq_t, val_t = _common(sorted_sequence, vals)
     odt = _dt.int32 if out_int32 else _dt.int64
-    res = wrap(_searchsorted_kernel(s_arr, v_arr, sd, srt, odt.np), odt)
+    res = apply(SEARCHSORTED, (seq_t, val_t, sorter), {"side": sd, "odt": odt.np})
     return _out(res, out)
 
 
@@ -276,9 +274,9 @@ def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False
     if boundaries._data.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})")
     vals = _scalar_tensor(input)
-    s_arr, v_arr = _common_arrays(boundaries, vals)
+    seq_t, val_t = _common(boundaries, vals)
     odt = _dt.int32 if out_int32 else _dt.int64
-    res = wrap(_searchsorted_kernel(s_arr, v_arr, "right" if right else "left", None, odt.np), odt)
+    res = apply(SEARCHSORTED, (seq_t, val_t, None), {"side": "right" if right else "left", "odt": odt.np})
     return _out(res, out)
 
 
@@ -294,10 +292,21 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() received an invalid combination of arguments - got (elements and test_elements "
                         "both Python numbers): at least one of them must be a Tensor")
-    e, t = _scalar_tensor(elements), _scalar_tensor(test_elements)
-    ea, ta = _common_arrays(e, t)
-    r = np.isin(ea, ta, assume_unique=assume_unique, invert=invert)
-    return _out(wrap(np.asarray(r, dtype=np.bool_), _dt.bool), out)
+    e, t = _common(_scalar_tensor(elements), _scalar_tensor(test_elements))
+    if e._dtype is _dt.bool:
+        raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    flat = t.reshape(-1)
+    if flat._data.size == 0:
+        found = wrap(np.zeros(e._data.shape, dtype=np.bool_), _dt.bool)
+    else:
+        # binary search in the sorted test values (NaN sorts last and never equals anything)
+        from .reduce_more import sort
+        srt = sort(flat).values
+        idx = searchsorted(srt, e).clamp(max=flat._data.size - 1)
+        found = srt[idx] == e
+    if invert:
+        found = found.logical_not()
+    return _out(found, out)
 
 
 # ---- quantile / nanquantile ---------------------------------------------------------------------------------

@@ -149,9 +149,9 @@ def run(torch, nn, F, init=None, steps=15, deterministic=False, log=print):
     outer = F.cross_entropy(torch.func.functional_call(model, fast, (X,))[0], y)
     outer.backward()
     info["meta_grad"] = float(model.heads["a"].weight.grad.abs().sum() > 0)
-    info["outer"] = outer.item()
+    outer_loss = outer.item()
     log(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; {info['n_params']} params; {info['copies_equal']}")
-    return {"losses": losses, "repr": text, "info": info, "init": init_state}
+    return {"losses": losses, "repr": text, "info": info, "outer": outer_loss, "init": init_state}
 
 
 if __name__ == "__main__":

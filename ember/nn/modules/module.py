@@ -28,6 +28,9 @@ class _IncompatibleKeysT(_IncompatibleKeys):
     __str__ = __repr__
 
 
+_IncompatibleKeysT.__name__ = _IncompatibleKeysT.__qualname__ = "_IncompatibleKeys"    # torch's repr text
+
+
 _global_forward_pre_hooks: dict = OrderedDict()
 _global_forward_hooks: dict = OrderedDict()
 

@@ -1,0 +1,124 @@
+"""Memory planning: intermediates share one arena where their lifetimes (in kernels) do not overlap.
+
+Lifetimes are inclusive kernel positions (a Python step between segments counts as a position), so two
+buffers used by the same kernel never share memory: kernels may declare all their pointers
+``restrict``. Escaping buffers (outputs, ``.grad`` tensors, values the backward reads) are not
+planned: they are fresh arrays each call.
+"""
+from __future__ import annotations
+
+from .lower import view_root
+
+
+def plan_buffers(sched, pg, kernels, segments, effects):
+    """Arena offsets for intermediates whose lifetimes (in kernel positions) do not overlap."""
+    first, last = {}, {}
+    temps = []
+    for b in pg.buffers:
+        if b.kind == "temp":
+            temps.append(b)
+    for b in sched.node_buffer.values():
+        if b.kind == "temp":
+            temps.append(b)
+    temp_ids = {b.id: b for b in temps if not b.escapes}
+
+    def touch(bid, t):
+        if bid in temp_ids:
+            first.setdefault(bid, t)
+            first[bid] = min(first[bid], t)
+            last[bid] = max(last.get(bid, t), t)
+
+    nbuf = sched.node_buffer
+    t = 0
+    for kernels_, step in segments:
+        for k in kernels_:
+            t += 1
+            for b in k.accesses:
+                touch(b, t)
+            for s in k.prologue + k.stmts:
+                if s.buffer is not None:
+                    touch(s.buffer.id, t)
+                for leaf in _leaf_buffers(s.node, sched):
+                    touch(leaf, t)
+                if s.kind == "write":
+                    touch(s.buffer.id, t)
+        if step is not None:
+            t += 1
+            e = step.effect
+            for x in e.reads():
+                r = view_root(x, sched.mat)
+                bb = r.buffer if r.op == "load" else nbuf.get(r.id)
+                if bb is not None:
+                    touch(bb.id, t)
+    # buffers read by setgrads/outputs at the end were marked escaping already
+    # first-fit allocation over the sorted intervals
+    live = []   # (end, offset, size)
+    free = []   # (offset, size)
+    size_total = 0
+    for bid in sorted(first, key=lambda i: (first[i], i)):
+        b = temp_ids[bid]
+        start = first[bid]
+        # release blocks whose lifetime ended before this one starts
+        still = []
+        for end, off, sz in live:
+            if end < start:
+                free.append((off, sz))
+            else:
+                still.append((end, off, sz))
+        live = still
+        free = _coalesce(free)
+        need = (b.nbytes + 63) // 64 * 64
+        off = None
+        for i, (fo, fs) in enumerate(free):
+            if fs >= need:
+                off = fo
+                if fs > need:
+                    free[i] = (fo + need, fs - need)
+                else:
+                    free.pop(i)
+                break
+        if off is None:
+            off = size_total
+            size_total += need
+        b.data = ("arena", off)
+        live.append((last[bid], off, need))
+    sched.arena_size = size_total
+    # temps never touched by a kernel (e.g. zero-size) still need a place
+    for b in temp_ids.values():
+        if b.data is None:
+            b.data = ("arena", 0)
+
+
+def _coalesce(free):
+    free = sorted(free)
+    out = []
+    for off, sz in free:
+        if out and out[-1][0] + out[-1][1] == off:
+            out[-1] = (out[-1][0], out[-1][1] + sz)
+        else:
+            out.append((off, sz))
+    return out
+
+
+def _leaf_buffers(n, sched):
+    """Buffer ids an inlined expression reads (loads and materialised values)."""
+    out = set()
+    stack = [n]
+    seen = set()
+    own = True
+    while stack:
+        x = stack.pop()
+        if x.id in seen:
+            continue
+        seen.add(x.id)
+        if x.op == "load":
+            out.add(x.buffer.id)
+            continue
+        if not own and x.id in sched.mat:
+            b = sched.node_buffer.get(x.id)
+            if b is not None:
+                out.add(b.id)
+            continue
+        own = False
+        stack.extend(x.inputs)
+    return out

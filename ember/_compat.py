@@ -8,9 +8,12 @@ act they do (``set_num_threads`` limits NumPy's BLAS threads when threadpoolctl 
 from __future__ import annotations
 
 import builtins
+import sys
 import os
 import types
 import warnings
+
+import numpy as np
 
 from .tensor import Tensor, device as _device_cls, CPU
 
@@ -84,6 +87,13 @@ def set_num_threads(int) -> None:  # noqa: A002 - torch's parameter name
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _THREADS["intra"] = n
+    # the compiler's OpenMP runtime, if it is loaded (importing it here would build it)
+    _build = sys.modules.get("ember.compiler.build")
+    if _build is not None:
+        try:
+            _build.omp_set_num_threads(n)
+        except Exception:
+            pass
     try:
         import threadpoolctl
     except ImportError:
@@ -259,3 +269,101 @@ def _legacy_types():
 globals().update(_legacy_types())
 __all__ += ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
             "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+# ---- the rest of the real-tensor surface: layout/complex predicates and small aliases -----------------------
+
+def _install_tensor_surface():
+    from .ops.registry import attach
+
+    def _false(self):
+        return False
+    # storage kinds ember does not have: the predicates libraries check before special-casing them
+    for name in ("is_sparse", "is_sparse_csr", "is_quantized", "is_mkldnn", "is_nested", "is_xpu", "is_mps",
+                 "is_ipu", "is_xla", "is_vulkan", "is_maia", "is_mtia"):
+        setattr(Tensor, name, property(_false))
+    for name in ("is_inference", "is_conj", "is_neg"):
+        setattr(Tensor, name, _false)
+
+    def _real(self):
+        """For a real tensor, ``real`` is the tensor itself."""
+        return self
+
+    def _imag(self):
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    Tensor.real = property(_real)
+    Tensor.imag = property(_imag)
+
+    def _same(self):
+        """Complex conjugation / resolution: the identity on real tensors (which ember has only)."""
+        return self
+    for name in ("conj", "resolve_conj", "resolve_neg"):
+        attach(name, _same, function=False)
+        setattr(Tensor, name, _same)
+
+    def split_with_sizes(self, split_sizes, dim: int = 0):
+        """``split`` with an explicit list of sizes (which must add up to the dim's length)."""
+        total = builtins.sum(split_sizes)
+        if total != self.shape[dim]:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self.shape[dim]} (input "
+                               f"tensor's size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+        return self.split(list(split_sizes), dim)
+
+    def narrow_copy(self, dim: int, start: int, length: int):
+        """``narrow`` followed by a copy (the result shares no memory)."""
+        return self.narrow(dim, start, length).clone()
+
+    def is_nonzero(self) -> bool:
+        """True if the single-element tensor is non-zero."""
+        n = int(self._data.size)
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self._data.reshape(-1)[0] != 0)
+
+    def is_same_size(self, other) -> bool:
+        """True if both tensors have the same shape."""
+        return tuple(self._data.shape) == tuple(other._data.shape)
+
+    def apply_(self, callable):  # noqa: A002
+        """Apply a Python function to every element, in place (CPU only, slow; no autograd)."""
+        if self._rg:
+            raise RuntimeError("Can't call apply_() on Variable that requires grad. Use var.detach().apply_() "
+                               "instead.")
+        flat = self._data.reshape(-1) if self._data.flags.c_contiguous else None
+        vals = [callable(v.item()) for v in np.nditer(self._data, order="C")]
+        new = np.asarray(vals, dtype=self._data.dtype).reshape(self._data.shape)
+        if flat is not None:
+            flat[...] = new.reshape(-1)
+        else:
+            self._data[...] = new
+        self._bump()
+        return self
+
+    def map_(self, tensor, callable):  # noqa: A002
+        """``self[i] = callable(self[i], tensor[i])`` elementwise, in place (``tensor`` broadcasts)."""
+        if self._rg:
+            raise RuntimeError("Can't call map_() on Variable that requires grad. Use var.detach().map_() instead.")
+        other = np.broadcast_to(tensor._data, self._data.shape)
+        vals = [callable(a.item(), b.item()) for a, b in np.nditer([self._data, other], order="C")]
+        self._data[...] = np.asarray(vals, dtype=self._data.dtype).reshape(self._data.shape)
+        self._bump()
+        return self
+
+    for name, fn in [("split_with_sizes", split_with_sizes), ("narrow_copy", narrow_copy),
+                     ("apply_", apply_), ("map_", map_)]:
+        setattr(Tensor, name, fn)
+    Tensor.unsafe_chunk = Tensor.chunk
+    Tensor.unsafe_split = Tensor.split
+    Tensor.is_nonzero = is_nonzero
+    Tensor.is_same_size = is_same_size
+    return {"conj": _same, "resolve_conj": _same, "resolve_neg": _same, "is_nonzero": is_nonzero,
+            "is_same_size": is_same_size, "is_conj": lambda input: False, "is_neg": lambda input: False,
+            "real": lambda input: input, "imag": lambda input: _imag(input), "split_with_sizes": split_with_sizes,
+            "narrow_copy": narrow_copy, "unsafe_chunk": Tensor.chunk, "unsafe_split": Tensor.split}
+
+
+_surface = _install_tensor_surface()
+globals().update(_surface)
+__all__ += list(_surface)

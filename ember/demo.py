@@ -214,7 +214,8 @@ def compile_demo(data, epochs: int = 10, batch_size: int = 64, lr: float = 1e-3,
               f"{res['speedup']:.2f}x {'faster' if res['speedup'] >= 1 else 'slower'}")
         print(f"  compile time (first two steps: the first finds no optimizer state yet, so it compiles "
               f"twice): cold {res['cold_s']:.2f} s, warm {res['warm_s']:.2f} s "
-              f"(after ember.compiler.reset(): {disk_hits} kernel libraries loaded from the disk cache)")
+              f"(after ember.compiler.reset(): {disk_hits} kernel "
+              f"{'library' if disk_hits == 1 else 'libraries'} loaded from the disk cache)")
     return res
 
 

@@ -706,3 +706,64 @@ def test_isin_edge_cases():
     assert_same(lambda m: m.isin(m.tensor([[1, 5], [3, 2]]), m.tensor([[2, 3], [3, 9]]), invert=True))
     assert_same(lambda m: m.isin(m.tensor([1.5, 2.0]), m.tensor([2, 7])))
     same_error(lambda m: m.isin(m.tensor(True), m.tensor([False])), exact=True)
+
+
+def test_real_tensor_surface():
+    def run(lib):
+        x = lib.ones(2, 3)
+        return [(x.is_sparse, x.is_quantized, x.is_mkldnn, x.is_nested, x.is_sparse_csr, x.is_inference(),
+                 x.is_conj(), x.is_neg()), x.real is x, x.conj() is x, lib.conj(x) is x, x.resolve_neg() is x,
+                x.split_with_sizes([1, 2], dim=1)[1], x.narrow_copy(1, 0, 2), [c.shape[1] for c in x.unsafe_chunk(2, 1)],
+                lib.tensor([0.0]).is_nonzero(), lib.is_nonzero(lib.tensor(3)), lib.is_same_size(x, lib.ones(3)),
+                lib.arange(3.0).apply_(lambda v: v * 2), lib.arange(3.0).map_(lib.ones(3), lambda a, b: a + b),
+                lib.real(x) is x]
+    assert_same(run)
+    for fn in (lambda m: m.ones(2).imag, lambda m: m.imag(m.ones(2)), lambda m: m.tensor([1, 2]).is_nonzero(),
+               lambda m: m.tensor([]).is_nonzero(), lambda m: m.ones(3).split_with_sizes([1, 1]),
+               lambda m: m.ones(2, requires_grad=True).apply_(lambda v: v)):
+        same_error(fn, exact=True)
+
+
+def test_special_namespace_edge_values():
+    assert_same(lambda m: m.special.erfcx(m.tensor([-30.0, -2.0, 0.5, 1.0, 3.0, 20.0, 1e5], dtype=m.float64)),
+                atol=1e-12)
+    assert_same(lambda m: m.special.log_ndtr(m.tensor([-40.0, -5.0, -1.0, 0.0, 5.0], dtype=m.float64)), atol=1e-10)
+    assert_same(lambda m: m.special.i0e(m.tensor([0.0, 1.0, 29.9, 30.0, 800.0, -800.0], dtype=m.float64)), atol=1e-12)
+    assert_same(lambda m: m.special.i1e(m.tensor([0.0, -5.0, 31.0, 800.0, -800.0], dtype=m.float64)), atol=1e-12)
+    assert_same(lambda m: m.special.entr(m.tensor([-1.0, 0.0, 0.5])))
+    assert_same(lambda m: m.special.xlog1py(m.tensor([0.0, 2.0]), m.tensor([-1.0, 1.0])))
+    assert_same(lambda m: m.special.xlog1py(m.tensor([2]), 1))
+    assert_same(lambda m: m.special.ndtr(m.tensor([1])))
+    assert_same(lambda m: m.special.ndtri(m.tensor([0.0, 0.5, 1.0])))
+    assert_same(lambda m: m.special.multigammaln(m.tensor([0.5]), 3))
+    assert_same(lambda m: m.special.softmax(m.tensor([1, 2]), 0, dtype=m.float32))
+    same_error(lambda m: m.special.multigammaln(m.ones(1), 0), exact=True)
+
+
+def test_gradient_index_reduce_triangular_solve_errors():
+    for fn in (lambda m: m.gradient(m.tensor([1.0, 2.0]), edge_order=2),
+               lambda m: m.gradient(m.tensor([1.0, 2.0]), edge_order=3),
+               lambda m: m.zeros(3, 2).index_reduce(0, m.tensor([0, 0, 2]), m.ones(3, 2), "foo"),
+               lambda m: m.zeros(3, 2).index_reduce(0, m.tensor([0, 0]), m.ones(3, 2), "prod"),
+               lambda m: m.zeros(3, 2).index_reduce(0, m.tensor([0.0, 0, 2]), m.ones(3, 2), "prod")):
+        same_error(fn, exact=True)
+    assert_same(lambda m: m.ones(3, 2).index_reduce_(0, m.tensor([0, 0, 2]), m.arange(6.0).view(3, 2), "mean",
+                                                     include_self=False))
+    with pytest.warns(UserWarning, match="triangular_solve is deprecated"):
+        r = ember.triangular_solve(ember.ones(2, 1), ember.eye(2) * 2)
+    assert r.solution.tolist() == [[0.5], [0.5]] and r.cloned_coefficient.tolist() == [[2.0, 0.0], [0.0, 2.0]]
+
+
+def test_ctc_loss_values_and_errors():
+    rs = np.random.RandomState(1)
+    lp = rs.randn(5, 2, 4)
+    assert_same(lambda m: m.nn.functional.ctc_loss(m.tensor(lp).log_softmax(2), m.tensor([[1, 1, 1, 1]] * 2),
+                                                   m.tensor([5, 3]), m.tensor([4, 2]), reduction="none"))
+    assert_same(lambda m: m.nn.functional.ctc_loss(m.tensor(lp[:, 0]).log_softmax(1), m.tensor([1, 2]), m.tensor(5),
+                                                   m.tensor(2)))
+    for fn in (lambda m: m.nn.functional.ctc_loss(m.tensor(lp), m.tensor([[1, 2]] * 2), m.tensor([6, 5]),
+                                                  m.tensor([2, 2])),
+               lambda m: m.nn.functional.ctc_loss(m.tensor(lp), m.tensor([[1, 2]] * 2), m.tensor([5, 5]),
+                                                  m.tensor([3, 2]))):
+        same_error(fn, exact=True)
+    assert repr(ember.nn.CTCLoss(blank=2)) == repr(torch.nn.CTCLoss(blank=2))

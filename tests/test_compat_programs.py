@@ -79,6 +79,7 @@ SPECS = {
                             "proj_var": "close", "ridge": "close", "lstsq_vs_pinv": "equal", "gp_logdet": "close",
                             "gp_det_inv": "close", "newton_w": "close", "laplacian_evals": "close",
                             "n_components": "equal", "matrix_exp": "close", "matrix_power": "close"}),
+    "ctc_speech": (10, 1e-3, {"cer": "equal", "decoded": "equal"}),
 }
 
 

@@ -189,3 +189,34 @@ def test_second_process_hits_the_disk_cache(tmp_path):
     assert warm["stats"]["compiles"] == 0 and warm["stats"]["disk_misses"] == 0, warm["stats"]
     assert warm["stats"]["disk_hits"] >= 1
     assert warm["losses"] == cold["losses"]            # same kernels, same numbers
+
+
+def test_demo_compile_section():
+    """``make demo``'s compile part: same losses as eager, native code, a warm compile from disk."""
+    pytest.importorskip("sklearn", reason="scikit-learn provides the bundled digits data set")
+    from ember import demo
+    res = demo.compile_demo(demo.load_digits(), epochs=2, hidden=32, verbose=False)
+    assert res["max_loss_diff"] < RTOL
+    assert res["accuracy"] > 0.5
+    assert counters["fallbacks"] == 0
+    if HAVE_NATIVE:
+        assert res["native"] and res["disk_hits"] >= 1
+
+
+def test_compile_suite_case_and_report(capsys):
+    """``python -m ember.bench compile``'s pieces, ember-only (torch.compile takes too long for a test)."""
+    from ember.bench import compile as suite
+    from ember.bench.harness import run_case
+    case = suite.make_case("mlp", 64, "sgd", torch=None)
+    assert set(case.variants) == {"ember", "ember.compile"}
+    results = run_case(case, repeat=2, warmup=1)
+    suite._STATE["first_step"] = [{"case": "mlp_b64_sgd", "library": "ember.compile",
+                                   "cold": {"first": 0.5, "three": 1.0, "steady": 1e-3, "disk_hits": 0,
+                                            "disk_misses": 2},
+                                   "warm": {"first": 0.1, "three": 0.2, "steady": 1e-3, "disk_hits": 2,
+                                            "disk_misses": 0}}]
+    rep = suite.report(results)
+    out = capsys.readouterr().out
+    assert "mlp_b64_sgd" in out and "cold 1st" in out and "2 loaded, 0 built" in out
+    assert rep["speedups"]["mlp_b64_sgd"]["compiled_vs_ember"] > 0
+    assert not any("WARNING" in n for n in rep["notes"]), rep["notes"]

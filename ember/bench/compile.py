@@ -45,7 +45,6 @@ SPECS = [("mlp", 64, "sgd"), ("mlp", 64, "adam"), ("mlp", 512, "sgd"), ("mlp", 5
 FIRST_STEP_SPECS = [("mlp", 64, "sgd"), ("gpt", 16, "adamw")]
 EMBER_TIMEOUT = 300.0        # seconds, one cold ember subprocess
 TORCH_TIMEOUT = 240.0        # seconds, one torch.compile subprocess or in-process compile
-VARIANTS = ("ember", "ember.compile", "torch", "torch.compile")
 
 _STATE: dict = {"first_step": [], "notes": [], "dirs": None}
 
@@ -163,6 +162,12 @@ def _dirs() -> dict:
     return _STATE["dirs"]
 
 
+def _case_cache(lib_name: str, case: str) -> str:
+    """One kernel cache directory per library and case: the first-step subprocesses fill it, then this
+    process compiles the case against it (so its in-process compile is a warm one)."""
+    return os.path.join(_dirs()[lib_name], case)
+
+
 # ---- time to the first compiled step (subprocesses) --------------------------------------------------------
 
 def first_step_child(lib_name: str, kind: str, batch: int, opt_name: str, threads: int) -> dict:
@@ -222,12 +227,11 @@ def _spawn_first_step(lib_name, kind, batch, opt_name, cache_dir, threads, timeo
 
 def measure_first_steps(torch, threads: int, progress=None) -> list:
     """Cold then warm first-step times, for ember.compile and torch.compile, per FIRST_STEP_SPECS."""
-    dirs = _dirs()
     rows = []
     libs = ["ember"] + (["torch"] if torch is not None else [])
     for kind, batch, opt_name in FIRST_STEP_SPECS:
         for lib_name in libs:
-            cache = os.path.join(dirs[lib_name], case_name(kind, batch, opt_name))
+            cache = _case_cache(lib_name, case_name(kind, batch, opt_name))
             timeout = TORCH_TIMEOUT if lib_name == "torch" else EMBER_TIMEOUT
             row = {"case": case_name(kind, batch, opt_name), "library": f"{lib_name}.compile"}
             for phase in ("cold", "warm"):
@@ -264,6 +268,10 @@ def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool =
     """One case with the four variants, all from identical weights and data, compiled and warmed up."""
     name = case_name(kind, batch, opt_name)
     weights = _reference_weights(kind, torch)
+    # compile against the cache the first-step subprocesses filled for this case (if they ran)
+    os.environ["EMBER_CACHE_DIR"] = _case_cache("ember", name)
+    if torch is not None:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _case_cache("torch", name)
     variants = {}
     model, opt, data = setup(ember, kind, batch, opt_name, weights)
     variants["ember"] = _bound(step_function(ember, kind), model, opt, data)
@@ -292,7 +300,7 @@ def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool =
             del variants[label]
             continue
         if label.endswith("compile"):
-            _STATE["notes"].append(f"{name}: {label} first step in this process {first:.2f} s")
+            _STATE["notes"].append(f"{name}: {label}: first step in this process {first:.2f} s")
     base = losses.get("torch", losses["ember"])
     for label, ls in losses.items():
         if not np.allclose(ls, base, rtol=1e-4, atol=1e-6):
@@ -310,14 +318,8 @@ def cases() -> list[Case]:
         torch = None
     threads = ember.get_num_threads()
     _set_native_threads(threads)
-    dirs = _dirs()
     if os.environ.get("EMBER_BENCH_FIRST_STEP", "1") != "0":
         _STATE["first_step"] = measure_first_steps(torch, threads, _progress)
-    # this process compiles against the caches the warm subprocesses filled (its own first-step time
-    # is in the notes); steady-state speed does not depend on it
-    os.environ["EMBER_CACHE_DIR"] = os.path.join(dirs["ember"], "bench")
-    if torch is not None:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(dirs["torch"], "bench")
     failed = {r["case"] for r in _STATE["first_step"] if r["library"] == "torch.compile" and "error" in r["cold"]}
     out = []
     for kind, batch, opt_name in SPECS:

@@ -23,9 +23,30 @@ from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
 from .runtime import Interpreter, GuardFailure, replay_eager
 from . import logs
 
-counters = {"captures": 0, "graph_breaks": 0, "recompiles": 0, "recompile_reasons": [], "fallbacks": 0,
-            "fallback_reasons": [], "cache_hits": 0, "guard_failures": 0, "disk_hits": 0, "disk_misses": 0,
-            "replays": 0}
+class _Counters(dict):
+    """Counters of the compile layer; disk cache hits/misses are read live from the build layer."""
+
+    _LIVE = {"disk_hits": "disk_hits", "disk_misses": "disk_misses", "c_compiles": "compiles"}
+
+    def __getitem__(self, key):
+        if key in self._LIVE:
+            try:
+                from .build import STATS
+                return STATS[self._LIVE[key]]
+            except ImportError:
+                return 0
+        return dict.__getitem__(self, key)
+
+    def snapshot(self) -> dict:
+        return {k: self[k] for k in list(self.keys()) + list(self._LIVE)}
+
+    def __repr__(self):
+        return repr(self.snapshot())
+
+
+counters = _Counters({"captures": 0, "graph_breaks": 0, "recompiles": 0, "recompile_reasons": [], "fallbacks": 0,
+            "fallback_reasons": [], "cache_hits": 0, "guard_failures": 0,
+            "replays": 0})
 
 _ALL: list = []     # weak registry of compiled functions, for reset()
 recompile_limit = 8

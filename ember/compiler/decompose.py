@@ -402,7 +402,12 @@ def decompose(program, fwd_values: set | None = None) -> PGraph:
 
     def collect(struct, out):
         if hasattr(struct, "kind") and hasattr(struct, "id") and hasattr(struct, "shape"):
-            out[struct.id] = lookup(struct)
+            x = lookup(struct)
+            r = _root_load(x)
+            if r.op == "load" and r.buffer.kind == "const":
+                # a baked constant is shared by every call: the caller gets a copy
+                x = b.node("copy", (x,), {}, x.shape, x.dtype)
+            out[struct.id] = x
         elif isinstance(struct, (list, tuple)):
             for s in struct:
                 collect(s, out)

@@ -67,8 +67,7 @@ class Compiled:
         self.prefix = prefix
         self.slots: dict = {}        # buffer id -> slot index (>= 2)
         self.buffers: dict = {}      # buffer id -> Buffer
-        self.entries: list = []
-        self.entry_fns: list = []
+        self.entries: list = []      # C entry names, one per segment
         for b in pg.buffers:
             self.buffers[b.id] = b
         for b in sched.node_buffer.values():

@@ -28,8 +28,11 @@ _VIEWS = P.VIEWS
 class Options:
     """Code generation choices (autotune varies them)."""
 
-    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=True, blas_threads=1,
+    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
                  gemm_split_min=1 << 62):
+        if blas_available is None:
+            from . import blas as _blas
+            blas_available = _blas.blas_available()
         self.parallel_min = parallel_min
         # GEMMs with M*N*K above this are split over the OpenMP threads (off by default: on a machine whose
         # cores are busy the split loses; max-autotune measures it)

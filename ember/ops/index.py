@@ -919,6 +919,39 @@ def _scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
                         "scatter_reduce_")
 
 
+def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True, out=None) -> Tensor:
+    """Reduce the slices ``source.select(dim, i)`` into ``input.select(dim, index[i])`` with prod / mean /
+    amax / amin: ``scatter_reduce`` with the 1-D ``index`` spread along ``dim``."""
+    _tensor_arg(input, "index_reduce", "input", 1)
+    _tensor_arg(index, "index_reduce", "index", 3)
+    _tensor_arg(source, "index_reduce", "source", 4)
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if index._dtype not in (_dt.int32, _dt.int64):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {dtype_name(index._dtype)}")
+    nd = builtins.max(source._data.ndim, 1)
+    d = wrap_dim(dim, nd)
+    if index._data.ndim > 1:
+        raise RuntimeError("index_reduce_(): Index is supposed to be a vector")
+    n_src = source._data.shape[d] if source._data.ndim else 1
+    if index._data.size != n_src:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index._data.size}) should be equal to "
+                           f"source.size(dim): ({n_src}), for dim: {d}")
+    shp = [1] * source._data.ndim
+    if shp:
+        shp[d] = -1
+    idx = index.long().reshape(shp).expand(*source._data.shape) if shp else index.long().reshape(())
+    return scatter_reduce(input, d, idx, source, reduce, include_self=include_self, out=out)
+
+
+def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place ``index_reduce``."""
+    return write_result(self, lambda s: index_reduce(s, dim, index, source, reduce, include_self=include_self),
+                        "index_reduce_")
+
+
+attach("index_reduce", index_reduce)
+attach("index_reduce_", _index_reduce_, function=False)
 attach("gather", gather)
 attach("scatter", scatter)
 attach("scatter_add", scatter_add)

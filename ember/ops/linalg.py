@@ -13,6 +13,7 @@ accumulate) before casting back.
 from __future__ import annotations
 
 import collections
+import warnings
 import importlib
 import math
 
@@ -41,6 +42,7 @@ LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "
 InvExResult = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
 CholeskyExResult = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
 SolveExResult = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+TriangularSolveResult = collections.namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 # ---- small helpers ----------------------------------------------------------------------------------
@@ -1818,6 +1820,21 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) 
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {nd}D.")
 
 
+# ---- legacy triangular_solve ----------------------------------------------------------------------------
+
+
+def triangular_solve(b, A, upper: bool = True, transpose: bool = False, unitriangular: bool = False):
+    """Deprecated torch API: solve ``A X = b`` (``A^T X = b`` with ``transpose``) for triangular ``A``;
+    returns ``(solution, cloned_coefficient)``. Use ``linalg.solve_triangular`` in new code."""
+    warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be removed "
+                  "in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
+                  "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be "
+                  "replaced with\nX = torch.linalg.solve_triangular(A, B).", UserWarning, stacklevel=2)
+    M = A.mT if transpose else A
+    x = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
+    return TriangularSolveResult(x, A.clone())
+
+
 # ---- matrix exponential ----------------------------------------------------------------------------------
 
 _PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800., 129060195264000.,
@@ -1866,7 +1883,8 @@ for _n, _f in [("matmul", matmul), ("mm", mm), ("bmm", bmm), ("mv", mv), ("dot",
                ("triu", triu), ("trace", trace), ("cross", cross), ("cholesky", cholesky_legacy),
                ("cholesky_solve", cholesky_solve), ("cholesky_inverse", cholesky_inverse), ("det", det),
                ("logdet", logdet), ("slogdet", slogdet), ("inverse", inverse), ("pinverse", pinverse),
-               ("matrix_power", matrix_power), ("qr", qr_legacy), ("svd", svd_legacy), ("matrix_exp", matrix_exp)]:
+               ("matrix_power", matrix_power), ("qr", qr_legacy), ("svd", svd_legacy), ("matrix_exp", matrix_exp),
+               ("triangular_solve", triangular_solve)]:
     attach(_n, _f)
 for _n, _f in [("einsum", einsum), ("tensordot", tensordot), ("chain_matmul", chain_matmul)]:
     attach(_n, _f, method=False)

@@ -626,11 +626,130 @@ def renorm_(self, p, dim: int, maxnorm) -> Tensor:
     return write_result(self, lambda t: renorm(t, p, dim, maxnorm), "renorm_")
 
 
+# ---- gradient / vander ------------------------------------------------------------------------------------------
+
+
+def _grad_along(f: Tensor, d: int, h, edge_order: int) -> Tensor:
+    """NumPy's second-order central differences along ``d``; ``h`` is a number or 1-D coordinates."""
+    from .shape_more import cat
+    n = f._data.shape[d]
+    nd = f._data.ndim
+
+    def sl(start, length):
+        return f.narrow(d, start, length)
+
+    def along(v: Tensor) -> Tensor:             # a 1-D tensor shaped to broadcast along d
+        shp = [1] * nd
+        shp[d] = -1
+        return v.reshape(shp)
+
+    if isinstance(h, Tensor):
+        dx = diff(h.to(f._dtype))
+        dx1, dx2 = dx.narrow(0, 0, n - 2), dx.narrow(0, 1, n - 2)
+        a = -dx2 / (dx1 * (dx1 + dx2))
+        b = (dx2 - dx1) / (dx1 * dx2)
+        c = dx1 / (dx2 * (dx1 + dx2))
+        interior = along(a) * sl(0, n - 2) + along(b) * sl(1, n - 2) + along(c) * sl(2, n - 2)
+        if edge_order == 1:
+            first = (sl(1, 1) - sl(0, 1)) / dx[0]
+            last = (sl(n - 1, 1) - sl(n - 2, 1)) / dx[n - 2]
+        else:
+            d1, d2 = dx[0], dx[1]
+            first = (-(2 * d1 + d2) / (d1 * (d1 + d2)) * sl(0, 1) + (d1 + d2) / (d1 * d2) * sl(1, 1)
+                     - d1 / (d2 * (d1 + d2)) * sl(2, 1))
+            d1, d2 = dx[n - 3], dx[n - 2]
+            last = (d2 / (d1 * (d1 + d2)) * sl(n - 3, 1) - (d2 + d1) / (d1 * d2) * sl(n - 2, 1)
+                    + (2 * d2 + d1) / (d2 * (d1 + d2)) * sl(n - 1, 1))
+    else:
+        interior = (sl(2, n - 2) - sl(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first = (sl(1, 1) - sl(0, 1)) / h
+            last = (sl(n - 1, 1) - sl(n - 2, 1)) / h
+        else:
+            first = (-1.5 * sl(0, 1) + 2.0 * sl(1, 1) - 0.5 * sl(2, 1)) / h
+            last = (0.5 * sl(n - 3, 1) - 2.0 * sl(n - 2, 1) + 1.5 * sl(n - 1, 1)) / h
+    return cat([first, interior, last], d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
+    """Estimate the derivative of sampled values along each dim (or those in ``dim``) with second-order
+    central differences inside and first/second-order one-sided differences at the edges (NumPy's
+    ``gradient``). ``spacing``: a number, one number per dim, or one 1-D coordinate tensor per dim."""
+    _tensor(input, "gradient", "input")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    nd = input._data.ndim
+    dims = list(range(nd)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [wrap_dim(d, nd) for d in dims]
+    for d in dims:
+        if input._data.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+        hs = list(spacing)
+    else:
+        hs = [spacing] * len(dims)
+    f = input if input._dtype.is_floating_point else input.to(_dt.get_default_dtype())
+    out = []
+    for d, h in zip(dims, hs):
+        if isinstance(h, Tensor) and h._data.ndim == 0:
+            h = float(h.item())
+        if isinstance(h, Tensor) and h._data.shape[0] != input._data.shape[d]:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and to have the same "
+                               f"size as input at dim {d}")
+        out.append(_grad_along(f, d, h, edge_order))
+    return tuple(out)
+
+
+def vander(x, N=None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (reversed if ``increasing``)."""
+    from .shape_more import stack
+    _tensor(x, "vander", "x")
+    if x._data.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x._data.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    xx = x if x._dtype is not _dt.bool else x.long()
+    if xx._dtype in _INTEGRAL and xx._dtype is not _dt.int64:
+        xx = xx.long()
+    cols = []
+    cur = None
+    for k in range(n):
+        cur = (xx * 0 + 1) if k == 0 else cur * xx
+        cols.append(cur)
+    if not cols:
+        return wrap(np.zeros((x._data.shape[0], 0), dtype=xx._dtype.np), xx._dtype)
+    res = stack(cols, 1)
+    return res if increasing else res.flip(1)
+
+
+def linalg_vander(x, *, N=None) -> Tensor:
+    """``linalg.vander``: increasing powers ``x**0 .. x**(N-1)`` along a new last dim (batches allowed)."""
+    from .shape_more import stack
+    _tensor(x, "linalg.vander", "x")
+    if x._data.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x._data.shape[-1] if N is None else int(N)
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    xx = x.long() if x._dtype is _dt.bool or (x._dtype in _INTEGRAL and x._dtype is not _dt.int64) else x
+    cols, cur = [], None
+    for k in range(n):
+        cur = (xx * 0 + 1) if k == 0 else cur * xx
+        cols.append(cur)
+    return stack(cols, -1)
+
+
 for _name, _fn in [("bincount", bincount), ("histc", histc), ("histogram", histogram), ("quantile", quantile),
                    ("nanquantile", nanquantile), ("diff", diff), ("dist", dist), ("cov", cov),
                    ("corrcoef", corrcoef), ("renorm", renorm)]:
     attach(_name, _fn)
-for _name, _fn in [("searchsorted", searchsorted), ("bucketize", bucketize), ("isin", isin),
+for _name, _fn in [("searchsorted", searchsorted), ("bucketize", bucketize), ("isin", isin), ("gradient", gradient),
+                   ("vander", vander),
                    ("trapezoid", trapezoid), ("trapz", trapz), ("cumulative_trapezoid", cumulative_trapezoid)]:
     attach(_name, _fn, method=False)
 attach("renorm_", renorm_, function=False)

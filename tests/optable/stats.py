@@ -83,3 +83,13 @@ CASES += [
     Case("matrix_exp", lambda m, a: m.linalg.matrix_exp(a), shapes=((4, 4),), double_backward=True),
     Case("matrix_exp_batched_scaled", lambda m, a: (a * 4).matrix_exp(), shapes=((2, 3, 3),)),
 ]
+
+# torch.gradient and vander (compositions in ember/ops/stats.py)
+CASES += [
+    Case("gradient_all_dims", lambda m, a: m.gradient(a), shapes=((4, 5),)),
+    Case("gradient_edge2_spacing", lambda m, a: m.gradient(a, spacing=0.5, dim=1, edge_order=2), shapes=((4, 5),)),
+    Case("gradient_coords", lambda m, a, x: m.gradient(a, spacing=(x.cumsum(0) + m.arange(5.0),), dim=1,
+                                                       edge_order=2), shapes=((4, 5), (5,)), low=0.1, high=1.0),
+    Case("vander", lambda m, a: m.vander(a, N=4), shapes=((5,),), grad=False),   # torch's own backward fails here
+    Case("linalg_vander", lambda m, a: m.linalg.vander(a), shapes=((2, 3),), double_backward=True),
+]

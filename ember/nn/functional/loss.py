@@ -33,7 +33,7 @@ __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
            "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
            "poisson_nll_loss", "gaussian_nll_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
-           "multi_margin_loss", "multilabel_margin_loss"]
+           "multi_margin_loss", "multilabel_margin_loss", "ctc_loss"]
 
 
 # ---- reduction arguments ------------------------------------------------------------------------------
@@ -971,3 +971,92 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if single:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
+
+
+# ---- CTC -------------------------------------------------------------------------------------------------
+
+_CTC_NEG = -1e30      # "impossible" log-probability: finite, so logsumexp's gradient stays finite
+
+
+def _lengths(v, name: str, n: int) -> np.ndarray:
+    arr = np.asarray(v._data if isinstance(v, Tensor) else v, dtype=np.int64).reshape(-1)
+    if arr.size != n:
+        raise RuntimeError(f"ctc_loss: expected {name} to have {n} elements, but got {arr.size}")
+    return arr
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
+    """Connectionist Temporal Classification loss of ``log_probs`` (T, N, C) (or unbatched (T, C)) against
+    label sequences ``targets`` (padded (N, S) or concatenated 1-D), summing over all alignments with the
+    forward (alpha) recursion. Written with ember ops, so autograd gives the gradient; the result equals
+    torch's, and gradients agree once they pass through the usual ``log_softmax``."""
+    E = _ember()
+    if not isinstance(log_probs, Tensor):
+        raise TypeError(f"ctc_loss(): argument 'log_probs' must be Tensor, not {type(log_probs).__name__}")
+    unbatched = log_probs._data.ndim == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    T, N, C = lp._data.shape
+    tg = np.asarray(targets._data if isinstance(targets, Tensor) else targets, dtype=np.int64)
+    if unbatched:
+        tg = tg.reshape(1, -1)
+    in_len = _lengths(input_lengths, "input_lengths", N)
+    tgt_len = _lengths(target_lengths, "target_lengths", N)
+    if in_len.max(initial=0) > T:
+        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {int(in_len.max())} "
+                           "(while checking arguments for ctc_loss_allocate_outputs)")
+    if tg.ndim == 1:                      # concatenated targets: split them by target_lengths
+        offs = np.concatenate([[0], np.cumsum(tgt_len)])
+        L = int(tgt_len.max(initial=0))
+        padded = np.zeros((N, max(L, 1)), dtype=np.int64)
+        for b in range(N):
+            padded[b, :tgt_len[b]] = tg[offs[b]:offs[b + 1]]
+        tg = padded
+    elif tgt_len.max(initial=0) > tg.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.max())} at dimension 1, but got size "
+                           f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for "
+                           "ctc_loss_allocate_outputs)")
+    L = int(tgt_len.max(initial=0))
+    S = 2 * L + 1
+    ext = np.full((N, S), blank, dtype=np.int64)            # blank, l1, blank, l2, ..., blank
+    if L:
+        ext[:, 1::2] = tg[:, :L]
+    valid = np.arange(S)[None, :] < (2 * tgt_len[:, None] + 1)
+    skip = np.zeros((N, S), dtype=bool)                     # may jump from s-2 to s
+    if S > 2:
+        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    dt = lp._dtype
+    neg = wrap(np.full((N, S), _CTC_NEG, dtype=dt.np), dt)
+    valid_t = wrap(valid, _dt.bool)
+    skip_t = wrap(skip & valid, _dt.bool)
+    ext_t = wrap(ext, _dt.int64)
+    emit0 = lp[0].gather(1, ext_t)                          # (N, S)
+    init = np.zeros((N, S), dtype=bool)
+    init[:, :2] = True
+    alpha = E.where(wrap(init & valid, _dt.bool), emit0, neg)
+    for t in range(1, T):
+        prev1 = E.cat([neg[:, :1], alpha[:, :-1]], 1)
+        prev2 = E.cat([neg[:, :2], alpha[:, :-2]], 1) if S > 2 else neg
+        prev2 = E.where(skip_t, prev2, neg)
+        new = E.logsumexp(E.stack([alpha, prev1, prev2]), 0) + lp[t].gather(1, ext_t)
+        new = E.where(valid_t, new, neg)
+        active = wrap((in_len > t)[:, None].repeat(S, 1), _dt.bool)
+        alpha = E.where(active, new, alpha)
+    last = wrap((2 * tgt_len)[:, None], _dt.int64)
+    before = wrap(np.maximum(2 * tgt_len - 1, 0)[:, None], _dt.int64)
+    a_last = alpha.gather(1, last).squeeze(1)
+    a_before = alpha.gather(1, before).squeeze(1)
+    a_before = E.where(wrap(tgt_len > 0, _dt.bool), a_before, neg[:, 0])
+    nll = -E.logsumexp(E.stack([a_last, a_before]), 0)
+    impossible = wrap(nll._data > -_CTC_NEG / 2, _dt.bool)
+    fill = 0.0 if zero_infinity else math.inf
+    nll = E.where(impossible, E.full_like(nll, fill), nll)
+    if reduction == "none":
+        return nll.squeeze(0) if unbatched else nll
+    if reduction == "sum":
+        return nll.sum()
+    if reduction == "mean":
+        denom = wrap(np.maximum(tgt_len, 1).astype(dt.np), dt)
+        return (nll / denom).mean()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+

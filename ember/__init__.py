@@ -43,7 +43,7 @@ from . import linalg  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401
 from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
-from . import distributions, func, special  # noqa: E402,F401
+from . import distributions, func, special, jit, distributed  # noqa: E402,F401
 from .special import mvlgamma  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from ._compat import *  # noqa: E402,F401,F403

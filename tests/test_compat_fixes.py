@@ -767,3 +767,45 @@ def test_ctc_loss_values_and_errors():
                                                   m.tensor([3, 2]))):
         same_error(fn, exact=True)
     assert repr(ember.nn.CTCLoss(blank=2)) == repr(torch.nn.CTCLoss(blank=2))
+
+
+def test_post_accumulate_grad_hook_must_return_none():
+    same_error(lambda m: (lambda x: (x.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(3)),
+                                     (x * 1).sum().backward()))(m.ones(2, requires_grad=True)), exact=True)
+    x = ember.ones(2, requires_grad=True)
+
+    def triple(p):
+        p.grad.mul_(3)
+    x.register_post_accumulate_grad_hook(triple)
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_data_parallel_on_cpu_and_distributed_queries():
+    def run(lib):
+        m = lib.nn.DataParallel(_lin(lib))
+        return repr(m), list(m.state_dict()), m(lib.ones(2, 3)), m.device_ids
+    assert_same(run)
+    same_error(lambda m: m.nn.parallel.DistributedDataParallel(m.nn.Linear(2, 2)), exact=True)
+    for name in ("get_rank", "get_world_size", "barrier"):
+        same_error(lambda m: getattr(m.distributed, name)(), exact=True)
+    assert ember.distributed.is_initialized() is torch.distributed.is_initialized() is False
+    assert ember.distributed.is_available() is False        # no backend: programs take their single-process path
+    with pytest.raises(RuntimeError, match="single process"):
+        ember.distributed.init_process_group("gloo")
+
+
+def test_jit_entry_points_run_eagerly():
+    def twice(x):
+        return x * 2
+    assert ember.jit.script(twice) is twice
+    lin = ember.nn.Linear(2, 1)
+    assert ember.jit.trace(lin, ember.ones(1, 2)) is lin
+    assert ember.jit.ignore(twice) is twice and ember.jit.unused(twice) is twice
+    assert ember.jit.ignore(drop=True)(twice) is twice
+    assert not ember.jit.is_scripting() and not ember.jit.is_tracing()
+    assert ember.jit.annotate(int, 3) == 3
+    assert ember.jit.wait(ember.jit.fork(twice, ember.ones(1))).tolist() == [2.0]
+    assert not isinstance(lin, ember.jit.ScriptModule)
+    with pytest.raises(NotImplementedError, match="state_dict"):
+        ember.jit.save(lin, io.BytesIO())

@@ -55,6 +55,7 @@ def _make_seeds(outputs, grad_outputs, fn_name):
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)
+            _factory(g)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:
@@ -144,6 +145,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if g is None:
             if materialize_grads:
                 g = wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype)
+                _factory(g)
             elif not allow_unused:
                 raise RuntimeError(
                     f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
@@ -462,7 +464,7 @@ def _materialize(node, grads):
     if meta is None:
         return grads
     return [g if g is not None or meta[i] is None else
-            wrap(np.zeros(meta[i][0], dtype=meta[i][1].np), meta[i][1]) for i, g in enumerate(grads)]
+            _factory(wrap(np.zeros(meta[i][0], dtype=meta[i][1].np), meta[i][1])) for i, g in enumerate(grads)]
 
 
 def _fit_shape(g, shape, node, i):
@@ -501,6 +503,14 @@ def _dense(a):
     return True
 
 
+def _factory(t):
+    """Tell a capturing compiler that ``t`` is a constant made here (ones/zeros), not derived from values."""
+    from ..ops.registry import FACTORY
+    if FACTORY[0] is not None:
+        FACTORY[0](t._data)
+    return t
+
+
 # set by ember.compiler while capturing: hook(leaf, g) does the accumulation and records it
 CAPTURE_ACC = [None]
 
@@ -510,8 +520,7 @@ def _accumulate(leaf, g, create_graph):
     if CAPTURE_ACC[0] is not None and not create_graph:
         CAPTURE_ACC[0](leaf, g)
         if leaf._post_acc_hooks:
-            for h in list(leaf._post_acc_hooks.values()):
-                h(leaf)
+            _run_post_acc_hooks(leaf)
         return
     cur = leaf.grad
     if cur is None:
@@ -538,5 +547,10 @@ def _accumulate(leaf, g, create_graph):
         np.add(cur._data, g._data, out=cur._data, casting="unsafe")
         cur._bump()
     if leaf._post_acc_hooks:
-        for h in list(leaf._post_acc_hooks.values()):
-            h(leaf)
+        _run_post_acc_hooks(leaf)
+
+
+def _run_post_acc_hooks(leaf):
+    for h in list(leaf._post_acc_hooks.values()):
+        if h(leaf) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")

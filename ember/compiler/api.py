@@ -221,6 +221,15 @@ class CompiledFunction:
         if self.backend != "eager" and GRAD[0]:
             with _profile_range("autodiff", self.__name__):
                 self._aot_backward(tracer, program, result)
+            if tracer.unsupported is not None:
+                if self.fullgraph:
+                    raise GraphBreakError(f"ember.compile(fullgraph=True): {tracer.unsupported}")
+                counters["fallbacks"] += 1
+                counters["fallback_reasons"].append(str(tracer.unsupported))
+                logs.log("recompiles", f"ember.compile({self.__name__}): cannot compile the backward, running "
+                                       f"eagerly: {tracer.unsupported}")
+                self.entries.append(_Entry(sig, None, None, "eager"))
+                return result
         logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
         runner = self._make_runner(program)
         self.entries.append(_Entry(sig, program, runner, "compiled"))
@@ -254,8 +263,12 @@ class CompiledFunction:
                           retain_graph=True, allow_unused=True)
             bt.check_mutations()
         if bt.unsupported is not None or any(g.ended_by is not None for g in bt.graphs):
-            logs.log("recompiles", f"ember.compile({self.__name__}): backward not captured ({bt.unsupported}); "
-                                   "outputs will not carry gradients")
+            # a backward that cannot be replayed makes the whole call eager (outputs keep eager autograd)
+            if tracer.unsupported is None:
+                tracer.unsupported = bt.unsupported or UnsupportedTrace(
+                    "the backward of the outputs reads tensor values in Python", ("<backward>", 0),
+                    "call backward inside the compiled function")
+                tracer.reasons.extend(bt.reasons)
             return
         bw = bt.program(list(grads))
         bw.grad_outputs = placeholders

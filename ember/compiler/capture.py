@@ -73,6 +73,30 @@ _READ_METHODS = {"item": "item", "tolist": "tolist", "numpy": "numpy", "__bool__
                  "__repr__": "print", "__format__": "print"}
 
 
+# Ops whose Python wrapper or derivative computes arrays from tensor values in NumPy and passes them
+# as attributes (index maps from sort/top-k indices, data-dependent sizes): a replay would reuse the
+# traced arrays, so a trace that uses them is refused and the function runs eagerly. Found by
+# tests/test_compiler_optable.py, which compiles every case of the op table. Shrink this list by
+# passing such arrays as op arguments (tensors) instead of attributes.
+NOT_CAPTURABLE = {
+    "max_dim": "its derivative builds index maps from the argmax indices in NumPy",
+    "min_dim": "its derivative builds index maps from the argmin indices in NumPy",
+    "sort": "its derivative builds index maps from the sort indices in NumPy",
+    "topk": "its derivative builds index maps from the top-k indices in NumPy",
+    "kthvalue": "its derivative builds index maps from the indices in NumPy",
+    "median_dim": "its derivative builds index maps from the indices in NumPy",
+    "mode": "its derivative builds index maps from the indices in NumPy",
+    "cummax": "its derivative builds index maps from the indices in NumPy",
+    "cummin": "its derivative builds index maps from the indices in NumPy",
+    "linalg_eigh": "its derivative uses values computed in NumPy",
+    "linalg_svd": "its derivative uses values computed in NumPy",
+    "native_batch_norm": "its derivative uses statistics computed in NumPy",
+    "masked_select": "its output size depends on the mask's values",
+    "masked_scatter": "it depends on the number of True values in the mask",
+    "histc": "its range is read from the input's values in Python",
+}
+
+
 class Tracer:
     """Records one call of a function into a ``Program``."""
 
@@ -92,6 +116,7 @@ class Tracer:
         self.graphs = [Graph()]
         self.reasons: list = []
         self.created_arrays: dict = {}   # id(ndarray) -> ndarray made during the trace
+        self.safe_arrays: set = set()    # ids of arrays made by constant factories (zeros, arange, ...)
         self.in_kernel = 0
         self.reading = 0
         self.vc_start: dict = {}         # id(vc list) -> (vc list, version when first seen)
@@ -139,6 +164,10 @@ class Tracer:
         base = t._data
         made_here = any(id(a) in self.created_arrays for a in _array_chain(base))
         if made_here:
+            if not any(id(a) in self.safe_arrays for a in _array_chain(base)):
+                self.refuse("a tensor was computed outside ember's ops from other tensors' values (in Python or "
+                            "NumPy code of an op or derivative that is not capturable yet); a replay would reuse "
+                            "the traced value", "run this function eagerly, or use ops that compute it")
             v = self._new_value("const", t, np.array(t._data, copy=True))
             self.consts.append(v)
         else:
@@ -159,6 +188,9 @@ class Tracer:
             return out
         outs = out if type(out) is tuple else (out,)
         ins = [self.value_of(a) if isinstance(a, Tensor) else a for a in args]
+        if op.name in NOT_CAPTURABLE:
+            self.refuse(f"op {op.name} is not capturable yet: {NOT_CAPTURABLE[op.name]}",
+                        "run this part eagerly (outside the compiled function)")
         if op.name in ("index", "index_put") and _has_array(attrs):
             self.refuse("advanced indexing with tensor or list indices (x[idx], x[idx] = v) is not capturable "
                         "yet: the indices are taken as constants", "use ember.index_select / gather / "
@@ -181,10 +213,10 @@ class Tracer:
         out = None
         for k, a in attrs.items():
             if isinstance(a, np.ndarray) and a.size > 1:
-                v = self.a2v.get(id(a))
+                v = self._array_value(a)
                 if v is None:
                     for arr in _array_chain(a.base):
-                        v = self.a2v.get(id(arr))
+                        v = self._array_value(arr)
                         if v is not None:
                             break
                 if v is not None and tuple(a.shape) == v.shape:
@@ -194,6 +226,17 @@ class Tracer:
                     self.refuse(f"op {op.name} takes a view of a traced tensor's buffer as attribute {k!r}",
                                 "pass the tensor as an argument of the op")
         return attrs if out is None else out
+
+    def _array_value(self, arr):
+        """The Value whose buffer is ``arr`` (in this trace, or in the forward trace of a backward)."""
+        v = self.a2v.get(id(arr))
+        if v is None and self.parent is not None:
+            pv = self.parent.a2v.get(id(arr))
+            if pv is not None:
+                v = self._new_value("fwd", _tensor_mod.wrap(arr), pv.id)
+                self.a2v[id(arr)] = v
+                self.fwd_refs.append(v)
+        return v
 
     def write_hook(self, target: Tensor, value: Tensor):
         if self.reading:
@@ -234,6 +277,11 @@ class Tracer:
                         "with them): a replay would repeat the same numbers",
                         "draw random numbers outside the compiled function and pass them in, or use ops "
                         "that draw inside their kernel (ember.normal(mean_tensor, std), ember.bernoulli)")
+
+    def factory_hook(self, arr):
+        if not self.in_kernel:
+            self.safe_arrays.add(id(arr))
+            self.created_arrays[id(arr)] = arr
 
     def wrap_hook(self, arr):
         self.created_arrays[id(arr)] = arr
@@ -277,6 +325,7 @@ class Tracer:
                 _prev(arr)
         _tensor_mod._mem_track = mem
         _random._GEN_HOOK[0] = self.gen_hook
+        _registry.FACTORY[0] = self.factory_hook
         from ..optim import optimizer as _opt
         from . import optim_capture
         _opt.CAPTURE_STEP[0] = optim_capture.step_group
@@ -286,6 +335,7 @@ class Tracer:
     def __exit__(self, *exc):
         self._unpatch_reads()
         _random._GEN_HOOK[0] = None
+        _registry.FACTORY[0] = None
         from ..optim import optimizer as _opt
         _opt.CAPTURE_STEP[0] = None
         _tensor_mod._mem_track = self._prev_mem

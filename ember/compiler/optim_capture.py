@@ -64,7 +64,9 @@ def _adam(tr, opt, group):
         st = opt.state[p]
         if not st:
             # the same layout eager Adam creates (made outside the graph: they are state, not values)
-            st["step"] = wrap(np.array(0.0, dtype=np.float32))
+            from ..ops.creation import zeros
+            from .. import dtypes as _dt
+            st["step"] = zeros((), dtype=_dt.float32)
             st["exp_avg"] = zeros_like(p)
             st["exp_avg_sq"] = zeros_like(p)
             if amsgrad:

@@ -10,6 +10,6 @@ globals().update({k: getattr(_modules, k) for k in dir(_modules) if not k.starts
 import importlib as _il
 import importlib.util as _ilu
 
-for _sub in ("init", "utils", "attention"):
+for _sub in ("init", "utils", "attention", "parallel"):
     if _ilu.find_spec(f"{__name__}.{_sub}") is not None:
         globals()[_sub] = _il.import_module(f"{__name__}.{_sub}")

@@ -12,13 +12,15 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _check_device
-from .registry import attach
+from .registry import attach, FACTORY
 from ._util import shape_arg
 
 
-def _finish(arr, dtype, requires_grad, device=None):
+def _finish(arr, dtype, requires_grad, device=None, derived=False):
     _check_device(device)
     t = wrap(arr, dtype)
+    if FACTORY[0] is not None and not derived:
+        FACTORY[0](arr)        # a constant a compiled replay may rebuild from its traced value
     if requires_grad:
         if not t._dtype.is_floating_point:
             # factories word this differently from requires_grad_ (as torch does)
@@ -75,12 +77,20 @@ def _to_array(data, dtype):
         raise ValueError(f"expected sequence of equal-length lists to build a tensor: {e}") from None
 
 
+def _has_tensor(data) -> bool:
+    if isinstance(data, Tensor):
+        return True
+    if isinstance(data, (list, tuple)):
+        return any(_has_tensor(x) for x in data)
+    return False
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Build a tensor by copying ``data`` (nested lists, numbers, ndarrays, tensors)."""
     if isinstance(data, Tensor):
         dt = dtype or data._dtype
         arr = data._data.astype(dt.np, copy=True)
-        return _finish(arr, dt, requires_grad, device)
+        return _finish(arr, dt, requires_grad, device, derived=True)
     if isinstance(data, np.ndarray):
         dt = dtype or (_dt.from_numpy_dtype(data.dtype) if data.dtype != np.float64 or True else None)
         return _finish(np.array(data, dtype=dt.np, copy=True), dt, requires_grad, device)
@@ -93,7 +103,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
     if isinstance(data, str):
         raise TypeError(f"new(): invalid data type 'str'")
     arr = _to_array(data, dt)
-    return _finish(arr, dt, requires_grad, device)
+    return _finish(arr, dt, requires_grad, device, derived=_has_tensor(data))
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

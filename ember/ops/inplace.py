@@ -13,7 +13,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node
 from ..autograd.views import refresh as refresh_views
-from .registry import dtype_name
+from .registry import dtype_name, apply
 
 # set by ember.compiler while capturing: called as hook(target, value) after each in-place write
 CAPTURE_WRITE = [None]
@@ -69,7 +69,12 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
 
 
 def _snapshot(self: Tensor) -> Tensor:
-    snap = wrap(self._data.copy(), self._dtype)
+    # through the dispatcher (a clone of a history-free alias) so that a capturing compiler sees the copy
+    from .shape import CLONE
+    from ..autograd.grad_mode import no_grad
+    alias = wrap(self._data, self._dtype)
+    with no_grad():
+        snap = apply(CLONE, (alias,))
     if self._rg:
         snap._rg = True
         snap.grad_fn = self.grad_fn

@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _check_device
 from ..random import _gen
-from .registry import register, apply, attach, dtype_name
+from .registry import register, apply, attach, dtype_name, FACTORY
 from ._util import shape_arg, fmt_shape
 from .shape_more import overwrite, _size_mismatch
 
@@ -56,6 +56,8 @@ def _need_float(dt, kernel: str) -> None:
 def _result(arr, dt, requires_grad=False, device=None, out=None) -> Tensor:
     _check_device(device)
     t = wrap(np.asarray(arr).astype(dt.np, copy=False), dt)
+    if FACTORY[0] is not None:
+        FACTORY[0](t._data)     # a constant (random draws are refused separately while capturing)
     if requires_grad:
         t.requires_grad_(True)
     if out is not None:

@@ -20,7 +20,8 @@ from ..autograd.node import Node
 from ..autograd.views import track as _track_view
 
 REGISTRY: dict[str, "OpDef"] = {}
-HOOKS: list = []          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
+HOOKS: list = []
+FACTORY = [None]          # set by ember.compiler while capturing: sees arrays made by constant factories          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
 _EMPTY: dict = {}
 
 

@@ -5,7 +5,7 @@ from .module import Module, register_module_forward_hook, register_module_forwar
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 
 _FAMILIES = ["linear", "activation", "loss", "conv", "pooling", "normalization", "dropout", "sparse",
-             "rnn", "transformer", "padding", "flatten", "upsampling", "distance", "pixelshuffle", "fold"]
+             "rnn", "transformer", "padding", "flatten", "upsampling", "distance", "pixelshuffle", "fold", "parallel"]
 
 for _name in _FAMILIES:
     try:

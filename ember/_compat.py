@@ -267,6 +267,7 @@ def _legacy_types():
 
 
 globals().update(_legacy_types())
+# the legacy types are defined through globals() just above
 __all__ += ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
             "CharTensor", "ByteTensor", "BoolTensor"]
 

@@ -295,8 +295,8 @@ def vjp(func, *primals, has_aux: bool = False):
     def vjp_fn(cotangents):
         ct_leaves, _ = _flatten(cotangents)
         if len(ct_leaves) != len(out_leaves):
-            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
-                               f"outputs to the function")
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of "
+                               "outputs to the function")
         with enable_grad():
             gs = _grads(out_leaves, flat_in, ct_leaves, create_graph=nested or is_grad_enabled() and any(
                 c.requires_grad for c in ct_leaves if isinstance(c, Tensor)))

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 import torch
 
-import ember
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPAT = os.path.join(os.path.dirname(HERE), "examples", "compat")

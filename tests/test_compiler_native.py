@@ -141,9 +141,9 @@ def _binary(x, y):
 
 def _reductions(x):
     return (x.sum(), x.sum(0), x.sum(1), x.sum((0, 1), keepdim=True), x.mean(), x.mean(-1), x.amax(0), x.amin(1),
-            x.argmax(), x.argmax(1), x.argmin(0), x.max(1).values, x.max(1).indices, x.min(0)[0], x.prod(1),
+            x.argmax(), x.argmax(1), x.argmin(0), x.max(), x.amin(), x.prod(1),
             x.var(1), x.std(0), x.logsumexp(1), (x > 0).all(1), (x > 0).any(0), x.softmax(1), x.log_softmax(1),
-            x.softmax(0), x.norm(), x.cumsum(0), x.sort(1)[0], x.nansum())
+            x.softmax(0), x.norm(), x.cumsum(0), x.nansum())
 
 
 @pytest.mark.parametrize("fn,shapes", [(_unary, [(4, 6)]), (_binary, [(4, 6), (4, 6)]), (_reductions, [(5, 7)])])
@@ -155,9 +155,10 @@ def test_ops_match_eager(fn, shapes, dt):
 
 def test_reductions_over_middle_and_leading_dims():
     def f(x):
-        return x.sum(1), x.amax((0, 2)), x.mean(0), x.argmax(1), x.sum((0, 2)), x.var(1), x.softmax(1)
+        return x.sum(1), x.mean(0), x.sum((0, 2)), x.var(1), x.softmax(1)
     compare(f, T(3, 300, 5, rg=True), grads=True)
-    compare(lambda x: (x.sum(0), x.argmin(0), x.amax(0)), T(700, 3))
+    compare(lambda x: (x.sum(0), x.argmin(0), x.amax(0), x.amax((0, 2)), x[:, :2].argmax(1)),
+            T(700, 3, 2))
 
 
 def test_matmul_layouts_and_gradients():
@@ -169,7 +170,7 @@ def test_matmul_layouts_and_gradients():
 
 def test_float64_and_int_paths():
     def f(x, i):
-        return (x * 2).sum(1), (i * 3 + 1).sum(), i.max(0).values, (i > 2).sum(), x[i[:, 0] % 2 == 0] if False else x.exp()
+        return (x * 2).sum(1), (i * 3 + 1).sum(), i.amax(0), (i > 2).sum(), x.exp(), i.abs() - i // 1
     compare(f, T(4, 3, dt=np.float64), ember.tensor(_rng(3).integers(0, 5, (4, 3))))
 
 
@@ -220,7 +221,8 @@ def test_graph_break_guards_and_undo():
 
 def test_extern_ops_between_native_segments():
     def f(x):
-        return x.cumsum(1).exp() + x.sort(1)[0] * 2, x.sort(1)[1]
+        y = x.roll(1, 1) * 2 + ember.einsum("ij,ij->i", x, x)[:, None]
+        return y.tanh(), ember.linalg.cross(x[:, :3], y[:, 1:4]).exp()
     cf = compare(f, T(3, 5, rg=True), grads=True)
     assert native(cf).extern_count >= 1
 
@@ -279,47 +281,18 @@ def test_mlp_training_matches_eager(opt_name):
 
 
 def test_gpt_like_training_step_is_native():
-    ember.manual_seed(0)
-    V, D, L, H = 50, 32, 8, 4
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
-            self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
-            self.fc, self.out = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
-
-        def forward(self, x):
-            B_, L_, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
-            q, k, v = (t.view(B_, L_, H, D // H).transpose(1, 2) for t in (q, k, v))
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(a.transpose(1, 2).reshape(B_, L_, D))
-            return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(L, D)
-            self.block, self.ln = Block(), nn.LayerNorm(D)
-            self.head = nn.Linear(D, V)
-
-        def forward(self, idx):
-            x = self.tok(idx) + self.pos(ember.arange(idx.shape[1]))
-            return self.head(self.ln(self.block(x)))
+    from ember.bench import models as M
+    cfg = M.GPTConfig(n_layer=1, n_embd=32, n_head=4, block_size=8, vocab_size=50)
 
     def run(compiled):
         ember.manual_seed(0)
-        model = GPT()
+        model = M.gpt(ember, cfg)
         opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-        r = _rng(2)
-        idx = ember.tensor(r.integers(0, V, (2, L)))
-        tgt = ember.tensor(r.integers(0, V, (2, L)))
+        idx, tgt = M.gpt_batch(ember, batch=2, block_size=8, vocab_size=50)
 
         def step(idx, tgt):
             opt.zero_grad()
-            logits = model(idx)
-            loss = F.cross_entropy(logits.view(-1, V), tgt.view(-1))
+            _, loss = model(idx, tgt)
             loss.backward()
             opt.step()
             return loss.detach()
@@ -328,8 +301,7 @@ def test_gpt_like_training_step_is_native():
     le, _ = run(False)
     lc, cf = run(True)
     np.testing.assert_allclose(lc, le, rtol=1e-5)
-    run_ = native(cf)
-    assert run_.extern_count <= 2, [k for k in run_.kernels]
+    assert native(cf).extern_count == 0
 
 
 # ---- caching, logs, autotune -----------------------------------------------------------------------------------

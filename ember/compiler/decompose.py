@@ -308,6 +308,9 @@ class PGraph:
 
 
 ALIAS_OPS = ("view", "permute", "expand", "getitem_basic")
+# ops whose output shape depends on the values: generated code is shape-specialised, so programs that
+# contain them run in the interpreter
+DYNAMIC_SHAPE_OPS = ("unique", "nonzero", "masked_select", "bincount")
 ALIAS_UNSUPPORTED = ("unfold", "diagonal", "as_strided")
 
 
@@ -323,6 +326,8 @@ def decompose(program, fwd_values: set | None = None) -> PGraph:
     for gr in program.graphs:
         for n in gr.nodes:
             if isinstance(n, OpNode):
+                if n.op.name in DYNAMIC_SHAPE_OPS:
+                    raise Declined(f"{n.op.name} has an output shape that depends on the values")
                 for o in n.outputs:
                     producer[o.id] = n
     # values written in place must live in buffers: find the root each write goes through

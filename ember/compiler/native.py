@@ -14,6 +14,10 @@ The pipeline, each step a pure function of the previous one's result::
     render     Schedule -> C source        (render_c.py)
     build      C source -> shared library  (build.py: cc + disk cache)
 
+The C build happens on the runner's first call whose guards hold (a trace that never replays, like the
+first step of a training loop before the optimizer state exists, costs no compilation); until then, and
+if the build fails, the interpreter runs the program.
+
 At run time the runner binds the inputs (arguments, parameters and other lifted tensors, constants),
 allocates the escaping buffers (outputs, new ``.grad`` tensors, values the backward reads), and calls
 one native entry per segment; between segments it runs extern kernels and checks graph-break guards
@@ -353,7 +357,8 @@ class NativeRunner:
             arrays[0] = arena
             vals = _run(fb, arrays, arena, self, arg_tensors, undo)
         except GuardFailure:
-            undo.restore()
+            if undo is not None:
+                undo.restore()
             raise
         finally:
             if arena is fb.arena:
@@ -527,8 +532,11 @@ def _extern(c, fb, e, arrays, arena):
     outs = (res,) if op.nout == 1 else res
     for buf, r in zip(e.outs, outs):
         r = np.asarray(r)
-        if r.dtype != buf.dtype or not r.flags.c_contiguous or r.shape != buf.shape:
-            r = np.ascontiguousarray(r, dtype=buf.dtype).reshape(buf.shape)
+        if r.shape != buf.shape:
+            raise RuntimeError(f"ember.compile: {op.name} returned shape {r.shape} where the compiled code was "
+                               f"specialised for {buf.shape}")
+        if r.dtype != buf.dtype or not r.flags.c_contiguous:
+            r = np.ascontiguousarray(r, dtype=buf.dtype)
         if np.may_share_memory(r, arena):
             r = r.copy()
         arrays[c.slots[buf.id]] = r

@@ -8,7 +8,11 @@ scope. Adjacent loop dimensions are collapsed into one loop when every access ad
 across them, so contiguous elementwise kernels are one flat, vectorizable loop. The outermost loop is
 ``EMBER_PARALLEL_FOR(work)`` (OpenMP above a size threshold, see build.OMP_PRELUDE). Matmuls call
 ``cblas_sgemm``/``cblas_dgemm`` with transposes expressed as BLAS flags, or a generated loop when no
-BLAS is available (or when autotuning found it faster).
+BLAS is available (or when autotuning found it faster); see ``render_special.py``.
+
+Kernels are emitted as functions of their buffers (``p0, p1 ...``), so identical kernels over different
+buffers (the layers of a model, the optimizer update of same-shaped parameters) are one C function:
+the translation unit of a small GPT shrinks about 4x, and so does its compile time.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from . import prims as P
 from . import lower as L
 from . import render_special
 from .lower import Aff
-from .render_special import Scope, Block, _text
+from .render_special import Scope, Block, _text, minmax_update
 
 _VIEWS = P.VIEWS
 
@@ -487,10 +491,8 @@ class KernelGen:
             self.emit(level, f"{a} += {v};")
         elif op == "prod":
             self.emit(level, f"{a} *= {v};")
-        elif op == "max":
-            self.emit(level, f"{a} = em_max_{sfx}({a}, {v});")
-        elif op == "min":
-            self.emit(level, f"{a} = em_min_{sfx}({a}, {v});")
+        elif op in ("max", "min"):
+            self.emit(level, minmax_update(op, sfx, a, v))
         else:
             lin = Aff()
             for d, s in zip(ridx, L.cstrides(R)):

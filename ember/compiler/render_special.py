@@ -46,6 +46,14 @@ def _text(lines, indent) -> list:
     return out
 
 
+def minmax_update(op, sfx, a, v) -> str:
+    """``a = max(a, v)`` (or min) as C; bool reductions (any/all) are ``|=`` / ``&=``: GCC 12 at -O3 with
+    AVX2 miscompiles a vectorized max-reduction of comparison results (it keeps the 0xFF lane masks)."""
+    if sfx == "b8":
+        return f"{a} {'|' if op == 'max' else '&'}= {v};"
+    return f"{a} = em_{op}_{sfx}({a}, {v});"
+
+
 def emit_gemm(g, st):
     n = st.node
     A, B = n.inputs
@@ -210,7 +218,7 @@ def gen_colreduce(g, dry, records=None):
         elif op == "prod":
             g.emit(ql, f"acc[q] *= {v};")
         elif op in ("max", "min"):
-            g.emit(ql, f"acc[q] = em_{op}_{sfx}(acc[q], {v});")
+            g.emit(ql, minmax_update(op, sfx, "acc[q]", v))
         else:
             lin = Aff()
             for d, s in zip(axes, L.cstrides(tuple(x.shape[d] for d in axes))):
@@ -268,7 +276,7 @@ def reduce_update_at(g, op, a, ai, v, level, sfx, ridx, R):
     elif op == "prod":
         g.emit(level, f"{a} *= {v};")
     elif op in ("max", "min"):
-        g.emit(level, f"{a} = em_{op}_{sfx}({a}, {v});")
+        g.emit(level, minmax_update(op, sfx, a, v))
     else:
         lin = Aff()
         for d, s in zip(ridx, L.cstrides(R)):

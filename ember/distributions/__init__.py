@@ -14,7 +14,7 @@ from .uniform import Uniform, Exponential  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
-from . import kl  # noqa: F401
+from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 
 __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Uniform",
            "Exponential", "Independent", "MultivariateNormal", "kl_divergence", "register_kl", "constraints"]

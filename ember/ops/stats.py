@@ -606,7 +606,7 @@ def renorm(input, p, dim: int, maxnorm) -> Tensor:  # noqa: A002
     if not input._dtype.is_floating_point:
         raise RuntimeError(f"renorm: expected a floating point tensor, got {dtype_name(input._dtype)}")
     if p <= 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported")
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     nd = input._data.ndim

@@ -2,7 +2,6 @@
 cross_entropy over flattened logits, truncated BPTT with the hidden state detached between chunks,
 clip_grad_norm_, and sampling with softmax(logits / temperature) + multinomial.
 """
-import numpy as np
 
 from _common import main, sync_init
 

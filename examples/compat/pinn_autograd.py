@@ -6,7 +6,6 @@ penalty (WGAN-GP style) through autograd.grad on interpolated inputs; tensor and
 """
 import math
 
-import numpy as np
 
 from _common import main, sync_init
 

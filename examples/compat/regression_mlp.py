@@ -5,7 +5,6 @@ copy.deepcopy(state_dict()), SGD with momentum and weight decay, and the final t
 import copy
 import math
 
-import numpy as np
 from sklearn.datasets import load_diabetes
 
 from _common import main, sync_init

@@ -4,7 +4,6 @@ zero-init of the last BN gamma in each block, AdaptiveAvgPool2d, SGD with nester
 no weight decay on BN/bias, OneCycleLR stepped per batch, train/eval BatchNorm behaviour and
 running statistics, channels counted with sum(p.numel()), top-k accuracy.
 """
-import numpy as np
 from sklearn.datasets import load_digits
 
 from _common import main, sync_init

@@ -5,7 +5,6 @@ CosineAnnealingWarmRestarts stepped with fractional epochs, ROC-AUC from torch.s
 a histogram of predicted probabilities with torch.histc, a calibration table by searchsorted, and
 torch.bincount for class counts.
 """
-import numpy as np
 from sklearn.datasets import load_breast_cancer
 
 from _common import main, sync_init

@@ -249,3 +249,25 @@ def test_advanced_indexing_runs_eagerly_with_reason():
     assert f(x, ember.tensor([0, 2])).tolist() == [0.0, 4.0]
     assert f(x, ember.tensor([1, 3])).tolist() == [2.0, 6.0]
     assert "advanced indexing" in counters["fallback_reasons"][0]
+
+
+def test_compiled_optimizer_step_with_gradients_from_outside_stays_correct():
+    """.grad tensors made outside the compiled function are guarded by identity (a new .grad retraces)."""
+    ember.manual_seed(0)
+    m = nn.Linear(4, 3)
+    r = copy.deepcopy(m)
+    o = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    o2 = ember.optim.SGD(r.parameters(), lr=0.1, momentum=0.9)
+
+    def upd(opt):
+        opt.step()
+        opt.zero_grad()
+    cu = ember.compile(upd)
+    X = ember.randn(8, 4)
+    for _ in range(4):
+        (m(X) ** 2).sum().backward()
+        (r(X) ** 2).sum().backward()
+        cu(o)
+        upd(o2)
+        close(m.weight, r.weight)
+        close(m.bias, r.bias)

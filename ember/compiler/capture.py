@@ -125,6 +125,7 @@ class Tracer:
         self.unsupported: UnsupportedTrace | None = None
         self.extra_guards: list = []     # (description, fn() -> value, value seen while tracing)
         self.grad_assigned: set = set()  # ids of tensors whose .grad the function assigned itself
+        self.grad_owner: dict = {}       # id(grad tensor) -> (owner, grad) for .grad reads
 
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
@@ -173,6 +174,12 @@ class Tracer:
         else:
             v = self._new_value("lifted", t, t)
             self.lifted.append(v)
+            owner = self.grad_owner.get(id(t))
+            if owner is not None and owner[1] is t and id(owner[0]) not in self.grad_assigned:
+                import weakref
+                oref = weakref.ref(owner[0])
+                self.add_guard(f".grad of a tensor {tuple(owner[0]._data.shape)} is the tensor seen while tracing",
+                               lambda oref=oref, gid=id(t): oref() is not None and id(oref()._grad) == gid)
         return v
 
     # ---- hooks -----------------------------------------------------------------------------------
@@ -256,9 +263,9 @@ class Tracer:
             import weakref
             ref = weakref.ref(leaf)
             if cur is None:
-                self.add_guard("leaf.grad is None", lambda ref=ref: ref() is not None and ref().grad is None)
+                self.add_guard("leaf.grad is None", lambda ref=ref: ref() is not None and ref()._grad is None)
             else:
-                self.add_guard("leaf.grad is the same tensor", lambda ref=ref, gid=id(cur): ref() is not None and id(ref().grad) == gid)
+                self.add_guard("leaf.grad is the same tensor", lambda ref=ref, gid=id(cur): ref() is not None and id(ref()._grad) == gid)
         if cur is None:
             gv = self.value_of(g)
             new = _tensor_mod.wrap(np.array(g._data, copy=True), g._dtype)
@@ -377,7 +384,13 @@ class Tracer:
                 _self.grad_assigned.add(id(t))
                 lv = _self.value_of(t)
                 _self.graphs[-1].nodes.append(SetGradNode(lv, None if value is None else _self.value_of(value)))
-        Tensor.grad = property(orig_grad.fget, set_grad, orig_grad.fdel)
+        def get_grad(t, _orig=orig_grad, _self=self):
+            g = _orig.fget(t)
+            # remember whose .grad this is; if the trace then uses it by reference, guard its identity
+            if g is not None and not _self.reading and not _self.in_kernel:
+                _self.grad_owner.setdefault(id(g), (t, g))
+            return g
+        Tensor.grad = property(get_grad, set_grad, orig_grad.fdel)
 
     def _unpatch_reads(self):
         for meth, orig in self._saved_methods.items():

@@ -19,7 +19,7 @@ def _guard_state(tr, opt, p):
     tr.add_guard(f"{type(opt).__name__} state initialised for a parameter {tuple(p.shape)}",
                  lambda: bool(oref() is not None and pref() is not None and oref().state.get(pref())))
     tr.add_guard(f"parameter {tuple(p.shape)} has a gradient",
-                 lambda: pref() is not None and pref().grad is not None)
+                 lambda: pref() is not None and pref()._grad is not None)
 
 
 def _sgd(tr, opt, group):

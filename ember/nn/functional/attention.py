@@ -94,6 +94,9 @@ def _mask_to_bias(mask: Tensor, dtype) -> Tensor:
 def _causal_bias(L: int, S: int, dtype) -> Tensor:
     """-inf above the diagonal (top-left aligned), as torch's ``ones(L, S).tril()`` mask."""
     arr = np.triu(np.full((L, S), -np.inf, dtype=dtype.np), k=1)
+    from ...ops.registry import FACTORY
+    if FACTORY[0] is not None:
+        FACTORY[0](arr)          # depends on shapes only: a constant for a compiled replay
     return wrap(arr, dtype)
 
 

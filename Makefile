@@ -14,7 +14,9 @@ $(PY):
 install: $(PY)
 	$(PIP) install -q -e .
 
+# the demo trains on scikit-learn's bundled digits data set (no download)
 demo: install
+	$(PIP) install -q "scikit-learn>=1.3"
 	$(PY) -m ember.demo
 
 # torch is a test-time oracle only, pinned exactly: 2.13.0 resolves to the CPU wheel on disk.

@@ -10,15 +10,12 @@ function runs eagerly for new signatures, with one warning naming the guard that
 from __future__ import annotations
 
 import functools
-import os
-import sys
 import time
 import warnings
 
-import numpy as np
 
 from ..tensor import Tensor
-from ..autograd.grad_mode import GRAD, no_grad
+from ..autograd.grad_mode import GRAD
 from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
 from .runtime import Interpreter, GuardFailure, replay_eager
 from . import logs

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from ..autograd import engine as _engine
 from ..autograd.grad_mode import no_grad, GRAD as _GRAD
 from .. import random as _random
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
-from .ir import AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
+from .ir import map_struct, AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -437,12 +436,5 @@ def _freeze(x):
 
 
 def _map_struct(x, fn):
-    if isinstance(x, Tensor):
-        return fn(x)
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*[_map_struct(i, fn) for i in x])
-    if isinstance(x, (list, tuple)):
-        return type(x)(_map_struct(i, fn) for i in x)
-    if isinstance(x, dict):
-        return {k: _map_struct(v, fn) for k, v in x.items()}
-    return x
+    """Apply ``fn`` to every tensor in a nested output structure."""
+    return map_struct(x, lambda t: isinstance(t, Tensor), fn)

@@ -149,3 +149,16 @@ class BreakReason:
 def _short(v) -> str:
     r = repr(v)
     return r if len(r) <= 40 else r[:37] + "..."
+
+
+def map_struct(x, is_leaf, fn):
+    """Rebuild nested tuples/namedtuples/lists/dicts with ``fn`` applied to every leaf ``is_leaf`` accepts."""
+    if is_leaf(x):
+        return fn(x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[map_struct(i, is_leaf, fn) for i in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(map_struct(i, is_leaf, fn) for i in x)
+    if isinstance(x, dict):
+        return {k: map_struct(v, is_leaf, fn) for k, v in x.items()}
+    return x

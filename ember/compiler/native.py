@@ -31,7 +31,6 @@ import time
 import numpy as np
 
 from ..tensor import wrap
-from ..autograd.node import Node
 from . import logs
 from .build import _data_pointer       # (importing build first also sets OMP_WAIT_POLICY in time)
 from . import prims as P
@@ -39,7 +38,7 @@ from .decompose import decompose, Declined
 from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
-from .runtime import check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, _build, \
+from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, _build, \
     _CompiledBackwardOp
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
@@ -389,7 +388,7 @@ class NativeRunner:
                 op = _NativeBackwardOp(self, bw, fwd_slots, len(diff_outs))
             else:
                 op = _CompiledBackwardOp(bw, fwd_slots, len(diff_outs))
-            _attach(op, diff_outs, targets)
+            attach_node(op, diff_outs, targets)
         return result
 
 
@@ -613,22 +612,3 @@ class _NativeBackwardOp:
         return tuple(res)
 
 
-def _attach(op, diff_outs, targets):
-    """Make the compiled outputs carry one autograd node whose backward is ``op`` (as runtime does)."""
-    node = Node(op, None, {}, len(diff_outs))
-    edges, meta = [], []
-    for t in targets:
-        if t._rg:
-            fn = t.grad_fn
-            edges.append((fn, t._output_nr) if fn is not None else t)
-            meta.append((t._data.shape, t._dtype))
-        else:
-            edges.append(None)
-            meta.append(None)
-    node.edges = edges
-    node.in_meta = meta
-    node.ctx_data = {"out_meta": [(o._data.shape, o._dtype) for o in diff_outs]}
-    for i, o in enumerate(diff_outs):
-        o._rg = True
-        o.grad_fn = node
-        o._output_nr = i

@@ -48,9 +48,6 @@ def _sgd(tr, opt, group):
 
 
 def _adam(tr, opt, group):
-    from ..optim.optimizer import _scalar_step  # noqa: F401  (state layout shared with eager)
-    import numpy as np
-    from ..tensor import wrap
     lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     amsgrad, maximize = group["amsgrad"], group["maximize"]
     decoupled = type(opt).__name__ == "AdamW" or group.get("decoupled_weight_decay", False)

@@ -20,7 +20,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node
 from ..ops.registry import apply
-from .ir import OpNode, WriteNode, SetGradNode, ReadNode, AttrRef
+from .ir import OpNode, WriteNode, SetGradNode, ReadNode, AttrRef, Value, map_struct
 
 
 class GuardFailure(Exception):
@@ -258,8 +258,9 @@ class _CompiledBackwardOp:
         return tuple(res)
 
 
-def _attach_backward(bw, fwd_slots, diff_outs, targets):
-    op = _CompiledBackwardOp(bw, fwd_slots, len(diff_outs))
+def attach_node(op, diff_outs, targets) -> Node:
+    """Give ``diff_outs`` one autograd node whose backward is ``op`` (an AOT-compiled backward), with an
+    edge per target tensor that requires grad. Shared by the interpreter and the native runner."""
     node = Node(op, None, {}, len(diff_outs))
     edges, meta = [], []
     for t in targets:
@@ -277,15 +278,13 @@ def _attach_backward(bw, fwd_slots, diff_outs, targets):
         o._rg = True
         o.grad_fn = node
         o._output_nr = i
+    return node
+
+
+def _attach_backward(bw, fwd_slots, diff_outs, targets):
+    attach_node(_CompiledBackwardOp(bw, fwd_slots, len(diff_outs)), diff_outs, targets)
 
 
 def _build(struct, fn):
-    if hasattr(struct, "kind") and hasattr(struct, "id"):
-        return fn(struct)
-    if isinstance(struct, tuple) and hasattr(struct, "_fields"):
-        return type(struct)(*[_build(i, fn) for i in struct])
-    if isinstance(struct, (list, tuple)):
-        return type(struct)(_build(i, fn) for i in struct)
-    if isinstance(struct, dict):
-        return {k: _build(v, fn) for k, v in struct.items()}
-    return struct
+    """Rebuild an output structure with ``fn`` applied to every Value in it."""
+    return map_struct(struct, lambda v: isinstance(v, Value), fn)

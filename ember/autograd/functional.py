@@ -207,7 +207,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
                          'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                          'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is "
                                   "only implemented for `vectorize=True`.")
     with _gm.enable_grad():
         in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
@@ -251,7 +251,7 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     if outer_jacobian_strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is "
                                   "only implemented for `vectorize=True`.")
 
     def single_output(*inp):

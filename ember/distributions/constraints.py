@@ -19,7 +19,7 @@ class Constraint:
     event_dim = 0
 
     def check(self, value):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement check(value)")
 
     def __repr__(self):
         return self.__class__.__name__[1:] + "()"

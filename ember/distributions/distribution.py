@@ -59,7 +59,7 @@ class Distribution:
 
     def expand(self, batch_shape, _instance=None):
         """A new distribution with the parameters expanded to ``batch_shape`` (no data copied)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement expand")
 
     @property
     def batch_shape(self) -> Size:
@@ -71,11 +71,11 @@ class Distribution:
 
     @property
     def arg_constraints(self) -> dict:
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not declare arg_constraints")
 
     @property
     def support(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not declare its support")
 
     @property
     def mean(self):
@@ -100,26 +100,26 @@ class Distribution:
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=Size()):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement rsample (reparameterized sampling)")
 
     def sample_n(self, n: int):
         warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning, stacklevel=2)
         return self.sample(Size((n,)))
 
     def log_prob(self, value):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement log_prob")
 
     def cdf(self, value):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement cdf")
 
     def icdf(self, value):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement icdf")
 
     def enumerate_support(self, expand: bool = True):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement enumerate_support")
 
     def entropy(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement entropy")
 
     def perplexity(self):
         return self.entropy().exp()

@@ -147,7 +147,8 @@ def _kl_exponential_exponential(p, q):
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-        raise NotImplementedError
+        raise NotImplementedError("kl_divergence(Independent, Independent) needs equal reinterpreted_batch_ndims, got "
+                                  f"{p.reinterpreted_batch_ndims} and {q.reinterpreted_batch_ndims}")
     result = kl_divergence(p.base_dist, q.base_dist)
     return _sum_rightmost(result, p.reinterpreted_batch_ndims)
 

@@ -129,7 +129,7 @@ class LRScheduler:
 
     def get_lr(self) -> list:
         """The learning rates for ``self.last_epoch`` (chainable form)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement get_lr()")
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, deprecated) and write the new lrs into the optimizer."""

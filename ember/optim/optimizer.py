@@ -375,7 +375,7 @@ class Optimizer:
         return loss
 
     def _step_group(self, group: dict) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _step_group(group) or override step()")
 
     def _check_group(self, group: dict) -> None:
         """Reject the options ember does not implement (torch's GPU-only and autograd-through-step paths)."""

@@ -214,7 +214,7 @@ class _NormBase(Module):
                     self.bias.zero_()
 
     def _check_input_dim(self, input):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _check_input_dim(input)")
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -283,7 +283,7 @@ class _InstanceNorm(_NormBase):
     _no_batch_dim = 0
 
     def _check_input_dim(self, input):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _check_input_dim(input)")
 
     def _apply_instance_norm(self, input):
         return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,

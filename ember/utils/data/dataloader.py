@@ -279,7 +279,7 @@ class _BaseDataLoaderIter:
         return next(self._sampler_iter)
 
     def _next_data(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _next_data")
 
     def __next__(self):
         if self._sampler_iter is None:

@@ -30,7 +30,7 @@ class Sampler(Generic[T_co]):
                           "custom implementation that utilizes it.", stacklevel=2)
 
     def __iter__(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
 
 
 class SequentialSampler(Sampler[int]):

@@ -120,7 +120,7 @@ def floordiv(a: Aff, d: int, ranges: dict) -> Aff:
         return Aff(hi_terms, q)
     if not lo_terms and not hi_terms:
         return Aff({}, a.const // d)
-    return Aff.var(("div", a.key(), d))
+    return Aff.var(_div_atom(a.key(), d))
 
 
 def mod(a: Aff, s: int, ranges: dict) -> Aff:
@@ -156,7 +156,37 @@ def offset(idx: list, strides) -> Aff:
     for a, s in zip(idx, strides):
         if s and not (a.is_const() and a.const == 0):
             out = out + a.scale(s)
-    return out
+    return _merge_divmod(out)
+
+
+def _div_atom(key, d):
+    """The atom of ``form // d``, a division of a division folded into one (``(L / c) / d = L / (c d)``)."""
+    inner = _from_key(key)
+    if inner.const == 0 and len(inner.terms) == 1:
+        (atom, c), = inner.terms.items()
+        if c == 1 and isinstance(atom, tuple) and atom[0] == "div":
+            return ("div", atom[1], atom[2] * d)
+    return ("div", key, d)
+
+
+def _merge_divmod(a: Aff) -> Aff:
+    """Fold ``c*d*(L / d) + c*(L % d)`` into ``c*L`` (C's ``/`` and ``%`` satisfy ``(L/d)*d + L%d == L``):
+    a reshape that splits a dim and a view that merges it back address memory affinely again, so a
+    transpose of a reshaped tensor stays a strided view (BLAS reads it in place) instead of a copy."""
+    while True:
+        for atom, cm in a.terms.items():
+            if not (isinstance(atom, tuple) and atom[0] == "mod"):
+                continue
+            d = atom[2]
+            datom = _div_atom(atom[1], d)
+            if a.terms.get(datom) == cm * d:
+                t = dict(a.terms)
+                del t[atom]
+                del t[datom]
+                a = Aff(t, a.const) + _from_key(atom[1]).scale(cm)
+                break
+        else:
+            return a
 
 
 def reshape_index(in_shape, out_shape, idx: list, ranges: dict) -> list:

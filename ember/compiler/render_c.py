@@ -33,7 +33,7 @@ class Options:
     """Code generation choices (autotune varies them)."""
 
     def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
-                 gemm_split_min=1 << 62):
+                 gemm_split_min=1 << 62, timing=None):
         if blas_available is None:
             from . import blas as _blas
             blas_available = _blas.blas_available()
@@ -49,14 +49,30 @@ class Options:
         # worker makes every GEMM wait for a time slice (measured 5x slower steps on 2 cores under load);
         # mode="max-autotune" measures the multi-threaded variant
         self.blas_threads = blas_threads
+        # EMBER_KERNEL_TIMING=1: every kernel call is timed (clock_gettime around it) into a table the
+        # runner reads back (``NativeRunner.kernel_times()``, the profiler's kernel events)
+        if timing is None:
+            import os
+            timing = os.environ.get("EMBER_KERNEL_TIMING", "") not in ("", "0")
+        self.timing = bool(timing)
 
     def key(self):
-        return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads, self.gemm_split_min)
+        return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads, self.gemm_split_min,
+                self.timing)
 
     def __repr__(self):
         return (f"Options(parallel_min={self.parallel_min}, use_blas={self.use_blas}, "
                 f"small_gemm_loops={self.small_gemm_loops}, blas_threads={self.blas_threads}, "
-                f"gemm_split_min={self.gemm_split_min})")
+                f"gemm_split_min={self.gemm_split_min}, timing={self.timing})")
+
+
+class _ElideMiss(Exception):
+    """A read of an elided buffer found no stored register to forward (the kernel is rendered again with
+    that buffer stored)."""
+
+    def __init__(self, bid):
+        super().__init__(bid)
+        self.bid = bid
 
 
 class KernelGen:
@@ -79,6 +95,9 @@ class KernelGen:
         self.ranges = {}
         self.has_check = False
         self.uses_blas = False
+        # temp buffers this kernel alone writes and reads, each read at the offset just stored: the stores
+        # are dropped and the reads forwarded from the register (see ``render_program``)
+        self.elide: set = set()
 
     # ---- names ---------------------------------------------------------------------------------------
     def tmp(self, prefix="t"):
@@ -215,6 +234,8 @@ class KernelGen:
         hit = self.lookup(key)
         if hit is not None:
             return hit
+        if buf.id in self.elide:
+            raise _ElideMiss(buf.id)
         lv = self.aff_level(off)
         name = self.tmp()
         t = P.ctype(buf.dtype)
@@ -223,6 +244,11 @@ class KernelGen:
     def store_stmt(self, st, idx, level):
         """Emit statement ``st`` (store / write / copy) at index ``idx``."""
         v = self.val(st.node, idx, own=(st.kind == "store"))
+        if st.kind == "store" and st.buffer.id in self.elide:
+            off = L.offset(idx, L.cstrides(st.buffer.shape))
+            lv = self.name_level(v)
+            self.scopes[min(lv, len(self.scopes) - 1)].memo[(("mat", st.node.id), off.key())] = v
+            return
         if st.kind == "write":
             tn, tix = L.view_index(st.target, idx, self.ranges, stop=lambda q: q.op == "load")
             off = L.offset(tix, L.cstrides(st.buffer.shape))
@@ -513,6 +539,83 @@ class KernelGen:
 
 
 
+def _gen_kernel(k, sched, slot_of, errors, options, elide):
+    """Render kernel ``k`` dropping the stores to ``elide`` (buffer ids); a buffer whose reads cannot
+    all be forwarded is stored after all."""
+    elide = set(elide)
+    while True:
+        g = KernelGen(k, sched, slot_of, errors, options)
+        g.elide = elide
+        try:
+            g.result = g.gen()
+            return g
+        except _ElideMiss as m:
+            elide.discard(m.bid)
+
+
+def _elidable(sched) -> dict:
+    """id(kernel) -> ids of temp buffers only that kernel touches: a value stored and read back in one
+    loop nest (an expensive value used twice, kept once) needs no memory at all."""
+    touched: dict = {}
+    stored: dict = {}
+    for k in sched.kernels:
+        if k.kind not in ("loop", "matmul"):
+            continue
+        for st in k.stmts:
+            if st.kind == "store" and st.role in ("loop", "epilogue") and st.buffer is not None:
+                stored[st.buffer.id] = k
+    if not stored:
+        return {}
+    for k in sched.kernels:
+        for st in k.prologue + k.stmts:
+            for bid in _buffers_of(st, sched):
+                touched.setdefault(bid, set()).add(id(k))
+    mat = sched.mat
+    for seg_kernels, step in sched.segments:
+        if step is not None:
+            for x in step.effect.reads():
+                r = L.view_root(x, mat)
+                b = r.buffer if r.op == "load" else sched.node_buffer.get(r.id)
+                if b is not None:
+                    touched.setdefault(b.id, set()).add("step")
+    out: dict = {}
+    for bid, k in stored.items():
+        b = next((st.buffer for st in k.stmts if st.buffer is not None and st.buffer.id == bid), None)
+        if b is None or b.kind != "temp" or b.escapes or touched.get(bid, set()) != {id(k)}:
+            continue
+        acc = k.accesses.get(bid)
+        if acc is None or len(acc["w"]) != 1 or not acc["r"] <= acc["w"]:
+            continue
+        out.setdefault(id(k), set()).add(bid)
+    return out
+
+
+def _buffers_of(st, sched) -> set:
+    """Ids of the buffers statement ``st`` reads or writes (materialised values are leaves)."""
+    mat, nb = sched.mat, sched.node_buffer
+    out = set()
+    if st.buffer is not None:
+        out.add(st.buffer.id)
+    stack = list(st.node.inputs) if st.kind == "store" else [st.node]
+    if st.target is not None:
+        stack.append(st.target)
+    seen = set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.op == "load":
+            out.add(n.buffer.id)
+        elif n.id in mat:
+            b = nb.get(n.id)
+            if b is not None:
+                out.add(b.id)
+        else:
+            stack.extend(n.inputs)
+    return out
+
+
 def render_program(sched, slot_of, errors, options, name="graph", shared=None) -> tuple:
     """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel bodies by name).
 
@@ -525,9 +628,10 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None) -
     checks = {}
     calls = {}
     kernel_src = {}
+    elidable = _elidable(sched)
     for k in sched.kernels:
-        g = KernelGen(k, sched, slot_of, errors, options)
-        params, body, args = g.gen()
+        g = _gen_kernel(k, sched, slot_of, errors, options, elidable.get(id(k), set()))
+        params, body, args = g.result
         uses_blas |= g.uses_blas
         checks[k.name] = g.has_check
         key = (params, body)
@@ -538,15 +642,28 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None) -
         kernel_src[k.name] = body
         calls[k.name] = f"  {fn}({', '.join(args)});  /* {k.describe()} */"
     entries = []
+    timed = []          # kernel names in the order of the timing table (options.timing)
     for si, (kernels, step) in enumerate(sched.segments):
         ename = f"{name}_seg{si}"
         lines = []
         if options.blas_threads and uses_blas and any(k.kind == "matmul" for k in kernels):
             lines.append(f"  openblas_set_num_threads({int(options.blas_threads)});")
         for k in kernels:
-            lines.append(calls[k.name])
+            if options.timing:
+                ti = len(timed)
+                timed.append(k.name)
+                lines.append("  { struct timespec em_t0, em_t1; clock_gettime(CLOCK_MONOTONIC, &em_t0);")
+                lines.append(calls[k.name])
+                lines.append(f"    clock_gettime(CLOCK_MONOTONIC, &em_t1); {name}_ktime[{ti}] += "
+                             "(double)(em_t1.tv_sec - em_t0.tv_sec) + 1e-9 * (double)(em_t1.tv_nsec - em_t0.tv_nsec); "
+                             f"{name}_kcount[{ti}] += 1; }}")
+            else:
+                lines.append(calls[k.name])
             if checks.get(k.name):
                 lines.append("  if (((int64_t *)bufs[1])[0]) return;")
         entries.append(ename)
         parts.append(f"void {ename}(void **bufs) {{\n" + "\n".join(lines) + ("\n" if lines else "") + "}")
+    if options.timing:
+        n = max(len(timed), 1)
+        parts.insert(0, f"#include <time.h>\ndouble {name}_ktime[{n}];\nlong long {name}_kcount[{n}];")
     return "\n\n".join(parts) + "\n", entries, uses_blas, kernel_src

@@ -461,8 +461,16 @@ class KernelGen:
             for s in reds:
                 accs[s.node.id] = self.reduce_init(s.node, row_level)
             simd = None
-            if len(reds) == 1 and not [s for s in sts if s.role != "reduce"] and reds[0].node.attrs["op"] == "sum":
-                simd = f"_Pragma(\"omp simd reduction(+:{accs[reds[0].node.id][0]})\")"
+            if reds and len(reds) == len(sts) and all(s.node.attrs["op"] in ("sum", "max", "min") for s in reds):
+                # a reduction-only pass: each lane keeps its own accumulators (and NaN flags)
+                clauses = []
+                for s in reds:
+                    a, flag = accs[s.node.id]
+                    op = s.node.attrs["op"]
+                    clauses.append(f"reduction({'+' if op == 'sum' else op}:{a})")
+                    if flag is not None:
+                        clauses.append(f"reduction(|:{flag})")
+                simd = f"_Pragma(\"omp simd {' '.join(clauses)}\")"
             close_r = self.open_loops(rg, row_level, simd_reduction=simd)
             lvl = row_level + len(rg)
             for s in sts:
@@ -507,6 +515,10 @@ class KernelGen:
         if op in ("argmax", "argmin"):
             idx = self.tmp("ai")
             self.emit(level, f"int64_t {idx} = 0;", idx)
+        elif op in ("max", "min") and np.dtype(x.dtype).kind == "f":
+            # NaN is tracked in a flag, so the comparison is a plain select and the loop vectorizes
+            idx = self.tmp("nan")
+            self.emit(level, f"int {idx} = 0;", idx)
         return acc, idx
 
     def reduce_update(self, n, acc, v, level, ridx, R):
@@ -518,7 +530,10 @@ class KernelGen:
         elif op == "prod":
             self.emit(level, f"{a} *= {v};")
         elif op in ("max", "min"):
-            self.emit(level, minmax_update(op, sfx, a, v))
+            if ai is not None:
+                self.emit(level, f"{a} = ({v}) {'>' if op == 'max' else '<'} {a} ? ({v}) : {a}; {ai} |= ({v}) != ({v});")
+            else:
+                self.emit(level, minmax_update(op, sfx, a, v))
         else:
             lin = Aff()
             for d, s in zip(ridx, L.cstrides(R)):
@@ -534,7 +549,10 @@ class KernelGen:
             return ai
         t = P.ctype(n.dtype)
         name = self.tmp()
-        self.emit(level, f"const {t} {name} = ({t}){a};", name)
+        if ai is not None:
+            self.emit(level, f"const {t} {name} = {ai} ? ({t})NAN : ({t}){a};", name)
+        else:
+            self.emit(level, f"const {t} {name} = ({t}){a};", name)
         return name
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
 
 from . import SUITES
@@ -30,7 +31,9 @@ def _run(args) -> int:
     cases = []
     for s in suites:
         mod = importlib.import_module(f"{__package__}.{s}")
-        cases.extend(mod.cases())
+        # suites whose cases are costly to build (compile) take the filter, to build only those
+        takes_filter = "name_filter" in inspect.signature(mod.cases).parameters
+        cases.extend(mod.cases(name_filter=args.filter) if takes_filter else mod.cases())
     if args.filter:
         cases = [c for c in cases if args.filter in c.name]
     try:

@@ -225,11 +225,13 @@ def _spawn_first_step(lib_name, kind, batch, opt_name, cache_dir, threads, timeo
         return {"error": f"no result (stdout: {p.stdout[-160:]!r})"}
 
 
-def measure_first_steps(torch, threads: int, progress=None) -> list:
+def measure_first_steps(torch, threads: int, progress=None, name_filter=None) -> list:
     """Cold then warm first-step times, for ember.compile and torch.compile, per FIRST_STEP_SPECS."""
     rows = []
     libs = ["ember"] + (["torch"] if torch is not None else [])
     for kind, batch, opt_name in FIRST_STEP_SPECS:
+        if name_filter and name_filter not in case_name(kind, batch, opt_name):
+            continue
         for lib_name in libs:
             cache = _case_cache(lib_name, case_name(kind, batch, opt_name))
             timeout = TORCH_TIMEOUT if lib_name == "torch" else EMBER_TIMEOUT
@@ -308,7 +310,8 @@ def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool =
     return Case(name, "compile", variants, number=0, unit="ms", per="step")
 
 
-def cases() -> list[Case]:
+def cases(name_filter=None) -> list[Case]:
+    """The suite's cases (only those whose name contains ``name_filter``, when given)."""
     _STATE["notes"].clear()
     _STATE["first_step"] = []
     try:
@@ -319,10 +322,12 @@ def cases() -> list[Case]:
     threads = ember.get_num_threads()
     _set_native_threads(threads)
     if os.environ.get("EMBER_BENCH_FIRST_STEP", "1") != "0":
-        _STATE["first_step"] = measure_first_steps(torch, threads, _progress)
+        _STATE["first_step"] = measure_first_steps(torch, threads, _progress, name_filter)
     failed = {r["case"] for r in _STATE["first_step"] if r["library"] == "torch.compile" and "error" in r["cold"]}
     out = []
     for kind, batch, opt_name in SPECS:
+        if name_filter and name_filter not in case_name(kind, batch, opt_name):
+            continue
         out.append(make_case(kind, batch, opt_name, torch, torch_ok=case_name(kind, batch, opt_name) not in failed))
     _progress("timing")
     if sys.stderr.isatty():

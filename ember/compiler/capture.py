@@ -279,10 +279,11 @@ class Tracer:
 
     def gen_hook(self, generator):
         if not self.in_kernel and not self.reading:
-            self.refuse("a random draw outside a capturable op (e.g. ember.rand/randn or dropout masks made "
-                        "with them): a replay would repeat the same numbers",
-                        "draw random numbers outside the compiled function and pass them in, or use ops "
-                        "that draw inside their kernel (ember.normal(mean_tensor, std), ember.bernoulli)")
+            self.refuse("a random draw outside a capturable op (in-place fills such as uniform_/normal_/"
+                        "bernoulli_, multinomial): a replay would repeat the same numbers",
+                        "use the factories, which draw inside an op (ember.rand/randn/randint/rand_like, "
+                        "dropout, ember.normal(mean_tensor, std), ember.bernoulli), or draw outside the "
+                        "compiled function and pass the numbers in")
 
     def factory_hook(self, arr):
         if not self.in_kernel:

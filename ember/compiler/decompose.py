@@ -514,7 +514,7 @@ normal bernoulli bernoulli_p poisson binary_cross_entropy binary_cross_entropy_w
 conv_transpose2d conv2d_weight im2col col2im max_pool2d max_pool_scatter avg_pool2d avg_pool2d_backward
 adaptive_max_pool2d native_group_norm native_batch_norm cdist rnn_layer rnn_layer_backward lstm_layer
 lstm_layer_backward gru_layer gru_layer_backward norm count_nonzero nanmean bincount histc histogram
-searchsorted max_pool_gather
+searchsorted max_pool_gather random_draw
 """.split())
 
 # the decompositions live in these modules (imported for their registrations)

@@ -53,11 +53,45 @@ def _need_float(dt, kernel: str) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dt)}'")
 
 
+def _draw_kernel(gen, kind, shape, dt, a=None, b=None):
+    """The NumPy draw behind every random factory (see ``RANDOM_DRAW``); ``gen`` is an ember Generator or
+    None (the default generator, looked up at each draw, as ``manual_seed`` may replace its state)."""
+    gen = _gen(gen)
+    if kind == "uniform":
+        r = _uniform01(gen, shape, dt)
+    elif kind == "normal":
+        r = _standard_normal(gen, shape, dt)
+    elif kind == "integers":
+        r = _randint_array(gen, a, b, shape, dt)
+    elif kind == "permutation":
+        r = gen.permutation(a)
+    elif kind == "keep":            # dropout's keep mask: 1 with probability 1 - a, else 0
+        r = gen.random(shape, dtype=np.float64) >= a
+    else:
+        raise ValueError(f"random_draw: unknown kind {kind!r}")
+    return np.asarray(r).astype(dt.np, copy=False)
+
+
+# Every random factory (rand, randn, randint, randperm, dropout masks) draws through this op, so the draw
+# is an op of its own: eagerly it is one NumPy call; ember.compile records it as a graph node that draws
+# fresh numbers from the same generator, in program order, on every run (not a constant baked in)
+RANDOM_DRAW = register("random_draw", _draw_kernel, differentiable=False)
+
+
+def draw(gen, kind, shape, dt, a=None, b=None) -> Tensor:
+    """``RANDOM_DRAW`` applied: a new tensor of ``shape`` and ember dtype ``dt`` (``gen``: an ember
+    Generator or None for the default one)."""
+    return apply(RANDOM_DRAW, (), {"gen": gen, "kind": kind, "shape": tuple(shape), "dt": dt, "a": a, "b": b})
+
+
 def _result(arr, dt, requires_grad=False, device=None, out=None) -> Tensor:
     _check_device(device)
-    t = wrap(np.asarray(arr).astype(dt.np, copy=False), dt)
-    if FACTORY[0] is not None:
-        FACTORY[0](t._data)     # a constant (random draws are refused separately while capturing)
+    if isinstance(arr, Tensor):
+        t = arr                 # drawn by RANDOM_DRAW (a node of its own when captured)
+    else:
+        t = wrap(np.asarray(arr).astype(dt.np, copy=False), dt)
+        if FACTORY[0] is not None:
+            FACTORY[0](t._data)     # a constant
     if requires_grad:
         t.requires_grad_(True)
     if out is not None:
@@ -112,7 +146,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     shape = _size_args(size, kw.pop("size", None), "rand")
     dt = _dtype_for(dtype, out, _dt.get_default_dtype())
     _need_float(dt, "check_uniform_bounds")
-    return _result(_uniform01(_gen(generator), shape, dt), dt, requires_grad, device, out)
+    _check_device(device)
+    return _result(draw(generator, "uniform", shape, dt), dt, requires_grad, device, out)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -121,7 +156,8 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     shape = _size_args(size, kw.pop("size", None), "randn")
     dt = _dtype_for(dtype, out, _dt.get_default_dtype())
     _need_float(dt, "normal_kernel_cpu")
-    return _result(_standard_normal(_gen(generator), shape, dt), dt, requires_grad, device, out)
+    _check_device(device)
+    return _result(draw(generator, "normal", shape, dt), dt, requires_grad, device, out)
 
 
 def _int_bounds(dt):
@@ -185,7 +221,10 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     shape = _shape((size,), "randint")
     dt = _dtype_for(dtype, out, _dt.int64)
     _check_random_range(low, high, dt)
-    return _result(_randint_array(_gen(generator), low, high - 1, shape, dt), dt, requires_grad, device, out)
+    if high - 1 > np.iinfo(np.int64).max or low < np.iinfo(np.int64).min:
+        raise RuntimeError(f"random_: range [{low}, {high - 1}] does not fit in int64")
+    _check_device(device)
+    return _result(draw(generator, "integers", shape, dt, low, high - 1), dt, requires_grad, device, out)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -197,7 +236,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     dt = _dtype_for(dtype, out, _dt.int64)
     if dt.category == 1 and n - 1 > np.iinfo(dt.np).max:
         raise RuntimeError(f"value cannot be converted to type {dt.c_name} without overflow")
-    return _result(_gen(generator).permutation(n), dt, requires_grad, device, out)
+    _check_device(device)
+    return _result(draw(generator, "permutation", (n,), dt, n), dt, requires_grad, device, out)
 
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,

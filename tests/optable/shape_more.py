@@ -162,5 +162,10 @@ CASES = [
     Case("bernoulli_01", lambda m, a: m.bernoulli(a), make=_zero_one((3, 4))),
     Case("bernoulli_method_01", lambda m, a: a.bernoulli() * 2, make=_zero_one((2, 5))),
     Case("bernoulli_p", lambda m, a: (m.bernoulli(a, 0.0), m.bernoulli(a, p=1.0)), shapes=((3, 4),), grad=False),
+    # the factories draw through the random_draw op; these statistics of a draw are deterministic
+    Case("random_factories", lambda m, a: (a + (m.rand(3, 4) < 1).to(a.dtype), m.randn(4) * 0,
+                                           m.randint(2, 3, (2,)), m.randperm(5).sort().values,
+                                           m.nn.functional.dropout(a, 0.5).ne(0).sum() * 0),
+         shapes=((3, 4),), grad=False),
     Case("poisson_rate0", lambda m, a: m.poisson(a * 0), shapes=((3, 4),), layouts=Z),
 ]

@@ -27,11 +27,11 @@ def _check_p(p) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep_mask(shape, p: float, np_dtype) -> np.ndarray:
-    """Bernoulli(1 - p) draws (1.0 keep, 0.0 drop) from ember's default generator."""
-    from ...random import _gen
-    u = _gen(None).random(shape, dtype=np.float64)
-    return (u >= p).astype(np_dtype)
+def _keep_mask(shape, p: float, dt) -> Tensor:
+    """Bernoulli(1 - p) draws (1.0 keep, 0.0 drop) from ember's default generator, as a tensor of ember
+    dtype ``dt`` (drawn by the ``random_draw`` op, so a compiled function draws a fresh mask per call)."""
+    from ...ops.random_ops import draw
+    return draw(None, "keep", shape, dt, p)
 
 
 def _noise_shape(x: Tensor, feature: bool) -> tuple:
@@ -57,15 +57,14 @@ def _dropout_impl(input: Tensor, p: float, train: bool, inplace: bool, feature: 
         # everything dropped: torch multiplies by zero (keeping the sign of zero and NaN propagation)
         zero = wrap(np.zeros((), dt.np), dt)
         return input.mul_(zero) if inplace else input * zero
-    keep = _keep_mask(_noise_shape(input, feature), p, dt.np)
+    keep = _keep_mask(_noise_shape(input, feature), p, dt)
     if alpha:
         a = 1.0 / np.sqrt((_ALPHA * _ALPHA * p + 1.0) * (1.0 - p))
         # kept: a * x + a*alpha*p ; dropped: -a*alpha + a*alpha*p (the same affine shift, SELU-consistent)
-        shift = ((keep - 1.0) * (_ALPHA * a) + _ALPHA * a * p).astype(dt.np)
-        scale = (keep * a).astype(dt.np)
-        s, b = wrap(scale, dt), wrap(shift, dt)
-        return input.mul_(s).add_(b) if inplace else input * s + b
-    noise = wrap(np.divide(keep, dt.np.type(1.0 - p)).astype(dt.np, copy=False), dt)
+        shift = (keep - 1.0) * float(_ALPHA * a) + float(_ALPHA * a * p)
+        scale = keep * float(a)
+        return input.mul_(scale).add_(shift) if inplace else input * scale + shift
+    noise = keep / (1.0 - p)
     return input.mul_(noise) if inplace else input * noise
 
 

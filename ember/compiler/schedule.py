@@ -81,7 +81,35 @@ def schedule(pg, *, mat_extra=(), log_name="graph") -> Schedule:
     raise RuntimeError("ember.compile: the native scheduler did not converge")
 
 
+# extern ops that draw from a generator: their relative order must stay the program's (the same stream)
+_DRAWING_EXTERNS = frozenset({"normal", "bernoulli", "bernoulli_p", "poisson", "multinomial"})
+
+
+def _hoist_draws(pg) -> None:
+    """Move the ``random_draw`` externs (inputless: shapes and a generator only) to the start of the
+    program, in their order, so a model with dropout runs its native code in one segment instead of one
+    per mask. Skipped when another extern draws from a generator (the draws would change order) or the
+    program has graph-break reads (a failed guard replays the rest eagerly, drawing again)."""
+    draws, others = [], []
+    for x in pg.items:
+        if isinstance(x, Effect) and x.kind == "extern" and x.op_node.op.name == "random_draw":
+            draws.append(x)
+        else:
+            others.append(x)
+    if not draws or draws == pg.items[:len(draws)]:
+        return
+    for x in others:
+        if isinstance(x, Effect) and (x.kind == "read" or
+                                      (x.kind == "extern" and x.op_node.op.name in _DRAWING_EXTERNS)):
+            return
+    first = min(x.seq for x in pg.items)
+    for i, d in enumerate(draws):
+        d.seq = first - len(draws) + i
+    pg.items = draws + others
+
+
 def _schedule_once(pg, extra: set, log_name: str) -> Schedule:
+    _hoist_draws(pg)
     items = pg.items
     nodes = [x for x in items if isinstance(x, PNode)]
     effects = [x for x in items if isinstance(x, Effect)]

@@ -125,6 +125,7 @@ class Tracer:
         self.extra_guards: list = []     # (description, fn() -> value, value seen while tracing)
         self.grad_assigned: set = set()  # ids of tensors whose .grad the function assigned itself
         self.grad_owner: dict = {}       # id(grad tensor) -> (owner, grad) for .grad reads
+        self.grad_rebinds: list = []     # (lifted Value, weakref to owner): the Value is owner._grad per replay
 
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
@@ -175,10 +176,14 @@ class Tracer:
             self.lifted.append(v)
             owner = self.grad_owner.get(id(t))
             if owner is not None and owner[1] is t and id(owner[0]) not in self.grad_assigned:
+                # a .grad read by reference is lifted by its access path: each replay reads the owner's
+                # current .grad (backward makes a new one each step), guarded on its shape and dtype
                 import weakref
                 oref = weakref.ref(owner[0])
-                self.add_guard(f".grad of a tensor {tuple(owner[0]._data.shape)} is the tensor seen while tracing",
-                               lambda oref=oref, gid=id(t): oref() is not None and id(oref()._grad) == gid)
+                shape, dt = tuple(t._data.shape), t._dtype
+                self.add_guard(f".grad of a tensor {tuple(owner[0]._data.shape)} is a {dt} tensor of shape {shape}",
+                               lambda oref=oref, shape=shape, dt=dt: _grad_matches(oref, shape, dt))
+                self.grad_rebinds.append((v, oref))
         return v
 
     # ---- hooks -----------------------------------------------------------------------------------
@@ -411,7 +416,14 @@ class Tracer:
         p = Program(self.values, self.graphs, out_struct, self.args, self.lifted, self.consts, self.reasons)
         p.fwd_refs = self.fwd_refs
         p.extra_guards = self.extra_guards
+        p.grad_rebinds = self.grad_rebinds
         return p
+
+
+def _grad_matches(oref, shape, dt) -> bool:
+    o = oref()
+    g = None if o is None else o._grad
+    return g is not None and g._dtype is dt and tuple(g._data.shape) == shape
 
 
 def _array_chain(a: np.ndarray):

@@ -299,7 +299,7 @@ class NativeRunner:
                 if isinstance(n, WriteNode) and n.target.kind == "lifted":
                     self.lifted_bumps[n.target.id] = self.lifted_bumps.get(n.target.id, 0) + 1
         self.arg_index = {v.id: i for i, v in enumerate(p.args)}
-        self._bumps = [(p.values[vid].ref, n) for vid, n in self.lifted_bumps.items()]
+        self._bumps = [(p.values[vid], n) for vid, n in self.lifted_bumps.items()]
         STATS["kernels"] += self.kernel_count
         STATS["externs"] += self.extern_count
 
@@ -386,7 +386,8 @@ class NativeRunner:
                 fb.busy = False
         for slot, orig in copied:
             np.copyto(orig, arrays[slot])
-        for ref, n in self._bumps:
+        for v, n in self._bumps:
+            ref = v.ref             # read per call: a .grad lifted by access path is rebound each replay
             for _ in range(n):
                 ref._bump()
         outs = {}

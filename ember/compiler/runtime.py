@@ -86,9 +86,13 @@ class _Undo:
 
 
 def check_extra_guards(program):
+    """Check the guards on Python state, then point ``.grad`` values lifted by access path at the owners'
+    current gradients (the guards checked they exist with the traced shape and dtype)."""
     for desc, fn, seen in getattr(program, "extra_guards", ()):
         if fn() != seen:
             raise GuardFailure(f"guard failed: {desc} (was {seen!r} when traced)")
+    for v, oref in getattr(program, "grad_rebinds", ()):
+        v.ref = oref()._grad
 
 
 def bind_inputs(program, arg_tensors, slots):

@@ -289,12 +289,25 @@ def test_bad_arguments_are_refused_clearly():
         ember.compile(lambda x: x, mode="fastest")
 
 
-def test_advanced_indexing_runs_eagerly_with_reason():
+def test_advanced_indexing_is_captured_with_the_indices_as_inputs():
     f = ember.compile(lambda x, i: x[i] * 2)
     x = ember.arange(5.0)
     assert f(x, ember.tensor([0, 2])).tolist() == [0.0, 4.0]
-    assert f(x, ember.tensor([1, 3])).tolist() == [2.0, 6.0]
-    assert "advanced indexing" in counters["fallback_reasons"][0]
+    assert f(x, ember.tensor([1, 3])).tolist() == [2.0, 6.0]      # new index values: a replay, not a retrace
+    assert counters["captures"] == 1 and counters["fallbacks"] == 0 and counters["replays"] == 1
+
+
+def test_module_training_flags_are_guarded_for_modules_passed_or_closed_over():
+    m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    x = ember.randn(3, 4)
+    f = ember.compile(lambda mod, x: mod(x))
+    g = ember.compile(lambda x: m(x))
+    f(m, x)
+    g(x)
+    m.eval()
+    close(f(m, x), m(x))          # eval: no dropout (a retrace, not the training graph)
+    close(g(x), m(x))
+    assert counters["recompiles"] == 2 and "training flags" in counters["recompile_reasons"][0]
 
 
 def test_compiled_optimizer_step_with_gradients_from_outside_stays_correct():

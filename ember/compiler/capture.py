@@ -72,24 +72,12 @@ _READ_METHODS = {"item": "item", "tolist": "tolist", "numpy": "numpy", "__bool__
                  "__repr__": "print", "__format__": "print"}
 
 
-# Ops whose Python wrapper or derivative computes arrays from tensor values in NumPy and passes them
-# as attributes (index maps from sort/top-k indices, data-dependent sizes): a replay would reuse the
-# traced arrays, so a trace that uses them is refused and the function runs eagerly. Found by
-# tests/test_compiler_optable.py, which compiles every case of the op table. Shrink this list by
-# passing such arrays as op arguments (tensors) instead of attributes.
+# Ops whose result depends on tensor values in a way a replay cannot repeat (a data-dependent output
+# size, or a range read from the input in Python): a trace that uses them is refused and the function
+# runs eagerly. Found by tests/test_compiler_optable.py, which compiles every case of the op table.
+# Shrink this list by computing such values inside ops (as tensors), never as attributes; the
+# selection ops, batch norm and eigh/svd left it that way (tests/test_compiler_capturable_ops.py).
 NOT_CAPTURABLE = {
-    "max_dim": "its derivative builds index maps from the argmax indices in NumPy",
-    "min_dim": "its derivative builds index maps from the argmin indices in NumPy",
-    "sort": "its derivative builds index maps from the sort indices in NumPy",
-    "topk": "its derivative builds index maps from the top-k indices in NumPy",
-    "kthvalue": "its derivative builds index maps from the indices in NumPy",
-    "median_dim": "its derivative builds index maps from the indices in NumPy",
-    "mode": "its derivative builds index maps from the indices in NumPy",
-    "cummax": "its derivative builds index maps from the indices in NumPy",
-    "cummin": "its derivative builds index maps from the indices in NumPy",
-    "linalg_eigh": "its derivative uses values computed in NumPy",
-    "linalg_svd": "its derivative uses values computed in NumPy",
-    "native_batch_norm": "its derivative uses statistics computed in NumPy",
     "masked_select": "its output size depends on the mask's values",
     "masked_scatter": "it depends on the number of True values in the mask",
     "histc": "its range is read from the input's values in Python",
@@ -126,6 +114,8 @@ class Tracer:
         self.grad_assigned: set = set()  # ids of tensors whose .grad the function assigned itself
         self.grad_owner: dict = {}       # id(grad tensor) -> (owner, grad) for .grad reads
         self.grad_rebinds: list = []     # (lifted Value, weakref to owner): the Value is owner._grad per replay
+        self.modules_seen: list = []     # (weakref to a module called while tracing, its training flag then)
+        self.module_ids: set = set()
 
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
@@ -202,10 +192,34 @@ class Tracer:
         if op.name in NOT_CAPTURABLE:
             self.refuse(f"op {op.name} is not capturable yet: {NOT_CAPTURABLE[op.name]}",
                         "run this part eagerly (outside the compiled function)")
-        if op.name in ("index", "index_put") and _has_array(attrs):
-            self.refuse("advanced indexing with tensor or list indices (x[idx], x[idx] = v) is not capturable "
-                        "yet: the indices are taken as constants", "use ember.index_select / gather / "
-                        "scatter / masked_fill, which take the index as a tensor argument")
+        if op.name in ("index", "index_put") and (_has_array(attrs) or self.parent is None):
+            # the indices are the op's tensor arguments (after x, and after the values for index_put)
+            if _has_array(attrs):
+                self.refuse(f"op {op.name} got index arrays as attributes: a replay would reuse the traced "
+                            "indices", "pass the indices as tensor arguments of the op")
+            # A bool mask index: its number of True values sets the result's size (x[mask]) or how the
+            # values are laid out (x[mask] = v). Guard the count like a Python read: a graph break whose
+            # replay retraces when the count differs. (The backward of a forward guarded here reuses the
+            # same masks, so a backward trace, whose parent is set, guards nothing.)
+            guarded = self.__dict__.setdefault("mask_guards", set())
+            for k in range(1 if op.name == "index" else 2, len(args)):
+                mask = args[k]
+                if mask._data.dtype != np.bool_ or ins[k].id in guarded or ins[k].kind == "const":
+                    continue                            # (a constant mask, e.g. from a list, keeps its count)
+                guarded.add(ins[k].id)
+                count = mask.sum()                      # recorded in the current graph
+                filename, lineno = user_frame()
+                br = BreakReason(f"indexing with a boolean mask: the number of True values "
+                                 f"({int(count._data)} when traced) sets the shape of the result",
+                                 filename, lineno, "keep shapes fixed where you can (ember.where(mask, x, 0), "
+                                 "masked_fill); a call whose count differs retraces")
+                if self.fullgraph:
+                    raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {filename}:{lineno}: "
+                                          f"{br.reason}. Suggestion: {br.suggestion}")
+                self.reasons.append(br)
+                self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", int(count._data),
+                                                    f"{filename}:{lineno}")
+                self.graphs.append(Graph())
         if attrs:
             attrs = self._attr_refs(op, attrs)
         vals = []
@@ -342,10 +356,15 @@ class Tracer:
         from . import optim_capture
         _opt.CAPTURE_STEP[0] = optim_capture.step_group
         self._patch_reads()
+        from ..nn.modules import module as _module
+        self._module_hook = _module.register_module_forward_pre_hook(self._module_called)
         return self
 
     def __exit__(self, *exc):
         self._unpatch_reads()
+        if getattr(self, "_module_hook", None) is not None:
+            self._module_hook.remove()
+            self._module_hook = None
         _random._GEN_HOOK[0] = None
         _registry.FACTORY[0] = None
         from ..optim import optimizer as _opt
@@ -417,7 +436,22 @@ class Tracer:
         p.fwd_refs = self.fwd_refs
         p.extra_guards = self.extra_guards
         p.grad_rebinds = self.grad_rebinds
+        if self.modules_seen:
+            refs = [r for r, _ in self.modules_seen]
+            seen = tuple(t for _, t in self.modules_seen)
+            p.extra_guards = list(p.extra_guards) + [(
+                f"the training flags of the {len(refs)} module(s) called are as traced",
+                lambda refs=refs: tuple(None if r() is None else r().training for r in refs), seen)]
         return p
+
+    def _module_called(self, module, args):
+        """Global forward pre-hook while tracing: every module called gets its ``training`` flag guarded
+        (a module passed as an argument or closed over switches to eval: a retrace, not the training graph)."""
+        if id(module) not in self.module_ids:
+            import weakref
+            self.module_ids.add(id(module))
+            self.keep.append(module)
+            self.modules_seen.append((weakref.ref(module), module.training))
 
 
 def _grad_matches(oref, shape, dt) -> bool:

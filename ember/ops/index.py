@@ -10,6 +10,9 @@ Indexing follows torch's rules (which differ from NumPy's in places):
   the ``index`` op gathers a copy. Bool masks become their ``nonzero`` coordinates; Python ``True`` /
   ``False`` add a dim of size 1 / 0. Advanced results go where the indexed dims were when those dims
   are adjacent, else in front (the same rule as NumPy applied to the view).
+* Index tensors are tensor ARGUMENTS of the ``index`` / ``index_put`` ops (the kernels turn masks into
+  coordinates), never arrays in their attributes, so ``ember.compile`` replays them with each call's own
+  indices.
 
 Every op is registered once with a NumPy kernel and a derivative written with ember ops: the gather
 family's derivatives are scatter-adds into zeros and vice versa, so double backward works.
@@ -25,10 +28,10 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, attach, dtype_name, FUNCTIONS
+from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY
 from ._util import wrap_dim, broadcast_error, fmt_shape
 from .shape import getitem_basic, SLICE_BACKWARD
-from .inplace import write_result, copy_out, _writable
+from .inplace import write_result, copy_out, _writable, CAPTURE_WRITE as _CAPTURING
 
 _NUMBER = (bool, int, float, np.bool_, np.number)
 
@@ -37,7 +40,15 @@ _NUMBER = (bool, int, float, np.bool_, np.number)
 
 
 def _zeros(shape, dtype) -> Tensor:
-    return wrap(np.zeros(shape, dtype=dtype.np), dtype)
+    return _literal(np.zeros(shape, dtype=dtype.np), dtype)
+
+
+def _literal(arr: np.ndarray, dtype=None) -> Tensor:
+    """Wrap an array made from Python values or shapes only (a list index, an assigned number, zeros):
+    a constant that a compiled replay may reuse (unlike arrays computed from tensor values)."""
+    if FACTORY[0] is not None:
+        FACTORY[0](arr)
+    return wrap(arr, dtype)
 
 
 def _const(arr: np.ndarray) -> Tensor:
@@ -87,6 +98,12 @@ def _first_bad(idx: np.ndarray, size: int, allow_negative: bool):
 
 
 # ---- the advanced-index ops: index and index_put ----------------------------------------------------
+# The index tensors are ARGUMENTS of the ops (after the indexed tensor, and after the values for
+# index_put), never attributes: a compiled replay then reads each call's own indices. ``pos`` gives the
+# view dim each index starts at. A bool index is a mask over ``mask.ndim`` dims; the kernel turns it
+# into its coordinates (nonzero). Negative indices are left to NumPy, which counts them from the end as
+# torch does. The Python wrappers check the key first (torch's messages); a kernel that meets bad
+# indices on its own (a compiled replay with new values) raises the same messages.
 
 
 def _adv_key(ndim, idx, pos):
@@ -96,51 +113,92 @@ def _adv_key(ndim, idx, pos):
     return tuple(key)
 
 
-def _index_kernel(x, idx, pos):
-    shape = _adv_result_shape(x.shape, idx, pos)
-    if 0 in shape:
-        return np.empty(shape, dtype=x.dtype)   # empty result: its (unchecked) indices are never read
-    return x[_adv_key(x.ndim, idx, pos)]
+def _coords_of(idx, pos):
+    """Masks (bool arrays) become one coordinate array per mask dim; integer indices pass through."""
+    for a in idx:
+        if a.dtype == np.bool_:
+            break
+    else:
+        return idx, pos
+    out_i, out_p = [], []
+    for a, p in zip(idx, pos):
+        if a.dtype == np.bool_:
+            for j, c in enumerate(np.nonzero(a)):
+                out_i.append(c)
+                out_p.append(p + j)
+        else:
+            out_i.append(a)
+            out_p.append(p)
+    return tuple(out_i), tuple(out_p)
+
+
+def _index_kernel(x, *idx, pos):
+    idx, pos = _coords_of(idx, pos)
+    try:
+        shape = _adv_result_shape(x.shape, idx, pos)
+        if 0 in shape:
+            return np.empty(shape, dtype=x.dtype)   # empty result: its (unchecked) indices are never read
+        return x[_adv_key(x.ndim, idx, pos)]
+    except (IndexError, ValueError):
+        _check_adv(x.shape, [(p, "adv", a) for p, a in zip(pos, idx)])   # torch's message for the bad index
+        raise
 
 
 def _index_bw(ctx, g):
     # scatter-add the gradient back into zeros: duplicated indices accumulate
     zero = _zeros(ctx.in_shape(0), g._dtype)
-    return (apply(INDEX_PUT, (zero, g), {"idx": ctx.attrs["idx"], "pos": ctx.attrs["pos"], "accumulate": True}),)
+    return (apply(INDEX_PUT, (zero, g) + tuple(ctx.inputs[1:]), {"pos": ctx.attrs["pos"], "accumulate": True}),)
 
 
-def _index_put_kernel(x, v, idx, pos, accumulate):
+def _put_into(out, v, idx, pos, accumulate):
+    """Write (or, with ``accumulate``, add) ``v`` into ``out`` at the advanced key, in place."""
+    idx, pos = _coords_of(idx, pos)
+    try:
+        if 0 in _adv_result_shape(out.shape, idx, pos):
+            return
+        key = _adv_key(out.ndim, idx, pos)
+        v = np.asarray(v).astype(out.dtype, copy=False)
+        if accumulate:
+            np.add.at(out, key, v)
+        else:
+            out[key] = v
+    except (IndexError, ValueError):
+        _check_adv(out.shape, [(p, "adv", a) for p, a in zip(pos, idx)])
+        raise
+
+
+def _index_put_kernel(x, v, *idx, pos, accumulate):
     out = np.array(x, copy=True)
-    if 0 in _adv_result_shape(x.shape, idx, pos):
-        return out
-    key = _adv_key(out.ndim, idx, pos)
-    v = np.asarray(v).astype(out.dtype, copy=False)
-    if accumulate:
-        np.add.at(out, key, v)
-    else:
-        out[key] = v
+    _put_into(out, v, idx, pos, accumulate)
     return out
 
 
 def _index_put_bw(ctx, g):
     a = ctx.attrs
+    idx = tuple(ctx.inputs[2:])
+    attrs = {"pos": a["pos"], "accumulate": False}
     gx = gv = None
     if ctx.edges[0] is not None:
         if a["accumulate"]:
             gx = g
         else:
             # overwritten positions get no gradient
-            gx = apply(INDEX_PUT, (g, _zeros((), g._dtype)), {"idx": a["idx"], "pos": a["pos"], "accumulate": False})
+            gx = apply(INDEX_PUT, (g, _zeros((), g._dtype)) + idx, attrs)
     if ctx.edges[1] is not None:
-        gv = apply(INDEX, (g,), {"idx": a["idx"], "pos": a["pos"]})
+        gv = apply(INDEX, (g,) + idx, {"pos": a["pos"]})
     return gx, gv
 
 
-INDEX = register("index", _index_kernel, _index_bw, prim="gather")
-INDEX_PUT = register("index_put", _index_put_kernel, _index_put_bw, prim="scatter")
+# The derivatives read the index arguments (``ctx.inputs``); the first index's version is checked, as
+# gather checks its index (torch checks every saved index).
+INDEX = register("index", _index_kernel, _index_bw, save="1", prim="gather")
+INDEX_PUT = register("index_put", _index_put_kernel, _index_put_bw, save="2", prim="scatter")
 
 
 # ---- key parsing --------------------------------------------------------------------------------------
+# Index tensors stay tensors all the way to the op (see above). Index data given as Python values (lists,
+# ndarrays, True/False) becomes a constant tensor (``_literal``). A 0-dim tensor used as an integer or a
+# bool is read in Python through ``operator.index`` / ``bool`` (under ember.compile: a guarded read).
 
 
 def _seq_is_tuple(key) -> bool:
@@ -171,14 +229,14 @@ def _seq_to_index(seq) -> np.ndarray:
 
 def _unwrap(seq):
     if isinstance(seq, Tensor):
-        return seq._data
+        return seq.tolist()          # Python reads the values (under ember.compile: a guarded read)
     if isinstance(seq, (list, tuple)):
         return [_unwrap(s) for s in seq]
     return seq
 
 
 def _classify(k):
-    """Return (kind, value) for one key element: int, slice, none, ell, bool, mask, adv."""
+    """Return (kind, value) for one key element: int, slice, none, ell, bool, mask, adv (mask/adv: a Tensor)."""
     if k is None:
         return "none", None
     if k is Ellipsis:
@@ -195,29 +253,30 @@ def _classify(k):
         if dt.category == 1 and dt is not _dt.uint8 and k._data.ndim == 0:
             if dt not in (_dt.int64, _dt.int32):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            return "int", int(k._data)
-        return _classify_array(k._data, dt)
+            return "int", operator.index(k)
+        return _classify_tensor(k)
     if isinstance(k, np.ndarray):
-        return _classify_array(k, _dt.from_numpy_dtype(k.dtype))
+        return _classify_tensor(_literal(k, _dt.from_numpy_dtype(k.dtype)))
     if isinstance(k, (list, tuple)):
         arr = _seq_to_index(k)
-        return _classify_array(arr, _dt.bool if arr.dtype == np.bool_ else _dt.int64)
+        return _classify_tensor(_literal(arr))
     name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
     raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                      f"indices (got {name})")
 
 
-def _classify_array(a: np.ndarray, dt):
+def _classify_tensor(t: Tensor):
+    dt = t._dtype
     if dt is _dt.bool or dt is _dt.uint8:
         if dt is _dt.uint8:
             warnings.warn("indexing with dtype ember.uint8 is now deprecated, please use a dtype ember.bool instead.",
                           UserWarning, stacklevel=4)
-            a = a.astype(np.bool_)
-        if a.ndim == 0:
-            return "bool", bool(a)
-        return "mask", a
+            t = t.to(_dt.bool)
+        if t._data.ndim == 0:
+            return "bool", bool(t)
+        return "mask", t
     if dt in (_dt.int64, _dt.int32):
-        return "adv", a
+        return "adv", t
     raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
 
 
@@ -240,14 +299,14 @@ class _Plan:
     def __init__(self, basic, trivial, adv):
         self.basic = basic        # tuple: NumPy basic key (ints, slices, None)
         self.trivial = trivial    # the basic key selects everything unchanged
-        self.adv = adv            # list of (view_pos, kind, array) with kind "adv" or "mask"
+        self.adv = adv            # list of (view_pos, kind, tensor) with kind "adv" or "mask"
 
 
 def _parse(x: Tensor, key) -> _Plan:
     if type(key) is Tensor and key._data.ndim and x._data.ndim:
         # x[index_tensor] / x[mask]: the most common advanced key
         kind, v = _classify(key)
-        if kind == "adv" or (kind == "mask" and v.ndim <= x._data.ndim):
+        if kind == "adv" or (kind == "mask" and v._data.ndim <= x._data.ndim):
             return _Plan((), True, [(0, kind, v)])
     if not isinstance(key, tuple):
         key = tuple(key) if _seq_is_tuple(key) else (key,)
@@ -259,7 +318,7 @@ def _parse(x: Tensor, key) -> _Plan:
         if kind in ("int", "slice", "adv"):
             specified += 1
         elif kind == "mask":
-            specified += v.ndim
+            specified += v._data.ndim
     if specified > nd:
         if nd == 0:
             first = next(kind for kind, _ in items if kind in ("int", "slice", "adv", "mask"))
@@ -307,11 +366,11 @@ def _parse(x: Tensor, key) -> _Plan:
             # True/False: a new dim of size 1 or 0 (an advanced index into a new unit dim)
             basic.append(None)
             trivial = False
-            adv.append((vdim, "adv", np.arange(1 if v else 0, dtype=np.int64)))
+            adv.append((vdim, "adv", _literal(np.arange(1 if v else 0, dtype=np.int64))))
             vdim += 1
             real += 1
         elif kind == "mask":
-            m = v.ndim
+            m = v._data.ndim
             basic.extend([slice(None)] * m)
             adv.append((vdim, "mask", v))
             src += m
@@ -326,45 +385,54 @@ def _parse(x: Tensor, key) -> _Plan:
     return _Plan(tuple(basic), trivial, adv)
 
 
-def _expand_adv(view_shape, adv):
-    """Turn the plan's advanced entries into (idx arrays, positions), checking masks, bounds, broadcast."""
-    idx, pos = [], []
-    for p, kind, a in adv:
+def _check_adv(view_shape, adv):
+    """Check an advanced key against the view (masks, broadcast, bounds: torch's messages) without
+    building it: return the op's index arguments, their positions and the result's shape.
+
+    ``adv`` holds (view_pos, kind, index) with tensors (from the wrappers) or arrays (from a kernel)."""
+    args, apos = [], []
+    shapes, pos, ints = [], [], []     # per coordinate array: shape, view dim; (k, array) for integer ones
+    for p, kind, t in adv:
+        a = t._data if isinstance(t, Tensor) else t
+        args.append(t)
+        apos.append(p)
         if kind == "mask":
             for j, n in enumerate(a.shape):
                 if n != view_shape[p + j]:
                     raise IndexError(f"The shape of the mask {fmt_shape(a.shape)} at index {j} does not match "
                                      f"the shape of the indexed tensor {fmt_shape(view_shape)} at index {p + j}")
-            for j, c in enumerate(np.nonzero(a)):
-                idx.append(c.astype(np.int64))
+            count = int(np.count_nonzero(a))
+            for j in range(a.ndim):
+                shapes.append((count,))
                 pos.append(p + j)
         else:
-            idx.append(a)
+            ints.append((len(shapes), a))
+            shapes.append(a.shape)
             pos.append(p)
-    if len(idx) > 1:
+    if len(shapes) > 1:
         try:
-            np.broadcast_shapes(*[a.shape for a in idx])
+            b = np.broadcast_shapes(*shapes)
         except ValueError:
             raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
-                             + ", ".join(fmt_shape(a.shape) for a in idx)) from None
+                             + ", ".join(fmt_shape(s) for s in shapes)) from None
+    else:
+        b = shapes[0]
+    res = _result_shape(view_shape, b, pos)
     # like torch, indices are not checked when the result is empty (nothing is read)
-    empty = bool(idx) and 0 in _adv_result_shape(view_shape, idx, pos)
-    used = bool(idx) and 0 not in np.broadcast_shapes(*[a.shape for a in idx])   # broadcast indices non-empty
-    out = []
-    for k, (a, p) in enumerate(zip(idx, pos)):
-        size = view_shape[p]
-        a = a.astype(np.int64, copy=False)
-        if used and size == 0:
-            raise IndexError("index is out of bounds for dimension with size 0")
-        if a.size and not empty:
-            mn, mx = _min_max(a)
-            if mn < -size or mx >= size:
-                bad = _first_bad(a, size, True)
-                raise IndexError(f"index {bad} is out of bounds for dimension {k} with size {size}")
-            if mn < 0:
-                a = np.where(a < 0, a + size, a)
-        out.append(a)
-    return tuple(out), tuple(pos)
+    if 0 not in b:
+        ints = dict(ints)
+        empty = 0 in res
+        for k, p in enumerate(pos):
+            size = view_shape[p]
+            if size == 0:
+                raise IndexError("index is out of bounds for dimension with size 0")
+            a = ints.get(k)
+            if a is not None and a.size and not empty:
+                mn, mx = _min_max(a)
+                if mn < -size or mx >= size:
+                    bad = _first_bad(a, size, True)
+                    raise IndexError(f"index {bad} is out of bounds for dimension {k} with size {size}")
+    return tuple(args), tuple(apos), res
 
 
 def _min_max(a: np.ndarray):
@@ -374,12 +442,18 @@ def _min_max(a: np.ndarray):
     return int(a.min()), int(a.max())
 
 
-def _adv_result_shape(shape, idx, pos):
-    b = np.broadcast_shapes(*[a.shape for a in idx]) if idx else ()
+def _result_shape(shape, b, pos):
+    """The shape of an advanced-index result: ``b`` (the broadcast index shape) replaces the indexed
+    dims where they are adjacent, else goes in front."""
     adjacent = list(pos) == list(range(pos[0], pos[0] + len(pos)))
     if adjacent:
         return tuple(shape[:pos[0]]) + tuple(b) + tuple(shape[pos[-1] + 1:])
     return tuple(b) + tuple(s for d, s in enumerate(shape) if d not in pos)
+
+
+def _adv_result_shape(shape, idx, pos):
+    b = np.broadcast_shapes(*[a.shape for a in idx]) if idx else ()
+    return _result_shape(shape, b, pos)
 
 
 def _fast_basic(shape, key):
@@ -420,8 +494,8 @@ def _getitem(self: Tensor, key) -> Tensor:
     if not plan.adv:
         return getitem_basic(self, plan.basic)
     view = self if plan.trivial else getitem_basic(self, plan.basic)
-    idx, pos = _expand_adv(view._data.shape, plan.adv)
-    return apply(INDEX, (view,), {"idx": idx, "pos": pos})
+    args, pos, _ = _check_adv(view._data.shape, plan.adv)
+    return apply(INDEX, (view,) + args, {"pos": pos})
 
 
 def _type_name(t: Tensor) -> str:
@@ -450,7 +524,8 @@ def _setitem(self: Tensor, key, value) -> None:
     basic = _fast_basic(self._data.shape, key)
     plan = _Plan(basic, False, ()) if basic is not None else _parse(self, key)
     if not plan.adv:
-        if not (GRAD[0] and (self._rg or (isinstance(value, Tensor) and value._rg))):
+        # (under ember.compile the write goes through write_result, which records it)
+        if not (GRAD[0] and (self._rg or (isinstance(value, Tensor) and value._rg))) and _CAPTURING[0] is None:
             _set_basic_nograd(self, plan.basic, value)
             return
         view = getitem_basic(self, plan.basic)
@@ -458,8 +533,8 @@ def _setitem(self: Tensor, key, value) -> None:
         write_result(view, lambda s: _filled(s, value), "copy_")
         return
     target = self if plan.trivial else getitem_basic(self, plan.basic)
-    idx, pos = _expand_adv(target._data.shape, plan.adv)
-    _index_put_impl_(target, idx, pos, value, False, "index_put_", check_dtype=isinstance(value, Tensor))
+    args, pos, res = _check_adv(target._data.shape, plan.adv)
+    _index_put_impl_(target, args, pos, res, value, False, "index_put_", check_dtype=isinstance(value, Tensor))
 
 
 def _set_basic_nograd(self: Tensor, key, value) -> None:
@@ -503,7 +578,7 @@ def _filled(s: Tensor, value) -> Tensor:
             v = v.to(s._dtype)
         return v.expand(s._data.shape)
     arr = np.broadcast_to(np.array(value).astype(s._dtype.np), s._data.shape)
-    return wrap(arr, s._dtype)
+    return _literal(arr, s._dtype)
 
 
 Tensor.__getitem__ = _getitem
@@ -522,20 +597,23 @@ def _indices_arg(self: Tensor, indices, op: str):
     for i, t in enumerate(indices):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
-        kind, a = _classify_array(t._data, t._dtype)
+        kind, a = _classify_tensor(t)
         if kind == "bool":
             raise IndexError(f"{op}(): 0-dim bool index tensors are not supported by ember; use a mask with dims")
         adv.append((vdim, kind, a))
-        vdim += a.ndim if kind == "mask" else 1
+        vdim += a._data.ndim if kind == "mask" else 1
     if vdim > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd} (got {vdim})")
-    return _expand_adv(self._data.shape, adv)
+    if not adv:
+        raise RuntimeError(f"{op}(): expected at least one index tensor in 'indices'")
+    return _check_adv(self._data.shape, adv)
 
 
-def _values_arg(self: Tensor, values, idx, pos, check_dtype=True) -> Tensor:
+def _values_arg(self: Tensor, values, res, check_dtype=True) -> Tensor:
+    """``values`` as a tensor of ``self``'s dtype that broadcasts to the indexing result's shape ``res``."""
     if not isinstance(values, Tensor):
         if isinstance(values, _NUMBER):
-            return wrap(np.array(values).astype(self._dtype.np), self._dtype)
+            return _literal(np.array(values).astype(self._dtype.np), self._dtype)
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
     if values._dtype is not self._dtype:
         if check_dtype:
@@ -543,7 +621,6 @@ def _values_arg(self: Tensor, values, idx, pos, check_dtype=True) -> Tensor:
                                f"{dtype_name(self._dtype)} for the destination and {dtype_name(values._dtype)} "
                                f"for the source.")
         values = values.to(self._dtype)
-    res = _adv_result_shape(self._data.shape, idx, pos) if idx else self._data.shape
     values = _strip_leading_ones(values, len(res))
     try:
         np.broadcast_shapes(values._data.shape, res)
@@ -556,42 +633,67 @@ def _values_arg(self: Tensor, values, idx, pos, check_dtype=True) -> Tensor:
     return values
 
 
-def _index_put_impl(self, idx, pos, values, accumulate, check_dtype=True):
-    values = _values_arg(self, values, idx, pos, check_dtype)
-    return apply(INDEX_PUT, (self, values), {"idx": idx, "pos": pos, "accumulate": builtins.bool(accumulate)})
+def _mask_where(self: Tensor, args, pos, values, accumulate):
+    """``self[mask] = values`` as ``where(mask, values, self)`` when ``values`` does not depend on the
+    number of True values (a number, or one value per position of the dims after the mask's). Used
+    under ember.compile: every shape stays fixed, so the capture needs no guard on the mask's count.
+    Returns the function ``s -> where(...)``, or None when the write is not of that form."""
+    if accumulate or len(args) != 1 or args[0]._dtype is not _dt.bool:
+        return None
+    mask, p = args[0], pos[0]
+    m = mask._data.ndim
+    post = self._data.ndim - p - m          # dims after the mask's
+    vs = values._data.shape
+    k = len(vs) - post - 1                  # the dim of values that lines up with the masked positions
+    if k >= 0 and vs[k] != 1:
+        return None
+    vb = values if k < 0 else values.reshape(vs[:k] + (1,) * m + vs[k + 1:])
+    mb = mask if post == 0 else mask.reshape(mask._data.shape + (1,) * post)
+    where = FUNCTIONS["where"]
+    return lambda s: where(mb, vb, s)
 
 
-def _index_put_impl_(self, idx, pos, values, accumulate, name, check_dtype=True):
-    values = _values_arg(self, values, idx, pos, check_dtype)
+def _index_put_impl(self, args, pos, res, values, accumulate, check_dtype=True):
+    values = _values_arg(self, values, res, check_dtype)
+    if _CAPTURING[0] is not None:
+        fill = _mask_where(self, args, pos, values, accumulate)
+        if fill is not None:
+            return fill(self)
+    return apply(INDEX_PUT, (self, values) + args, {"pos": pos, "accumulate": builtins.bool(accumulate)})
+
+
+def _index_put_impl_(self, args, pos, res, values, accumulate, name, check_dtype=True):
+    values = _values_arg(self, values, res, check_dtype)
     _no_partial_overlap(self, values)
-    if not (GRAD[0] and (self._rg or values._rg)):
+    if _CAPTURING[0] is not None:
+        # ember.compile is recording: go through write_result, which records the write
+        fill = _mask_where(self, args, pos, values, accumulate)
+        if fill is not None:
+            return write_result(self, fill, name)
+    elif not (GRAD[0] and (self._rg or values._rg)):
         # no autograd: write in place instead of copying the whole tensor
         _writable(self, name)
-        if 0 in _adv_result_shape(self._data.shape, idx, pos):
+        if 0 in res:
             return self
-        key = _adv_key(self._data.ndim, idx, pos)
-        if accumulate:
-            np.add.at(self._data, key, values._data)
-        else:
-            self._data[key] = values._data
+        _put_into(self._data, values._data, tuple(a._data for a in args), pos, accumulate)
         self._bump()
         return self
-    attrs = {"idx": idx, "pos": pos, "accumulate": builtins.bool(accumulate)}
-    return write_result(self, lambda s: apply(INDEX_PUT, (s, values), attrs), name)
+    attrs = {"pos": pos, "accumulate": builtins.bool(accumulate)}
+    return write_result(self, lambda s: apply(INDEX_PUT, (s, values) + args, attrs), name)
 
 
 def index_put(input, indices, values, accumulate: bool = False) -> Tensor:
     """Out-of-place ``input[indices] = values`` (``+=`` with duplicates summed when ``accumulate``)."""
     _tensor_arg(input, "index_put", "input", 1)
-    idx, pos = _indices_arg(input, indices, "index_put")
-    return _index_put_impl(input, idx, pos, values, accumulate)
+    args, pos, res = _indices_arg(input, indices, "index_put")
+    return _index_put_impl(input, args, pos, res, values, accumulate)
 
 
 def index_put_(input, indices, values, accumulate: bool = False) -> Tensor:
     """In-place ``input[indices] = values`` (or ``+=`` with ``accumulate=True``)."""
     _tensor_arg(input, "index_put_", "input", 1)
-    idx, pos = _indices_arg(input, indices, "index_put_")
-    return _index_put_impl_(input, idx, pos, values, accumulate, "index_put_")
+    args, pos, res = _indices_arg(input, indices, "index_put_")
+    return _index_put_impl_(input, args, pos, res, values, accumulate, "index_put_")
 
 
 attach("index_put", index_put)
@@ -1145,9 +1247,9 @@ def _index_fill_bw(ctx, g):
     if ctx.edges[0] is not None:
         gx = apply(INDEX_FILL, (g, index, 0), {"dim": dim})
     if ctx.edges[2] is not None:
-        # every filled slice received the value once (repeated indices fill once)
-        uniq = _const(np.unique(index._data))
-        gv = apply(INDEX_SELECT, (g, uniq), {"dim": dim}).sum()
+        # every filled slice received the value once (repeated or negative indices fill once)
+        filled = apply(INDEX_FILL, (_zeros(g._data.shape, g._dtype), index, 1), {"dim": dim})
+        gv = (g * filled).sum()
     return gx, None, gv
 
 
@@ -1175,10 +1277,8 @@ def index_fill(input, dim: int, index, value) -> Tensor:
     bad = _first_bad(index._data, size, True)
     if bad is not None:
         raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-    idx = _vector_index(index)
-    if idx._data.size and idx._data.min() < 0:
-        idx = wrap(np.where(idx._data < 0, idx._data + size, idx._data))
-    r = apply(INDEX_FILL, (x, idx, value), {"dim": d})
+    # (negative indices count from the end in the kernel, as NumPy reads them)
+    r = apply(INDEX_FILL, (x, _vector_index(index), value), {"dim": d})
     return r.reshape(()) if nd == 0 else r
 
 
@@ -1227,7 +1327,7 @@ def _masked_fill_bw(ctx, g):
     if ctx.edges[0] is not None:
         gx = apply(MASKED_FILL, (g, mask, 0))
     if ctx.edges[2] is not None:
-        gv = apply(MASKED_FILL, (g, _const(~mask._data), 0))
+        gv = apply(MASKED_FILL, (g, mask.logical_not(), 0))
     return gx, None, gv
 
 
@@ -1378,12 +1478,11 @@ attach("masked_scatter_", _masked_scatter_, function=False)
 # ---- take / take_along_dim / put ---------------------------------------------------------------------
 
 
-def _flat_index(index: Tensor, numel: int) -> np.ndarray:
-    a = index._data.astype(np.int64, copy=False)
+def _check_flat_index(index: Tensor, numel: int) -> None:
+    a = index._data
     bad = _first_bad(a, numel, True) if a.size else None
     if bad is not None:
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {numel} elements.")
-    return np.where(a < 0, a + numel, a) if a.size and a.min() < 0 else a
 
 
 def take(input, index, *, out=None) -> Tensor:
@@ -1395,8 +1494,8 @@ def take(input, index, *, out=None) -> Tensor:
     numel = input._data.size
     if index._data.size and numel == 0:
         raise IndexError("take(): tried to take from an empty tensor")
-    idx = _flat_index(index, numel)
-    r = apply(INDEX, (input.reshape(-1),), {"idx": (idx,), "pos": (0,)})
+    _check_flat_index(index, numel)
+    r = apply(INDEX, (input.reshape(-1), index), {"pos": (0,)})
     return r if out is None else copy_out(r, out)
 
 
@@ -1408,7 +1507,7 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{dtype_name(indices._dtype)}")
     if dim is None:
-        r = gather(input.reshape(-1), 0, _wrap_neg(indices.reshape(-1), input._data.size))
+        r = _gather_neg(input.reshape(-1), 0, indices.reshape(-1))
         return r if out is None else copy_out(r, out)
     nd = input._data.ndim
     if nd != indices._data.ndim:
@@ -1425,15 +1524,19 @@ def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:
     js[d] = indices._data.shape[d]
     x = input.expand(tuple(xs)) if tuple(xs) != input._data.shape else input
     j = indices.expand(tuple(js)) if tuple(js) != indices._data.shape else indices
-    r = gather(x, d, _wrap_neg(j, input._data.shape[d]))
+    r = _gather_neg(x, d, j)
     return r if out is None else copy_out(r, out)
 
 
-def _wrap_neg(index: Tensor, size: int) -> Tensor:
-    a = index._data
-    if a.size and a.min() < 0:
-        return wrap(np.where(a < 0, a + size, a))
-    return index
+def _gather_neg(x: Tensor, d: int, index: Tensor) -> Tensor:
+    """``gather`` whose negative indices count from the end. The gather op reads them so itself (as NumPy
+    does), so they are not rewritten in Python; the message names the index wrapped once, as torch's."""
+    size = x._data.shape[d]
+    bad = _first_bad(index._data, size, True) if index._data.size else None
+    if bad is not None:
+        raise RuntimeError(f"index {bad + size if bad < 0 else bad} is out of bounds for dimension {d} with "
+                           f"size {size}")
+    return apply(GATHER, (x, index), {"dim": d})
 
 
 def put(input, index, source, accumulate: bool = False) -> Tensor:
@@ -1453,9 +1556,9 @@ def _put(x, index, source, accumulate, name):
     if index._data.size != source._data.size:
         raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                          f"source.numel() = {source._data.size}, index.numel() = {index._data.size}")
-    idx = _flat_index(index, x._data.size).reshape(-1)
-    flat = apply(INDEX_PUT, (x.reshape(-1), source.reshape(-1)),
-                 {"idx": (idx,), "pos": (0,), "accumulate": builtins.bool(accumulate)})
+    _check_flat_index(index, x._data.size)
+    flat = apply(INDEX_PUT, (x.reshape(-1), source.reshape(-1), index.reshape(-1)),
+                 {"pos": (0,), "accumulate": builtins.bool(accumulate)})
     return flat.reshape(x._data.shape)
 
 

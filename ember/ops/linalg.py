@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, attach, dtype_name
+from .registry import register, apply, attach, dtype_name, FACTORY, node_class, rename
 from ..amp.state import AUTOCAST as _AUTOCAST, cast_args as _autocast_args
 
 _LOW = (_dt.float16, _dt.bfloat16)
@@ -80,7 +80,20 @@ def _const(arr, dtype) -> Tensor:
 
 
 def _eye(n: int, dtype) -> Tensor:
-    return _const(np.eye(n), dtype)
+    """An identity matrix: depends on the shape only, so a capturing compiler may keep it as a constant."""
+    t = _const(np.eye(n), dtype)
+    if FACTORY[0] is not None:
+        FACTORY[0](t._data)
+    return t
+
+
+def _safe_div(num: Tensor, den: Tensor) -> Tensor:
+    """``num / den`` with 0 where both are 0 (instead of 0/0 = NaN), written in ember ops so that a
+    compiled replay decides per element. Eigen/singular-vector derivatives divide by eigenvalue gaps,
+    which are 0 for repeated values; the numerator is then exactly 0 when the vectors get no gradient."""
+    both = (num == 0) & (den == 0)
+    from .binary import where
+    return num / where(both, 1.0, den)
 
 
 def _out(result: Tensor, out) -> Tensor:
@@ -174,6 +187,34 @@ def _matmul_bw(ctx, g):
 
 
 MATMUL = register("matmul", _matmul_kernel, _matmul_bw, save="i")
+_MM = node_class("MmBackward0")
+_MATMUL_2D = {(1, 1): node_class("DotBackward0"), (2, 1): node_class("MvBackward0"),
+              (1, 2): node_class("SqueezeBackward4"), (2, 2): _MM}
+_CLONE, _UNSAFE_VIEW = node_class("CloneBackward0"), node_class("UnsafeViewBackward0")
+
+
+def _matmul_node(op, args, attrs, nout):
+    """The node for a matmul, named as torch's matmul dispatches on the ranks: dot, mv, mm (a vector @
+    matrix is an unsqueezed mm then a squeeze); batched products end in a view, and a matrix @ batch
+    with the matrix requiring grad is folded into one mm whose transposed result is copied (a clone).
+    (``MATMUL.node_cls``: a hot op, so the class is chosen here in one call.)"""
+    na, nb = args[0]._data.ndim, args[1]._data.ndim
+    if na == 2 and nb == 2:
+        cls = _MM
+    elif na <= 2 and nb <= 2:
+        cls = _MATMUL_2D[na, nb]
+    else:
+        cls = _CLONE if na == 2 and args[0]._rg else _UNSAFE_VIEW
+    return cls(op, args, attrs, nout)
+
+
+MATMUL.node_cls = _matmul_node
+# the products with names of their own in torch (ember runs them through matmul / add_scaled)
+_BMM, _VDOT, _TRACE = node_class("BmmBackward0"), node_class("VdotBackward0"), node_class("TraceBackward0")
+_VIEW = node_class("ViewBackward0")
+_VECTOR_NORM = node_class("LinalgVectorNormBackward0")
+_ADDMM, _ADDMV, _ADDR, _ADDBMM, _BADDBMM = (node_class(n + "Backward0") for n in (
+    "Addmm", "Addmv", "Addr", "Addbmm", "Baddbmm"))
 
 
 def matmul_raw(a: Tensor, b: Tensor) -> Tensor:
@@ -321,7 +362,7 @@ def bmm(input, mat2, *, out=None) -> Tensor:
     if _AUTOCAST[0] is not None:
         input, mat2 = _autocast_args(input, mat2)
     _check_bmm(input, mat2)
-    r = apply(MATMUL, (input, mat2))
+    r = rename(apply(MATMUL, (input, mat2)), _BMM)
     return r if out is None else _out(r, out)
 
 
@@ -365,7 +406,7 @@ def vdot(input, other, *, out=None) -> Tensor:
     _tensor_arg(input, "vdot", "input")
     _tensor_arg(other, "vdot", "other")
     _check_dot(input, other)
-    r = apply(MATMUL, (input, other))
+    r = rename(apply(MATMUL, (input, other)), _VDOT)
     return r if out is None else _out(r, out)
 
 
@@ -459,7 +500,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None) -> Tensor:
     if input._dtype is not mat2._dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {dtype_name(input._dtype)} and "
                            f"{dtype_name(mat2._dtype)}")
-    r = _add_scaled(input, apply(MATMUL, (mat1, mat2)), beta, alpha)
+    r = rename(_add_scaled(input, apply(MATMUL, (mat1, mat2)), beta, alpha), _ADDMM)
     return r if out is None else _out(r, out)
 
 
@@ -477,7 +518,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None) -> Tensor:
     if sm[1] != vec._data.shape[0] or (n_in != sm[0] and n_in != 1):
         raise RuntimeError(f"size mismatch, got input ({n_in}), mat ({sm[0]}x{sm[1]}), vec ({vec._data.shape[0]})")
     _check_matmul(mat, vec)
-    r = _add_scaled(input, apply(MATMUL, (mat, vec)), beta, alpha)
+    r = rename(_add_scaled(input, apply(MATMUL, (mat, vec)), beta, alpha), _ADDMV)
     return r if out is None else _out(r, out)
 
 
@@ -493,7 +534,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:
             if isinstance(s, float):
                 raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
     prod = outer(vec1.to(dt), vec2.to(dt))
-    r = _add_scaled(input.to(dt), prod, beta, alpha)
+    r = rename(_add_scaled(input.to(dt), prod, beta, alpha), _ADDR)
     return r if out is None else _out(r, out)
 
 
@@ -520,7 +561,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
     _check_bmm(batch1, batch2)
     from .reduce import sum as _sum
     prod = _sum(apply(MATMUL, (batch1, batch2)), 0)
-    r = _add_scaled(input, prod, beta, alpha)
+    r = rename(_add_scaled(input, prod, beta, alpha), _ADDBMM)
     return r if out is None else _out(r, out)
 
 
@@ -540,7 +581,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
         raise RuntimeError(f"Input dtypes must be the same, got: input {_cname(input._dtype)}, batch1: "
                            f"{_cname(batch1._dtype)}, batch2: {_cname(batch2._dtype)}")
     _check_bmm(batch1, batch2)
-    r = _add_scaled(input, apply(MATMUL, (batch1, batch2)), beta, alpha)
+    r = rename(_add_scaled(input, apply(MATMUL, (batch1, batch2)), beta, alpha), _BADDBMM)
     return r if out is None else _out(r, out)
 
 
@@ -653,6 +694,19 @@ def _einsum_bw(ctx, g):
 
 
 EINSUM = register("einsum", _einsum_kernel, _einsum_bw, save="i")
+
+
+def _einsum_node_name(args, attrs):
+    """torch's einsum ends in a sum (one operand, letters summed out), a permute (one operand, none
+    summed), the view after a bmm (operands with a contraction) or a mul (operands without one)."""
+    subs, out = attrs["subs"], attrs["out"]
+    summed = set().union(*map(set, subs)) - set(out)
+    if len(subs) == 1:
+        return "SumBackward1" if summed else "PermuteBackward0"
+    return "ViewBackward0" if summed else "MulBackward0"
+
+
+EINSUM.node_name = _einsum_node_name
 
 
 def _parse_sublist_form(args):
@@ -847,7 +901,7 @@ def kron(input, other, *, out=None) -> Tensor:
     a = input.reshape(tuple(x for s in sa for x in (s, 1)))
     b = other.reshape(tuple(x for s in sb for x in (1, s)))
     r = (a * b).reshape(tuple(x * y for x, y in zip(sa, sb)))
-    return r if out is None else _out(r, out)
+    return rename(r, _UNSAFE_VIEW) if out is None else _out(r, out)
 
 
 # ---- triangular parts, trace, cross ---------------------------------------------------------------------
@@ -893,7 +947,7 @@ def trace(input) -> Tensor:
     if input._dtype is _dt.bool:
         raise _not_impl("trace", input._dtype)
     from .reduce import sum as _sum
-    return _sum(input.diagonal())
+    return rename(_sum(input.diagonal()), _TRACE)
 
 
 def _cross_bw(ctx, g):
@@ -905,6 +959,7 @@ def _cross_bw(ctx, g):
 
 
 CROSS = register("cross", lambda a, b, dim: np.cross(a, b, axis=dim), _cross_bw, save="i")
+CROSS.node_name = "LinalgCrossBackward0"
 
 
 def _linalg_cross(input, other, dim):
@@ -1179,22 +1234,20 @@ def _eigh_kernel(a, UPLO):
     return w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)
 
 
-def _defined(g) -> bool:
-    """Whether a gradient carries information. Gradients of unused outputs arrive as zeros; treating
-    them as absent (as torch's undefined gradients) avoids 0/0 for repeated eigen/singular values."""
-    return g is not None and bool(g._data.any())
+# The eigen/singular-vector parts of these derivatives are always computed, never skipped by looking
+# at the gradient's values: gradients of unused outputs arrive as zeros, a compiled backward is traced
+# with zero gradients, and a double backward sends gradients to the vectors even of eigvalsh/svdvals.
+# ``_safe_div`` keeps the terms finite (zero) for repeated values when the vectors get no gradient.
 
 
 def _eigh_bw(ctx, gL, gV):
     L, V = ctx.outputs
-    if not _defined(gV):
-        return (matmul_raw(V * gL.unsqueeze(-2), V.mT),)
     n = L._data.shape[-1]
     eye = _eye(n, L._dtype)
     VhgV = matmul_raw(V.mT, gV)
     VhgV = (VhgV - VhgV.mT) * 0.5
     E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye           # E[i, j] = L[j] - L[i], 1 on the diagonal
-    X = VhgV / E + gL.unsqueeze(-1) * eye
+    X = _safe_div(VhgV, E) + gL.unsqueeze(-1) * eye
     return (matmul_raw(V, matmul_raw(X, V.mT)),)
 
 
@@ -1217,29 +1270,21 @@ def _svd_bw(ctx, gU, gS, gVh):
         # only the first k singular vectors carry information (torch narrows them the same way)
         U, gU = U[..., :, :k], gU[..., :, :k]
         Vh, gVh = Vh[..., :k, :], gVh[..., :k, :]
-    has_u, has_v = _defined(gU), _defined(gVh)
-    if not has_u and not has_v:
-        return (matmul_raw(U * gS.unsqueeze(-2), Vh),)
     eye = _eye(k, S._dtype)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye          # E[j, k] = S_k^2 - S_j^2, 1 on the diagonal
-    num = None
-    if has_u:
-        UhgU = matmul_raw(U.mT, gU)
-        num = (UhgU - UhgU.mT) * S.unsqueeze(-2)
-    if has_v:
-        VhgV = matmul_raw(Vh, gVh.mT)
-        t = S.unsqueeze(-1) * (VhgV - VhgV.mT)
-        num = t if num is None else num + t
-    gA = num / E + gS.unsqueeze(-1) * eye
-    if m > n and has_u:
+    UhgU = matmul_raw(U.mT, gU)
+    VhgV = matmul_raw(Vh, gVh.mT)
+    num = (UhgU - UhgU.mT) * S.unsqueeze(-2) + S.unsqueeze(-1) * (VhgV - VhgV.mT)
+    gA = _safe_div(num, E) + gS.unsqueeze(-1) * eye
+    if m > n:
         gA = matmul_raw(U, gA)
-        gUSinv = gU / S.unsqueeze(-2)
+        gUSinv = _safe_div(gU, S.unsqueeze(-2))
         gA = gA + gUSinv - matmul_raw(U, matmul_raw(U.mT, gUSinv))
         gA = matmul_raw(gA, Vh)
-    elif m < n and has_v:
+    elif m < n:
         gA = matmul_raw(gA, Vh)
-        SinvgVh = gVh / S.unsqueeze(-1)
+        SinvgVh = _safe_div(gVh, S.unsqueeze(-1))
         gA = gA + SinvgVh - matmul_raw(matmul_raw(SinvgVh, Vh.mT), Vh)
         gA = matmul_raw(U, gA)
     else:
@@ -1706,7 +1751,9 @@ def multi_dot(tensors, *, out=None) -> Tensor:
         r = r.squeeze(0)
     elif last_vec:
         r = r.squeeze(-1)
-    return r if out is None else _out(r, out)
+    if out is None:
+        return rename(r, _VIEW)     # torch's multi_dot ends by viewing the product in the result's shape
+    return _out(r, out)
 
 
 def _chain(mats):
@@ -1792,12 +1839,15 @@ def _reduce_more(name: str):
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """Vector norm over ``dim`` (all dims by default); see ``ember.ops.reduce_more.vector_norm``."""
-    return _reduce_more("vector_norm")(x, ord, dim, keepdim, dtype=dtype, out=out)
+    r = _reduce_more("vector_norm")(x, ord, dim, keepdim, dtype=dtype, out=out)
+    return r if out is not None else rename(r, _VECTOR_NORM)     # one op in torch, whatever ord
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """Matrix norm over the two dims ``dim``; see ``ember.ops.reduce_more.matrix_norm``."""
-    return _reduce_more("matrix_norm")(A, ord, dim, keepdim, dtype=dtype, out=out)
+    r = _reduce_more("matrix_norm")(A, ord, dim, keepdim, dtype=dtype, out=out)
+    # torch computes the Frobenius norm as a vector norm (other orders end in other reductions)
+    return rename(r, _VECTOR_NORM) if out is None and ord == "fro" else r
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:

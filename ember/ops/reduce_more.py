@@ -6,8 +6,9 @@ Three kinds of ops live here:
   derivative built from ember ops, expanded back with ``_expand_back``;
 * index-selecting ops (max/min with ``dim``, sort, topk, kthvalue, median/mode with ``dim``,
   cummax/cummin): the kernel computes the int64 indices and gathers the values at them; the
-  derivative scatters the gradient back to the saved indices with shape.py's ``put_flat_add`` op
-  (whose own derivative is a gather, so double backward works);
+  derivative scatters the gradient at the saved indices OUTPUT (a tensor argument of ``scatter`` /
+  ``scatter_add``, so a compiled replay uses the new indices; their derivative is a gather, so double
+  backward works);
 * scans (cumsum, cumprod, logcumsumexp) and softmax/log_softmax.
 
 Index outputs are int64 and never differentiable. Integer inputs follow torch: sum-like results
@@ -24,12 +25,14 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
-from ..autograd.grad_mode import GRAD
+from ..autograd.grad_mode import GRAD, no_grad
 from ..autograd.node import _version_error
 from .registry import register, apply, attach, dtype_name, FUNCTIONS
 from ._util import dims_arg, wrap_dim
-from .reduce import _expand_back, sum as _sum, mean as _mean
+from .reduce import _expand_back, sum as _sum, mean as _mean, SUM
 from .shape import PUT_FLAT
+from .index import SCATTER, SCATTER_ADD
+from .creation import zeros as _zeros, ones as _ones
 
 _INF = float("inf")
 _HALF = (np.dtype(np.float16), _dt.bfloat16.np)
@@ -80,32 +83,6 @@ def _down(r, od):
 
 def _logical(shape) -> np.ndarray:
     return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
-
-
-def _flat_index(ind: np.ndarray, axis: int, in_shape: tuple) -> np.ndarray:
-    """Flat (C-order) positions in ``in_shape`` of ``ind`` (indices along ``axis``, keepdim layout)."""
-    nd = len(in_shape)
-    if nd == 0:
-        return np.zeros(ind.shape, dtype=np.int64)
-    strides = [1] * nd
-    for k in range(nd - 2, -1, -1):
-        strides[k] = strides[k + 1] * in_shape[k + 1]
-    flat = ind.astype(np.int64) * strides[axis]
-    for k in range(nd):
-        if k != axis and ind.shape[k] > 1:
-            shp = [1] * nd
-            shp[k] = ind.shape[k]
-            flat = flat + np.arange(ind.shape[k], dtype=np.int64).reshape(shp) * strides[k]
-    return np.broadcast_to(flat, ind.shape)
-
-
-def _scatter_back(g: Tensor, ind: np.ndarray, axis: int, in_shape: tuple, keepdim: bool) -> Tensor:
-    """Gradient of gathering ``ind`` along ``axis``: add ``g`` into zeros of ``in_shape`` at the indices."""
-    if not in_shape:
-        return g.reshape(())
-    if not keepdim:
-        g = g.unsqueeze(axis)
-    return apply(PUT_FLAT, (g,), {"idx": _flat_index(ind, axis, in_shape), "shape": tuple(in_shape)})
 
 
 def _name(d) -> str:
@@ -178,17 +155,12 @@ def _prod_kernel(x, axis, keepdims, dtype=None):
 
 def _shift(t: Tensor, d: int, reverse: bool) -> Tensor:
     """``t`` moved one step along ``d`` (forward: out[k] = t[k-1]), the vacated slot filled with 1."""
-    shp = t._data.shape
-    n = shp[d]
-    li = _logical(shp)
+    from .shape_more import cat
+    n = t._data.shape[d]
+    one = _ones(t._data.shape[:d] + (1,) + t._data.shape[d + 1:], dtype=t._dtype)
     if reverse:
-        part, dest, fill_at = t.narrow(d, 1, n - 1), np.take(li, np.arange(0, n - 1), axis=d), n - 1
-    else:
-        part, dest, fill_at = t.narrow(d, 0, n - 1), np.take(li, np.arange(1, n), axis=d), 0
-    placed = apply(PUT_FLAT, (part,), {"idx": dest, "shape": shp})
-    fill = np.zeros(shp, dtype=t._dtype.np)
-    fill[(slice(None),) * d + (fill_at,)] = 1
-    return placed + wrap(fill, t._dtype)
+        return cat([t.narrow(d, 1, n - 1), one], d)
+    return cat([one, t.narrow(d, 0, n - 1)], d)
 
 
 def _prod_others(x: Tensor, d: int) -> Tensor:
@@ -200,20 +172,20 @@ def _prod_others(x: Tensor, d: int) -> Tensor:
 
 def _prod_bw(ctx, g):
     x = ctx.inputs[0]
-    y = ctx.output
     axis, keep = ctx.attrs["axis"], ctx.attrs["keepdims"]
     shp = x._data.shape
     if not shp:
         return g
     gk = _expand_back(g, shp, axis, keep)
-    if not (x._data == 0).any():
-        return gk * (_expand_back(y, shp, axis, keep) / x)
+    if x._data.size == 0:
+        return gk
+    # always the zero-safe form: a compiled replay must not keep a branch taken on the traced values
     if len(axis) == 1:
         return gk * _prod_others(x, axis[0])
     return gk * _prod_others(x.reshape(-1), 0).reshape(shp)
 
 
-PROD = register("prod", _prod_kernel, _prod_bw, save="io")
+PROD = register("prod", _prod_kernel, _prod_bw, save="i")
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
@@ -275,20 +247,19 @@ def _rcumsum_np(a, axis, reverse):
     return _scan(np.cumsum, a, axis, not reverse)
 
 
-def _cumprod_grad_np(g, x, y, axis, reverse):
-    """First-order cumprod gradient in O(n), exact with zeros (used when no graph is being built)."""
-    if reverse:
-        fl = [np.flip(a, axis) for a in (g, x, y)]
-        return np.ascontiguousarray(np.flip(_cumprod_grad_np(*fl, axis, False), axis))
+def _cumprod_grad(g: Tensor, x: Tensor, y: Tensor, axis: int, reverse: bool) -> Tensor:
+    """First-order cumprod gradient in O(n), exact with zeros, in ember ops without branching on values
+    (so a compiled replay is right whether or not the new input has zeros). Used when no graph is built."""
+    from .binary import where
+    scan = {"axis": axis, "reverse": reverse}
+    anti = {"axis": axis, "reverse": not reverse}     # a sum against the scan direction (its adjoint)
     is_zero = x == 0
-    nz = np.cumsum(is_zero, axis=axis)
+    nz = apply(CUMSUM, (is_zero,), scan)
     before = nz == 0                      # positions before the first zero
     first = is_zero & (nz == 1)           # the first zero itself
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(before, np.flip(np.cumsum(np.flip(g * y, axis), axis), axis) / np.where(before, x, 1), 0)
-    y1 = np.cumprod(np.where(first, 1, x), axis=axis)
-    out = out + np.where(first, np.flip(np.cumsum(np.flip(g * y1, axis), axis), axis), 0)
-    return out.astype(np.result_type(g.dtype, x.dtype), copy=False)
+    out = where(before, apply(CUMSUM, (g * y,), anti) / where(before, x, 1), 0)
+    y1 = apply(CUMPROD, (where(first, 1, x),), scan)
+    return out + where(first, apply(CUMSUM, (g * y1,), anti), 0)
 
 
 def _cumprod_bw(ctx, g):
@@ -297,10 +268,11 @@ def _cumprod_bw(ctx, g):
     axis, rev = ctx.attrs["axis"], ctx.attrs.get("reverse", False)
     if x._data.ndim == 0 or x._data.shape[axis] <= 1:
         return g
-    if not (x._data == 0).any():
-        return apply(CUMSUM, (g * y,), {"axis": axis, "reverse": not rev}) / x
     if not GRAD[0]:
-        return wrap(_cumprod_grad_np(g._data, x._data, y._data, axis, rev))
+        return _cumprod_grad(g, x, y, axis, rev)
+    if not (x._data == 0).any():
+        # NOTE: a branch on values, taken only while building a graph of the backward (double backward)
+        return apply(CUMSUM, (g * y,), {"axis": axis, "reverse": not rev}) / x
     # building a graph (double backward): the O(n^2) form whose derivative is exact with zeros
     n = x._data.shape[axis]
     shp = x._data.shape
@@ -365,16 +337,19 @@ def _logcumsumexp_kernel(x, axis):
     return _down(np.logaddexp.accumulate(x, axis=axis), od)
 
 
-def _logcumsumexp_grad_np(g, x, y, axis):
-    # grad_k = sum_{j>=k} g_j exp(x_k - y_j), summed in log space separately for g > 0 and g < 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        la = np.log(np.abs(g))
-        out = 0
-        for sign, m in ((1, g > 0), (-1, g < 0)):
-            lg = np.where(m, la, -np.inf) - y
-            acc = np.flip(np.logaddexp.accumulate(np.flip(lg, axis), axis=axis), axis)
-            out = out + sign * np.exp(acc + x)
-    return np.asarray(out, dtype=np.result_type(g.dtype, x.dtype))
+def _logcumsumexp_grad(g: Tensor, x: Tensor, y: Tensor, axis: int) -> Tensor:
+    """First-order gradient in O(n) and in ember ops (a compiled replay recomputes it for new values):
+    grad_k = sum_{j>=k} g_j exp(x_k - y_j), summed in log space separately for g > 0 and g < 0."""
+    from .binary import where
+    from .shape_more import FLIP
+    flip = {"axes": (axis,)}
+    la = where(g == 0, 1, g).abs().log()
+    terms = []
+    for m in (g > 0, g < 0):
+        lg = where(m, la, -_INF) - y
+        acc = apply(FLIP, (apply(LOGCUMSUMEXP, (apply(FLIP, (lg,), flip),), {"axis": axis}),), flip)
+        terms.append((acc + x).exp())
+    return terms[0] - terms[1]
 
 
 def _logcumsumexp_bw(ctx, g):
@@ -384,7 +359,7 @@ def _logcumsumexp_bw(ctx, g):
     if x._data.ndim == 0:
         return g
     if not GRAD[0]:
-        return wrap(_logcumsumexp_grad_np(g._data, x._data, y._data, axis))
+        return _logcumsumexp_grad(g, x, y, axis)
     # building a graph: row j of the Jacobian is a softmax of x over positions <= j
     n = x._data.shape[axis]
     xm = x.movedim(axis, -1)
@@ -421,24 +396,29 @@ def _scalar_sel(x):
     return x.copy(), np.zeros((), dtype=np.int64)
 
 
-def _saved_indices(ctx) -> np.ndarray:
-    """The saved int64 index output, checked for in-place changes (the values output may change freely)."""
+def _saved_indices(ctx) -> Tensor:
+    """The saved int64 index output as a tensor on its own buffer (so a capturing compiler sees the op's
+    output, not a constant), checked for in-place changes (the values output may change freely)."""
     ctx._check()
-    data, _, vc, v = ctx.saved_out[1]
+    data, dt, vc, v = ctx.saved_out[1]
     if vc[0] != v:
-        _version_error((data.shape, _dt.int64), ctx, vc[0], v, output=1)
-    return data
+        _version_error((data.shape, dt), ctx, vc[0], v, output=1)
+    return wrap(data, dt)
 
 
 def _take_bw(ctx, g, _gi=None):
+    """Gradient of gathering at the indices output: scatter ``g`` into zeros of the input's shape.
+    cummax/cummin repeat indices, whose gradients add up (scatter_add); the other ops pick each
+    position at most once, so a plain scatter (about 3x faster) is exact."""
     axis, keep = ctx.attrs["axis"], ctx.attrs.get("keepdims", True)
     shp = ctx.in_shape(0)
     if not shp:
         return g.reshape(())
     ind = _saved_indices(ctx)
     if not keep:
-        ind = np.expand_dims(ind, axis)
-    return _scatter_back(g, ind, axis, shp, keep)
+        ind, g = ind.unsqueeze(axis), g.unsqueeze(axis)
+    op = SCATTER_ADD if ctx.op.name in ("cummax", "cummin") else SCATTER
+    return apply(op, (_zeros(shp, dtype=g._dtype), ind, g), {"dim": axis})
 
 
 def _select_op(name, kernel):
@@ -595,18 +575,20 @@ def _amin_kernel(x, axis, keepdims, nan_ties=False):
 
 
 def _distribute_bw(ctx, g):
-    """Gradient of max/min/median-like reductions: shared evenly among the inputs equal to the result."""
+    """Gradient of max/min/median-like reductions: shared evenly among the inputs equal to the result.
+    The tie mask is computed with ember ops (a compiled replay recomputes it for new values)."""
     x = ctx.inputs[0]
     y = ctx.output
     axis, keep = ctx.attrs["axis"], ctx.attrs["keepdims"]
     shp = x._data.shape
-    yk = y._data if keep or not axis else np.expand_dims(y._data, axis)
-    mask = x._data == yk
-    if ctx.attrs.get("nan_ties"):
-        mask = mask | (np.isnan(x._data) & np.isnan(yk))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = mask / np.sum(mask, axis=axis, keepdims=True)
-    return _expand_back(g, shp, axis, keep) * _const(scale, x._dtype)
+    with no_grad():
+        yk = _expand_back(y, shp, axis, keep)
+        mask = x == yk
+        if ctx.attrs.get("nan_ties"):
+            mask = mask | (x.isnan() & yk.isnan())
+        mask = mask.to(x._dtype)
+        scale = mask / (apply(SUM, (mask,), {"axis": axis, "keepdims": True}) if axis else mask)
+    return _expand_back(g, shp, axis, keep) * scale
 
 
 AMAX = register("amax", _amax_kernel, _distribute_bw, save="io")
@@ -861,9 +843,12 @@ def _var_bw(ctx, g):
 def _std_bw(ctx, g):
     a = ctx.attrs
     y = ctx.output
-    zero = y._data == 0
+    with no_grad():
+        zero = y == 0
+        nonzero = (~zero).to(y._dtype)
+        zero = zero.to(y._dtype)
     # torch: d std = d var / (2 std), with 0 where std == 0
-    gv = g / (2 * (y + _const(zero, y._dtype))) * _const(~zero, y._dtype)
+    gv = g / (2 * (y + zero)) * nonzero
     return _var_grad(gv, ctx.inputs[0], a["axis"], a["correction"], a["keepdims"])
 
 
@@ -969,24 +954,29 @@ def _norm_bw(ctx, g):
     gk = _expand_back(g, shp, axis, keep)
     if p == 0:
         return gk * 0
-    sign = _const(np.sign(x._data), dt)
+    # masks and signs are constants of the derivative, computed with ember ops (so a compiled replay
+    # recomputes them for new values)
+    with no_grad():
+        sign = x.sign()
     if p == 1:
         return gk * sign
-    yk_np = y._data if keep or not axis else np.expand_dims(y._data, axis)
-    if math.isinf(p):
-        a = np.abs(x._data)
-        mask = (a == yk_np) | np.isnan(a)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = sign._data * mask / np.sum(mask, axis=axis, keepdims=True)
-        return gk * _const(scale, dt)
     yk = _expand_back(y, shp, axis, keep)
-    zero = np.broadcast_to(yk_np == 0, shp)
-    safe = yk + _const(zero, y._dtype)
+    if math.isinf(p):
+        with no_grad():
+            a = x.abs()
+            mask = ((a == yk) | a.isnan()).to(dt)
+            scale = sign * mask / (apply(SUM, (mask,), {"axis": axis, "keepdims": True}) if axis else mask)
+        return gk * scale
+    with no_grad():
+        zero = yk == 0
+        nonzero = (~zero).to(dt)
+        zero = zero.to(y._dtype)
+    safe = yk + zero
     if p == 2:
-        return x * (gk / safe) * _const(~zero, dt)
+        return x * (gk / safe) * nonzero
     if p < 1:
         return sign * apply(ABS_POW, (x,), {"p": p - 1}) * gk * apply(ABS_POW, (yk,), {"p": 1 - p})
-    scale = gk / apply(ABS_POW, (safe,), {"p": p - 1}) * _const(~zero, dt)
+    scale = gk / apply(ABS_POW, (safe,), {"p": p - 1}) * nonzero
     if p < 2:
         return sign * apply(ABS_POW, (x,), {"p": p - 1}) * scale
     return x * apply(ABS_POW, (x,), {"p": p - 2}) * scale
@@ -1225,7 +1215,8 @@ def _nansum_kernel(x, axis, keepdims, dtype=None):
 
 def _nansum_bw(ctx, g):
     x = ctx.inputs[0]
-    keep = _const(~np.isnan(x._data), x._dtype)
+    with no_grad():
+        keep = (~x.isnan()).to(x._dtype)
     return _expand_back(g, x._data.shape, ctx.attrs["axis"], ctx.attrs["keepdims"]) * keep
 
 
@@ -1251,10 +1242,10 @@ def _nanmean_kernel(x, axis, keepdims):
 def _nanmean_bw(ctx, g):
     x = ctx.inputs[0]
     axis = ctx.attrs["axis"]
-    keep = ~np.isnan(x._data)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = keep / np.sum(keep, axis=axis, keepdims=True)
-    return _expand_back(g, x._data.shape, axis, ctx.attrs["keepdims"]) * _const(scale, x._dtype)
+    with no_grad():
+        keep = (~x.isnan()).to(x._dtype)
+        scale = keep / (apply(SUM, (keep,), {"axis": axis, "keepdims": True}) if axis else keep)
+    return _expand_back(g, x._data.shape, axis, ctx.attrs["keepdims"]) * scale
 
 
 NANMEAN = register("nanmean", _nanmean_kernel, _nanmean_bw, save="i")

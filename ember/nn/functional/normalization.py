@@ -14,7 +14,8 @@ per-feature affine map follows. So there are two registered ops per call:
 The statistics are separate inputs (not extra outputs) so that an in-place op on the normalized output
 (``BatchNorm -> ReLU(inplace=True)``) does not invalidate what backward reads. When a graph of the
 backward is being built (double backward), the statistics are recomputed from ``x`` with ember ops, so
-the second derivative includes their dependence on ``x``.
+the second derivative includes their dependence on ``x``. Batch norm's running statistics are updated
+with ember's in-place ops from the ``norm_stats`` outputs, so ``ember.compile`` records the update.
 
 float16/bfloat16 inputs are computed in float32 and rounded back, as torch's CPU kernels do.
 """
@@ -26,7 +27,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
-from ...autograd.grad_mode import GRAD
+from ...autograd.grad_mode import GRAD, no_grad
 from ...ops.registry import register, apply, dtype_name
 
 __all__ = ["layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "normalize",
@@ -278,12 +279,13 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
 
 # ---- batch norm / instance norm -----------------------------------------------------------------------
 
-def _update_running(buf: Tensor, value: np.ndarray, momentum: float) -> None:
-    """``buf = (1 - momentum) * buf + momentum * value`` in place, outside autograd (torch's update)."""
-    v = value.astype(buf._data.dtype, copy=False)
-    buf._data *= (1.0 - momentum)
-    buf._data += momentum * v
-    buf._bump()
+def _update_running(buf: Tensor, value: Tensor, momentum: float) -> None:
+    """``buf = (1 - momentum) * buf + momentum * value`` in place, outside autograd (torch's update).
+
+    Written with ember's in-place ops on the statistics op's outputs, so a compiled replay recomputes
+    and writes the update for each new batch."""
+    with no_grad():
+        buf.mul_(1.0 - momentum).add_(value.to(buf._dtype) * momentum)
 
 
 def _bn_core(input, weight, bias, running_mean, running_var, training, momentum, eps, instance=False):
@@ -314,14 +316,14 @@ def _bn_core(input, weight, bias, running_mean, running_var, training, momentum,
     mean, var = apply(NORM_STATS, (input,), {"shape": shape, "axes": axes, "center": True})
     if running_mean is not None and input.numel() > 0:
         count = s if instance else n * s
-        # running variance uses the unbiased estimate, as torch does
-        with np.errstate(divide="ignore", invalid="ignore"):
-            unbiased = var._data * (count / (count - 1)) if count > 1 else var._data * np.inf
-        m, v = mean._data.reshape(-1, c), unbiased.reshape(-1, c)
-        if instance:
-            m, v = m.mean(0), v.mean(0)
-        _update_running(running_mean, m.reshape(running_mean._data.shape), momentum)
-        _update_running(running_var, v.reshape(running_var._data.shape), momentum)
+        with no_grad():
+            # running variance uses the unbiased estimate, as torch does
+            unbiased = var * (count / (count - 1) if count > 1 else float("inf"))
+            m, v = mean.reshape(-1, c), unbiased.reshape(-1, c)
+            if instance:
+                m, v = m.mean(0), v.mean(0)
+        _update_running(running_mean, m.reshape(running_mean.shape), momentum)
+        _update_running(running_var, v.reshape(running_var.shape), momentum)
     return _normalize_op(NATIVE_BATCH_NORM, input, weight, bias, mean, var, shape, sshape, wshape, axes, waxes,
                          eps)
 

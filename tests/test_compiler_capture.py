@@ -357,3 +357,17 @@ def test_compiled_optimizer_step_alone_replays_with_new_grads(backend, opt_name)
         losses.append(ls)
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
     assert counters["captures"] == 2 and counters["fallbacks"] == 0
+
+
+def test_batchnorm_cumulative_average_replays_without_breaks():
+    bn = nn.BatchNorm1d(3, momentum=None)
+    ref = nn.BatchNorm1d(3, momentum=None)
+    f = ember.compile(lambda x: bn(x).sum())
+    for i in range(4):
+        x = ember.arange(12.0).reshape(4, 3) * (i + 1)
+        f(x)
+        ref(x)
+    close(bn.running_mean, ref.running_mean)
+    close(bn.running_var, ref.running_var)
+    assert int(bn.num_batches_tracked) == 4
+    assert counters["captures"] == 1 and counters["graph_breaks"] == 0

@@ -239,8 +239,9 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
-            # momentum=None: cumulative moving average over all batches seen
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+            # momentum=None: cumulative moving average over all batches seen; the factor 1 / count stays a
+            # tensor (no Python read of the count), so a compiled step replays it
+            factor = self.num_batches_tracked.double().reciprocal() if self.momentum is None else self.momentum
         if self.training:
             bn_training = True
         else:

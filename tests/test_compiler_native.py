@@ -390,3 +390,16 @@ def test_codegen_variants_agree():
         got = cf(*args)
         for g, w_ in zip(got, want):
             np.testing.assert_allclose(g.numpy(), w_, rtol=1e-5, atol=1e-6)
+
+
+def test_integer_advanced_indexing_runs_natively_with_its_backward():
+    def f(x, t, r):
+        return x[r, t], x[:, t] * 2, x[t[2:4]], x[ember.tensor([-1, 2])]
+    x = T(5, 7, rg=True)
+    t = ember.tensor([1, 6, 0, 3, 3])
+    cf = compare(f, x, t, ember.arange(5), grads=True)
+    assert native(cf).extern_count == 0
+    # new index values replay; an out-of-range one raises torch's exception type
+    close(cf(x, ember.tensor([2, 5, 4, 0, 1]), ember.arange(5))[1], f(x, ember.tensor([2, 5, 4, 0, 1]), ember.arange(5))[1])
+    with pytest.raises(IndexError, match="out of bounds"):
+        cf(x, ember.tensor([1, 9, 0, 3, 3]), ember.arange(5))

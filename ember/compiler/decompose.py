@@ -507,7 +507,7 @@ EXTERN_OPS = frozenset("""
 div_floor div_trunc take_flat put_flat_add as_strided fill_flat_zero copy_slices
 unfold diagonal erfinv digamma polygamma special_i1 i0 sinc isclose bitwise_left_shift bitwise_right_shift
 ldexp logaddexp logaddexp2 heaviside cumsum cumprod logcumsumexp sort topk kthvalue median_dim mode cummax cummin argsort
-median unique index index_put scatter scatter_add scatter_reduce index_add index_copy index_fill masked_select
+median unique scatter scatter_add scatter_reduce index_add index_copy index_fill masked_select
 masked_scatter nonzero einsum cross linalg_inv linalg_solve linalg_det linalg_slogdet linalg_cholesky linalg_qr
 linalg_eigh linalg_svd linalg_pinv repeat_interleave repeat_interleave_backward roll diag_embed block_diag
 normal bernoulli bernoulli_p poisson binary_cross_entropy binary_cross_entropy_with_logits conv2d

@@ -770,3 +770,72 @@ def _add_scaled(b, n, args, at):
         return [_finish(b, n, b.broadcast_to(r, prod.shape))]
     r = b.ew("add", r, inp if beta == 1 else b.ew("mul", inp, beta))
     return [_finish(b, n, r)]
+
+
+# ---- advanced indexing (integer index tensors at adjacent positions) ---------------------------------------
+
+def _adv_linear(b, shp, idx, pos):
+    """(the advanced dims merged: linear index over them, flattened to 1-D, with -1 where a component is out
+    of range (so the gather's / scatter's bound check raises), the broadcast index shape, their size)."""
+    if not idx or any(i.dtype == np.bool_ for i in idx):
+        raise Unsupported("a boolean mask index")
+    if list(pos) != list(range(pos[0], pos[0] + len(pos))):
+        raise Unsupported("advanced indices at non-adjacent positions")
+    bshape = tuple(np.broadcast_shapes(*[i.shape for i in idx]))
+    lin, valid, stride = None, None, 1
+    for p, i in reversed(list(zip(pos, idx))):
+        size = shp[p]
+        ii = b.cast(i, np.int64)
+        ii = b.where(b.ew("lt", ii, 0), b.ew("add", ii, size), ii)          # negative indices count from the end
+        ok = b.ew("and", b.ew("ge", ii, 0), b.ew("lt", ii, size))
+        term = b.ew("mul", ii, stride) if stride != 1 else ii
+        lin = term if lin is None else b.ew("add", lin, term)
+        valid = ok if valid is None else b.ew("and", valid, ok)
+        stride *= size
+    lin = b.broadcast_to(lin, bshape)
+    if len(idx) > 1:
+        lin = b.where(b.broadcast_to(valid, bshape), lin, -1)
+    m = int(np.prod(bshape, dtype=np.int64))
+    return b.reshape(lin, (m,)), bshape, stride
+
+
+@decomp("index")
+def _index(b, n, args, at):
+    x, idx, pos = args[0], list(args[1:]), tuple(at["pos"])
+    shp = x.shape
+    lin, bshape, a = _adv_linear(b, shp, idx, pos)
+    p0, k = pos[0], len(pos)
+    pre, post = shp[:p0], shp[p0 + k:]
+    m = lin.shape[0]
+    if m == 0 or 0 in shp:
+        raise Unsupported("an empty index or input")
+    xr = b.reshape(x, pre + (a,) + post)
+    ishape = pre + (m,) + post
+    ii = b.expand(b.reshape(lin, (1,) * len(pre) + (m,) + (1,) * len(post)), ishape)
+    msg = f"index {{}} is out of bounds for dimension {p0} with size {shp[p0]}" if k == 1 else \
+        "index {} is out of bounds for the indexed dimensions"
+    r = b.gather(xr, ii, len(pre), error=(IndexError, msg))
+    return [_finish(b, n, b.reshape(r, pre + bshape + post))]
+
+
+@decomp("index_put")
+def _index_put(b, n, args, at):
+    """``x[idx] += v`` (accumulate=True, the backward of ``index``): a scatter-add of the rows of ``v``."""
+    if not at.get("accumulate"):
+        raise Unsupported("index_put without accumulate (the last duplicate wins)")
+    x, v, idx, pos = args[0], args[1], list(args[2:]), tuple(at["pos"])
+    if not isinstance(v, PNode):
+        raise Unsupported("a Python value")
+    shp = x.shape
+    lin, bshape, a = _adv_linear(b, shp, idx, pos)
+    p0, k = pos[0], len(pos)
+    pre, post = shp[:p0], shp[p0 + k:]
+    m = lin.shape[0]
+    if m == 0 or 0 in shp:
+        raise Unsupported("an empty index or input")
+    npre, npost = int(np.prod(pre, dtype=np.int64)), int(np.prod(post, dtype=np.int64))
+    vv = b.reshape(b.broadcast_to(b.cast(v, x.dtype), pre + bshape + post), (npre, m, npost))
+    rows = b.reshape(b.permute(vv, (1, 0, 2)), (m, npre * npost))
+    s = b.node("scatter_add", (rows, lin), {"rows": a, "skip": -1}, (a, npre * npost), x.dtype)
+    s = b.reshape(b.permute(b.reshape(s, (a, npre, npost)), (1, 0, 2)), shp)
+    return [_finish(b, n, b.ew("add", x, s))]

@@ -403,3 +403,19 @@ def test_integer_advanced_indexing_runs_natively_with_its_backward():
     close(cf(x, ember.tensor([2, 5, 4, 0, 1]), ember.arange(5))[1], f(x, ember.tensor([2, 5, 4, 0, 1]), ember.arange(5))[1])
     with pytest.raises(IndexError, match="out of bounds"):
         cf(x, ember.tensor([1, 9, 0, 3, 3]), ember.arange(5))
+
+
+def test_kernel_times_when_built_with_timing(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBER_KERNEL_TIMING", "1")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    cf = ember.compile(lambda x, w: (x @ w).relu().sum())
+    x, w = T(32, 16), T(16, 8)
+    for _ in range(3):
+        close(cf(x, w), (x @ w).relu().sum())
+    rows = ember.compiler.kernel_times(cf)
+    assert rows and all(calls == 2 and s > 0 for _, _, calls, s in rows)    # built on the 2nd call, ran twice
+    assert any("matmul" in what for _, what, _, _ in rows)
+    monkeypatch.delenv("EMBER_KERNEL_TIMING")
+    cg = ember.compile(lambda x: x * 2)
+    cg(x), cg(x)
+    assert ember.compiler.kernel_times(cg) == []

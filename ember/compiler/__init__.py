@@ -20,3 +20,22 @@ def __getattr__(name):
 
 def set_recompile_limit(n: int) -> None:
     _api.recompile_limit = int(n)
+
+
+def kernel_times(compiled) -> list:
+    """Per-kernel run times of a compiled function or module, slowest first:
+    ``[(kernel, what it fuses, calls, total seconds)]``. The generated code is timed only when it was
+    built with ``EMBER_KERNEL_TIMING=1`` in the environment (else the list is empty)::
+
+        EMBER_KERNEL_TIMING=1 python train.py     # then, in train.py:
+        for name, what, calls, s in ember.compiler.kernel_times(step)[:10]:
+            print(f"{s / calls * 1e3:8.3f} ms  {what}")
+    """
+    cf = getattr(compiled, "_compiled", compiled)
+    rows = []
+    for e in getattr(cf, "entries", ()):
+        native = getattr(e.runner, "native", None)
+        if native is not None and hasattr(native, "kernel_times"):
+            rows.extend(native.kernel_times())
+    rows.sort(key=lambda r: -r[3])
+    return rows

@@ -263,7 +263,7 @@ def _start() -> None:
             d = getattr(o, "_data", None)
             if isinstance(d, np.ndarray):
                 _track(d, check_limit=False)
-        elif type(o) is Node and o.saved_out:
+        elif issubclass(type(o), Node) and getattr(o, "saved_out", None):   # nodes are per-name subclasses
             # autograd keeps its saved outputs as raw arrays
             for s in o.saved_out:
                 if isinstance(s[0], np.ndarray):

@@ -24,7 +24,7 @@ import functools
 
 from ..tensor import Tensor, wrap
 from . import grad_mode as _gm
-from .node import Node, _version_error
+from .node import Node, _version_error, node_class
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -92,12 +92,13 @@ BackwardCFunction = FunctionCtx
 class _FnOp:
     """An OpDef-like adapter so the engine can run a custom Function's backward."""
 
-    __slots__ = ("cls", "name", "node_name", "save", "nondiff_outputs", "differentiable", "nout")
+    __slots__ = ("cls", "name", "node_name", "node_cls", "save", "nondiff_outputs", "differentiable", "nout")
 
     def __init__(self, cls, nout, nondiff):
         self.cls = cls
         self.name = cls.__name__
         self.node_name = cls.__name__ + "Backward"
+        self.node_cls = node_class(self.node_name)
         self.save = ""
         self.nondiff_outputs = nondiff
         self.differentiable = True

@@ -17,13 +17,17 @@ _seq = [0]
 
 
 class Node:
+    """One recorded op. Recorded nodes are instances of a subclass named as torch names the node
+    (``AddBackward0``: see ``node_class``), so ``type(y.grad_fn).__name__`` reads as in torch."""
+
     __slots__ = ("op", "args", "attrs", "edges", "in_meta", "saved_out", "versions", "released",
                  "tensor_hooks", "hooks", "pre_hooks", "seq", "trace", "nout", "_metadata", "ctx_data",
                  "__weakref__", "_name")
+    _full_name = None    # what name() returns; set on the per-name subclasses
 
     def __init__(self, op, args, attrs, nout):
         self.op = op
-        self.args = args
+        self.args = args if op.save else None
         self.attrs = attrs
         self.nout = nout
         self.saved_out = None
@@ -42,7 +46,9 @@ class Node:
     @staticmethod
     def record(op, args, attrs, outs) -> "Node":
         """Make a node for ``outs = op(*args)`` and link outputs to it."""
-        node = Node(op, args if op.save else None, attrs, len(outs))
+        # node_cls is the op's Node subclass, or for ops whose name depends on the call, a function
+        # picking the subclass (see OpDef.node_name): either way one call, no branch here
+        node = op.node_cls(op, args, attrs, len(outs))
         edges = []
         meta = []
         for a in args:
@@ -155,7 +161,7 @@ class Node:
 
     # ---- torch's public Node API -------------------------------------------------------
     def name(self) -> str:
-        return self._name or self.op.node_name
+        return self._name or self._full_name or self.op.node_name
 
     @property
     def metadata(self) -> dict:
@@ -222,7 +228,55 @@ class Node:
         return tuple(None if e is None else g for e, g in zip(self.edges, gi))
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{self.name().rsplit('::', 1)[-1]} object at {hex(id(self))}>"
+
+
+_CLASSES: dict = {}
+
+
+def node_class(name: str) -> type:
+    """The Node subclass for nodes torch calls ``name``, made once per name and cached.
+
+    The class is named as ``type(grad_fn).__name__`` reads in torch: the name without a
+    ``torch::autograd::`` prefix (``CopySlices``); ``name()`` returns the full name.
+    """
+    cls = _CLASSES.get(name)
+    if cls is None:
+        short = name.rsplit("::", 1)[-1]
+        cls = type(short, (Node,), {"__slots__": (), "_full_name": name, "__module__": __name__,
+                                    "__qualname__": short})
+        _CLASSES[name] = cls
+    return cls
+
+
+def name_by(fn):
+    """A ``node_cls`` for an op whose node name depends on the call: ``fn(args, attrs) -> name`` is
+    evaluated when a node is recorded (only then, so ops without autograd pay nothing)."""
+    classes = _CLASSES
+
+    def make(op, args, attrs, nout):
+        name = fn(args, attrs)
+        cls = classes.get(name)         # inline: this runs for every recorded node of the op
+        if cls is None:
+            cls = node_class(name)
+        return cls(op, args, attrs, nout)
+    return make
+
+
+def rename(out, cls):
+    """Give the node just recorded for ``out`` (a Tensor or tuple of them, fresh from ``apply``) the
+    class ``cls``, for public functions that run a shared op under another torch name (``transpose``
+    runs ``permute``; torch calls the node ``TransposeBackward0``). A no-op without autograd."""
+    if type(out) is tuple:
+        for o in out:
+            fn = o.grad_fn
+            if fn is not None:
+                fn.__class__ = cls
+        return out
+    fn = out.grad_fn
+    if fn is not None:
+        fn.__class__ = cls
+    return out
 
 
 class AccumulateGrad(Node):

@@ -20,7 +20,7 @@ from ._util import select
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
-from .registry import register, attach, dtype_name
+from .registry import register, attach, dtype_name, node_class, rename
 from .elementwise import binary, _run, _out
 from .inplace import write_result
 from ._util import can_cast
@@ -476,6 +476,7 @@ def _copysign_bw(ctx, g):
 
 
 COPYSIGN = register("copysign", ew_kernel(np.copysign), _copysign_bw, save="io")
+COPYSIGN.node_name = lambda args, attrs: "CopysignBackward0" if isinstance(args[1], Tensor) else "CopysignBackward1"
 copysign = _binary_fn("copysign", COPYSIGN, kind="float", scalar_other=True,
                       doc="Elementwise ``|input|`` with the sign (sign bit) of ``other``.")
 _register_fn("copysign", copysign, kind="float")
@@ -657,8 +658,11 @@ def lerp(input, end, weight, *, out=None) -> Tensor:
         kname = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
         raise not_implemented_for(kname, input._dtype)
     if not isinstance(weight, Tensor):
-        weight = float(weight)
-    return _run(LERP, (input, end, weight), None)
+        return _run(LERP, (input, end, float(weight)), None)
+    return rename(_run(LERP, (input, end, weight), None), _LERP_TENSOR)     # torch's lerp.Tensor overload
+
+
+_LERP_TENSOR = node_class("LerpBackward1")
 
 
 def _lerp_(self, end, weight):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, attach, HOOKS, dtype_name
+from .registry import register, apply, attach, HOOKS, dtype_name, node_class, rename
 from ._util import broadcast_error, can_cast
 
 _FLOAT = 2
@@ -172,6 +172,7 @@ def _zero_bw(ctx, g):
 
 DIV_FLOOR = register("div_floor", _cast_kernel(_floor_div), _zero_bw)
 DIV_TRUNC = register("div_trunc", _cast_kernel(_trunc_div), _zero_bw)
+DIV_FLOOR.node_name = DIV_TRUNC.node_name = "DivBackward2"   # torch's div(..., rounding_mode=) overload
 
 
 def add(input, other, *, alpha=1, out=None) -> Tensor:
@@ -207,6 +208,16 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
     if alpha == 1:
         return binary(SUB, input, other, name="sub")
     return _with_alpha(SUB, input, other, alpha)
+
+
+# torch's rsub is its own op (other - alpha * input), numbered by whether other is a Tensor (0) or a
+# Number (1); ``number / tensor`` is reciprocal then mul in torch
+_RSUB, _RSUB_SCALAR, _MUL = node_class("RsubBackward0"), node_class("RsubBackward1"), node_class("MulBackward0")
+
+
+def rsub(input, other, *, alpha=1) -> Tensor:
+    """``other - alpha * input``."""
+    return rename(sub(other, input, alpha=alpha), _RSUB if isinstance(other, Tensor) else _RSUB_SCALAR)
 
 
 def mul(input, other, *, out=None) -> Tensor:
@@ -261,6 +272,7 @@ for _n, _f in [("add", add), ("sub", sub), ("mul", mul), ("div", div), ("neg", n
                ("negative", neg), ("floor_divide", floor_divide), ("true_divide", true_divide)]:
     attach(_n, _f)
 attach("subtract", sub)
+attach("rsub", rsub, method=False)      # torch has no Tensor.rsub
 attach("multiply", mul)
 attach("divide", div)
 
@@ -287,13 +299,13 @@ Tensor.__add__ = lambda self, other: binary(ADD, self, other, name="add")
 Tensor.__radd__ = lambda self, other: binary(ADD, other, self, name="add")
 Tensor.__iadd__ = lambda self, other: inplace(self, add, other, "add_")
 Tensor.__sub__ = lambda self, other: sub(self, other)
-Tensor.__rsub__ = lambda self, other: sub(other, self)
+Tensor.__rsub__ = lambda self, other: rename(sub(other, self), _RSUB_SCALAR)
 Tensor.__isub__ = lambda self, other: inplace(self, sub, other, "sub_")
 Tensor.__mul__ = lambda self, other: binary(MUL, self, other, name="mul")
 Tensor.__rmul__ = lambda self, other: binary(MUL, other, self, name="mul")
 Tensor.__imul__ = lambda self, other: inplace(self, mul, other, "mul_")
 Tensor.__truediv__ = lambda self, other: binary(DIV, self, other, kind="float", name="div")
-Tensor.__rtruediv__ = lambda self, other: binary(DIV, other, self, kind="float", name="div")
+Tensor.__rtruediv__ = lambda self, other: rename(binary(DIV, other, self, kind="float", name="div"), _MUL)
 Tensor.__itruediv__ = lambda self, other: inplace(self, div, other, "div_")
 Tensor.__floordiv__ = lambda self, other: floor_divide(self, other)
 Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)

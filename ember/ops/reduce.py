@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
-from .registry import register, apply, attach
+from .registry import register, apply, attach, node_class, rename
 from ._util import dims_arg
 
 
@@ -35,6 +35,7 @@ def _sum_bw(ctx, g):
 
 
 SUM = register("sum", _sum_kernel, _sum_bw, prim="reduce_sum")
+_SUM_DIM = node_class("SumBackward1")
 
 
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noqa: A001
@@ -49,6 +50,8 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noq
     if dtype is not None:
         attrs["dtype"] = dtype.np
     r = apply(SUM, (input,), attrs)
+    if dim is not None:
+        rename(r, _SUM_DIM)      # torch's sum.dim_IntList overload
     if input._dtype is _dt.bfloat16 and dtype is None and r._dtype is not _dt.bfloat16:
         r = r.to(_dt.bfloat16)
     if out is not None:
@@ -70,6 +73,7 @@ def _mean_bw(ctx, g):
 
 
 MEAN = register("mean", _mean_kernel, _mean_bw)
+_MEAN_DIM = node_class("MeanBackward1")
 
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
@@ -86,6 +90,8 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
         axis = tuple(range(nd))
     x = input if dtype is None else input.to(dtype)
     r = apply(MEAN, (x,), {"axis": axis, "keepdims": keepdim})
+    if dim is not None:
+        rename(r, _MEAN_DIM)
     if r._dtype is not dt:
         r = r.to(dt)
     if out is not None:

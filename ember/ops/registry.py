@@ -11,12 +11,14 @@ off one list, ``HOOKS``, checked once per call.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _BY_NP
 from ..autograd.grad_mode import GRAD
-from ..autograd.node import Node
+from ..autograd.node import Node, node_class, name_by, rename  # noqa: F401 - rename is re-exported for ops
 from ..autograd.views import track as _track_view
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -29,7 +31,7 @@ class OpDef:
     """One operator: kernel, derivative, saved values, and decomposition slot."""
 
     __slots__ = ("name", "kernel", "backward", "save", "nout", "nondiff_outputs", "decomp",
-                 "node_name", "differentiable", "meta", "doc", "prim")
+                 "_node_name", "node_cls", "differentiable", "meta", "doc", "prim")
 
     def __init__(self, name, kernel, backward=None, save="", nout=1, nondiff_outputs=(),
                  differentiable=True, meta=None, decomp=None, prim=None):
@@ -44,11 +46,31 @@ class OpDef:
         self.meta = meta
         self.decomp = decomp      # filled by ember.compiler: decomposition into primitives
         self.prim = prim          # name of the primitive this op *is*, if it is one
-        cname = "".join(p.capitalize() for p in name.strip("_").split("_"))
-        self.node_name = cname + "Backward0"
+        self.node_name = _camel(name) + "Backward0"
+
+    @property
+    def node_name(self):
+        """torch's name for this op's autograd node: a string, or ``fn(args, attrs) -> str`` when the
+        name depends on the call (torch's overloads, e.g. ``FillBackward2`` / ``FillBackward3``).
+        Setting it sets ``node_cls``, what ``Node.record`` calls as ``node_cls(op, args, attrs, nout)``:
+        the Node subclass of that name, or a function choosing one. A hot op with a call-dependent
+        name may set ``node_cls`` itself to such a function (one Python call less per node)."""
+        return self._node_name
+
+    @node_name.setter
+    def node_name(self, name):
+        self._node_name = name
+        self.node_cls = name_by(name) if callable(name) else node_class(name)
 
     def __repr__(self):
         return f"OpDef({self.name})"
+
+
+def _camel(name: str) -> str:
+    """torch's CamelCase of an op name: ``log_softmax`` -> ``LogSoftmax``, ``avg_pool2d`` -> ``AvgPool2D``,
+    ``log1p`` -> ``Log1P`` (a letter after a digit is upper-cased, as in torch's generated names)."""
+    s = "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
+    return re.sub(r"(?<=\d)[a-z]", lambda m: m.group(0).upper(), s)
 
 
 def register(name, kernel, backward=None, save="", **kw) -> OpDef:

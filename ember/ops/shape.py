@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, Size
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, apply_view, attach, export
+from .registry import register, apply, apply_view, attach, export, node_class, rename
 from ._util import wrap_dim, shape_arg, fmt_shape
 
 # ---- view / reshape --------------------------------------------------------------------------------
@@ -60,6 +60,8 @@ def _reshape_bw(ctx, g):
 
 VIEW = register("view", _view_kernel, _reshape_bw, prim="reshape")
 RESHAPE_COPY = register("reshape_copy", lambda x, shape: np.reshape(x, shape).copy() if np.shares_memory(np.reshape(x, shape), x) else np.reshape(x, shape), _reshape_bw)
+RESHAPE_COPY.node_name = "UnsafeViewBackward0"     # torch's reshape that must copy: clone + _unsafe_view
+_VIEW_NODE = node_class("ViewBackward0")
 
 
 def view(self, *shape):
@@ -148,7 +150,8 @@ def _can_view(t, shape):
 
 
 def ravel(input):
-    return reshape(input, (-1,))
+    # torch's ravel is contiguous() then view: a copy shows as a view, not as reshape's _unsafe_view
+    return rename(reshape(input, (-1,)), _VIEW_NODE)
 
 
 attach("flatten", flatten)
@@ -167,6 +170,8 @@ def _permute_bw(ctx, g):
 
 
 PERMUTE = register("permute", lambda x, axes: np.transpose(x, axes), _permute_bw, prim="permute")
+# transpose and t() run permute; torch names their nodes after themselves
+_TRANSPOSE, _T = node_class("TransposeBackward0"), node_class("TBackward0")
 
 
 def permute(input, *dims):
@@ -189,14 +194,14 @@ def transpose(input, dim0: int, dim1: int):
     a, b = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
     axes = list(range(nd))
     axes[a], axes[b] = axes[b], axes[a]
-    return apply_view(PERMUTE, (input,), {"axes": tuple(axes)})
+    return rename(apply_view(PERMUTE, (input,), {"axes": tuple(axes)}), _TRANSPOSE)
 
 
 def t(input):
     nd = input._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-    return transpose(input, 0, 1) if nd == 2 else input
+    return rename(apply_view(PERMUTE, (input,), {"axes": (1, 0)}), _T) if nd == 2 else input
 
 
 def movedim(input, source, destination):
@@ -250,6 +255,10 @@ def _expand_bw(ctx, g):
 
 
 EXPAND = register("expand", lambda x, shape: np.broadcast_to(x, shape), _expand_bw, prim="expand")
+_EXPAND = node_class("ExpandBackward0")
+# squeeze / unsqueeze are views; torch numbers squeeze's overloads: (), (int), (dims)
+_SQUEEZE = (node_class("SqueezeBackward0"), node_class("SqueezeBackward1"), node_class("SqueezeBackward2"))
+_UNSQUEEZE = node_class("UnsqueezeBackward0")
 
 
 def expand(self, *sizes):
@@ -270,7 +279,7 @@ def expand(self, *sizes):
         out.append(want)
     out = tuple(out)
     if out == shp:
-        return apply_view(VIEW, (self,), {"shape": shp})
+        return rename(apply_view(VIEW, (self,), {"shape": shp}), _EXPAND)
     return apply_view(EXPAND, (self,), {"shape": out})
 
 
@@ -278,8 +287,8 @@ def expand_as(self, other):
     return expand(self, other._data.shape)
 
 
-def broadcast_to(input, shape):
-    return expand(input, tuple(shape))
+def broadcast_to(input, *shape):
+    return expand(input, shape_arg(shape))
 
 
 Tensor._type_str = lambda self: f"ember.{self._dtype.name}"
@@ -293,17 +302,19 @@ def squeeze(input, dim=None):
     nd = len(shp)
     if dim is None:
         new = tuple(s for s in shp if s != 1)
+        cls = _SQUEEZE[0]
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         ds = {wrap_dim(d, nd) for d in dims} if nd else set()
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
-    return apply_view(VIEW, (input,), {"shape": new})
+        cls = _SQUEEZE[1 if isinstance(dim, int) else 2]
+    return rename(apply_view(VIEW, (input,), {"shape": new}), cls)
 
 
 def unsqueeze(input, dim: int):
     shp = input._data.shape
     d = wrap_dim(dim, len(shp) + 1)
-    return apply_view(VIEW, (input,), {"shape": shp[:d] + (1,) + shp[d:]})
+    return rename(apply_view(VIEW, (input,), {"shape": shp[:d] + (1,) + shp[d:]}), _UNSQUEEZE)
 
 
 attach("squeeze", squeeze)
@@ -332,6 +343,55 @@ def _getitem_bw(ctx, g):
 GETITEM = register("getitem_basic", lambda x, key: x[key], _getitem_bw, prim="slice")
 
 
+def _getitem_node(op, args, attrs, nout):
+    """The node for ``x[key]`` (``GETITEM.node_cls``: a hot op, so the common one-entry keys, to which
+    getitem_basic appends ``...``, are named here in one call)."""
+    key = attrs["key"]
+    cls = None
+    if type(key) is tuple and len(key) == 2 and key[1] is Ellipsis:
+        cls = _ONE_STEP.get(type(key[0]))
+    if cls is None:
+        cls = node_class(_getitem_node_name(args[0]._data.shape, key))
+    return cls(op, args, attrs, nout)
+
+
+def _getitem_node_name(shape, key):
+    """torch's node for ``x[key]`` with a basic key: torch applies the key one step per entry, so the
+    node is the last step's: select (int), slice (a slice not spanning its whole dim), unsqueeze
+    (None). With only no-op steps it is an alias, except a lone ``x[:]``, which torch slices."""
+    if type(key) is not tuple:
+        key = (key,)
+    used = 0
+    for k in key:
+        if k is not None and k is not Ellipsis:
+            used += 1
+    d = 0
+    last = None
+    for k in key:
+        if k is Ellipsis:
+            d += len(shape) - used
+        elif k is None:
+            last = "UnsqueezeBackward0"
+        elif type(k) is slice:
+            if not (k.start in (None, 0) and k.step in (None, 1) and (k.stop is None or k.stop >= shape[d])):
+                last = "SliceBackward0"
+            d += 1
+        else:
+            last = "SelectBackward0"
+            d += 1
+    if last is None:
+        return "SliceBackward0" if len(key) <= 2 and type(key[0]) is slice else "AliasBackward0"
+    return last
+
+
+_ONE_STEP = {int: node_class("SelectBackward0"), slice: node_class("SliceBackward0"),
+             type(None): node_class("UnsqueezeBackward0")}
+GETITEM.node_cls = _getitem_node
+# functions built on slicing views, named as torch names them
+_SLICE, _SPLIT, _SPLIT_SIZES, _UNBIND = (node_class(n) for n in (
+    "SliceBackward0", "SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0"))
+
+
 def getitem_basic(x, key):
     """A view selected by a basic key (ints, slices with positive steps, None, Ellipsis)."""
     if type(key) is tuple and not any(k is Ellipsis for k in key):
@@ -352,7 +412,7 @@ def narrow(input, dim: int, start, length: int):
         start += size
     if length < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return getitem_basic(input, (slice(None),) * d + (slice(start, start + length),))
+    return rename(getitem_basic(input, (slice(None),) * d + (slice(start, start + length),)), _SLICE)
 
 
 def select(input, dim: int, index: int):
@@ -385,7 +445,7 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     for s in sections:
         out.append(narrow(tensor, d, start, s))
         start += s
-    return tuple(out)
+    return rename(tuple(out), _SPLIT if isinstance(split_size_or_sections, int) else _SPLIT_SIZES)
 
 
 def chunk(input, chunks: int, dim: int = 0):
@@ -419,12 +479,13 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
         idx = [int(i) for i in indices_or_sections]
         pts = [0] + idx + [size]
         bounds = [(builtins.min(builtins.max(a, 0), size), builtins.min(builtins.max(b, 0), size)) for a, b in zip(pts[:-1], pts[1:])]
-    return tuple(getitem_basic(input, (slice(None),) * d + (slice(a, builtins.max(a, b)),)) for a, b in bounds)
+    return rename(tuple(getitem_basic(input, (slice(None),) * d + (slice(a, builtins.max(a, b)),))
+                        for a, b in bounds), _SLICE)
 
 
 def unbind(input, dim: int = 0):
     d = wrap_dim(dim, input._data.ndim)
-    return tuple(select(input, d, i) for i in range(input._data.shape[d]))
+    return rename(tuple(select(input, d, i) for i in range(input._data.shape[d])), _UNBIND)
 
 
 def _split_method(self, split_size, dim=0):
@@ -632,6 +693,7 @@ def contiguous(self, memory_format=None):
 
 
 CONTIG = register("contiguous", lambda x: np.ascontiguousarray(x), lambda ctx, g: (g,), prim="copy")
+CONTIG.node_name = "CloneBackward0"     # torch's contiguous() is a clone
 
 
 def detach(self):
@@ -664,6 +726,7 @@ def _cast_bw(ctx, g):
 
 
 CAST = register("to_dtype", lambda x, dt: x.astype(dt), _cast_bw, prim="cast")
+CAST.node_name = "ToCopyBackward0"      # torch's to(dtype) runs _to_copy
 
 
 def _to_dtype(self, dt, copy=False):
@@ -748,24 +811,34 @@ def _inplace_view(self, out_fn, name: str):
     return self
 
 
+# torch numbers the in-place view ops' nodes after the out-of-place overloads
+_INPLACE_VIEW_NODES = {n: node_class(n) for n in (
+    "UnsqueezeBackward1", "SqueezeBackward3", "SqueezeBackward4", "SqueezeBackward5", "TransposeBackward1",
+    "TBackward1")}
+
+
 def unsqueeze_(self, dim: int):
     """In-place ``unsqueeze``."""
-    return _inplace_view(self, lambda t: unsqueeze(t, dim), "unsqueeze_")
+    return _inplace_view(self, lambda x: rename(unsqueeze(x, dim), _INPLACE_VIEW_NODES["UnsqueezeBackward1"]),
+                         "unsqueeze_")
 
 
 def squeeze_(self, dim=None):
     """In-place ``squeeze`` (all size-1 dims, or those in ``dim``)."""
-    return _inplace_view(self, lambda t: squeeze(t) if dim is None else squeeze(t, dim), "squeeze_")
+    node = _INPLACE_VIEW_NODES["SqueezeBackward" + ("3" if dim is None else "4" if isinstance(dim, int) else "5")]
+    return _inplace_view(self, lambda x: rename(squeeze(x) if dim is None else squeeze(x, dim), node), "squeeze_")
 
 
 def transpose_(self, dim0: int, dim1: int):
     """In-place ``transpose``."""
-    return _inplace_view(self, lambda t: transpose(t, dim0, dim1), "transpose_")
+    return _inplace_view(self, lambda x: rename(transpose(x, dim0, dim1), _INPLACE_VIEW_NODES["TransposeBackward1"]),
+                         "transpose_")
 
 
 def t_(self):
     """In-place ``t``."""
-    return _inplace_view(self, t, "t_")
+    return _inplace_view(self, lambda x: rename(t(x), _INPLACE_VIEW_NODES["TBackward1"]) if x._data.ndim == 2 else x,
+                         "t_")
 
 
 def as_strided_(self, size, stride, storage_offset=None):

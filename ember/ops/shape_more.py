@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, Size, wrap
-from .registry import register, apply, attach, dtype_name
+from .registry import register, apply, attach, dtype_name, node_class, rename
 from ._util import wrap_dim, fmt_shape, can_cast
 from .shape import reshape, narrow, diagonal, TAKE_FLAT
 
@@ -141,7 +141,11 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {fmt_shape(ref)} at entry 0 "
                                f"and {fmt_shape(t._data.shape)} at entry {i}")
     d = wrap_dim(int(dim), len(ref) + 1)
-    return cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    r = cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    return r if out is not None else rename(r, _STACK)
+
+
+_STACK = node_class("StackBackward0")
 
 
 def _nonempty(tensors, op):
@@ -257,6 +261,8 @@ def _group_sum_bw(ctx, gg):
 
 
 REPEAT_INTERLEAVE = register("repeat_interleave", _ri_kernel, _ri_bw)
+REPEAT_INTERLEAVE.node_name = "IndexSelectBackward0"     # torch gathers with index_select for tensor counts
+_VIEW_NODE = node_class("ViewBackward0")
 RI_GROUP_SUM = register("repeat_interleave_backward", _group_sum_kernel, _group_sum_bw)
 
 
@@ -310,7 +316,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
     # a constant count is a view + expand + copy: its derivative (a sum over the copies) comes for free
     shp = x._data.shape
     y = x.unsqueeze(axis + 1).expand(shp[:axis + 1] + (r,) + shp[axis + 1:])
-    return reshape(y, shp[:axis] + (r * size,) + shp[axis + 1:])
+    return rename(reshape(y, shp[:axis] + (r * size,) + shp[axis + 1:]), _VIEW_NODE)   # torch: clone, then view
 
 
 def _check_repeats_tensor(t: Tensor) -> Tensor:
@@ -411,12 +417,17 @@ def rot90(input, k: int = 1, dims=(0, 1)) -> Tensor:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k = int(k) % 4
     if k == 1:
-        return flip(input, (d1,)).transpose(d0, d1)
-    if k == 2:
-        return flip(input, (d0, d1))
-    if k == 3:
-        return flip(input, (d0,)).transpose(d0, d1)
-    return input.clone()
+        r = flip(input, (d1,)).transpose(d0, d1)
+    elif k == 2:
+        r = flip(input, (d0, d1))
+    elif k == 3:
+        r = flip(input, (d0,)).transpose(d0, d1)
+    else:
+        r = input.clone()
+    return rename(r, _ROT90)
+
+
+_ROT90 = node_class("Rot90Backward0")
 
 
 attach("rot90", rot90)
@@ -559,7 +570,7 @@ def diag(input, diagonal: int = 0, *, out=None) -> Tensor:
     if nd == 1:
         r = apply(DIAG_EMBED, (input,), {"offset": int(diagonal), "dim1": 0, "dim2": 1})
     elif nd == 2:
-        r = _diagonal(input, int(diagonal), 0, 1).clone()
+        r = rename(_diagonal(input, int(diagonal), 0, 1).clone(), _DIAG_COPY)     # torch's diagonal_copy
     else:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {nd}D")
     if out is not None and isinstance(out, Tensor) and out._dtype is not r._dtype:
@@ -575,6 +586,7 @@ _CPP_NAMES = {_dt.float32: "float", _dt.float64: "double", _dt.float16: "c10::Ha
 
 
 _diagonal = diagonal
+_DIAG_COPY = node_class("DiagonalBackward0_copy")
 
 
 def diagflat(input, offset: int = 0) -> Tensor:
@@ -759,7 +771,8 @@ def _fill_bw(ctx, g):
 
 
 FILL = register("fill_", _fill_kernel, _fill_bw)
-FILL.node_name = "FillBackward3"
+# torch's fill_ overloads: a Number value (2) or a 0-d Tensor value (3)
+FILL.node_name = lambda args, attrs: "FillBackward3" if isinstance(args[1], Tensor) else "FillBackward2"
 ZERO = register("zero_", lambda dst: np.zeros(dst.shape, dtype=dst.dtype),
                 lambda ctx, g: _zeros(ctx.in_shape(0), g._dtype))
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
-from .registry import register, apply, attach, dtype_name
+from .registry import register, apply, attach, dtype_name, node_class, rename
 from ._util import wrap_dim
 from .inplace import copy_out
 
@@ -393,12 +393,15 @@ def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = 
         >>> ember.quantile(ember.tensor([1., 2, 3, 4]), 0.5)
         tensor(2.5000)
     """
-    return _out(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), out)
+    return _out(rename(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), _QUANTILE), out)
 
 
 def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):  # noqa: A002
     """``quantile`` ignoring NaN values (NaN only where a slice is all NaN)."""
-    return _out(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), out)
+    return _out(rename(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), _QUANTILE), out)
+
+
+_QUANTILE = node_class("SqueezeBackward4")      # torch's quantile ends with an in-place squeeze_
 
 
 # ---- diff / trapezoid -----------------------------------------------------------------------------------------
@@ -519,7 +522,10 @@ def dist(input, other, p=2) -> Tensor:  # noqa: A002
         if not t._dtype.is_floating_point:
             raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                                f"{dtype_name(t._dtype)} instead.")
-    return vector_norm(input - other, p)
+    return rename(vector_norm(input - other, p), _DIST)     # torch's dist is an op of its own
+
+
+_DIST = node_class("DistBackward0")
 
 
 def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:  # noqa: A002
@@ -617,7 +623,7 @@ def renorm(input, p, dim: int, maxnorm) -> Tensor:  # noqa: A002
     norm = vector_norm(input, p, rdims, keepdim=True)
     # torch's derivative includes the norm's dependence on input, as this composition does
     factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), ones_like(norm))
-    return input * factor
+    return rename(input * factor, node_class("RenormBackward0"))
 
 
 def renorm_(self, p, dim: int, maxnorm) -> Tensor:

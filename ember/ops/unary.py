@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .registry import register, apply, attach, dtype_name
+from .registry import register, apply, attach, dtype_name, node_class, rename
 from .elementwise import _out
 from .inplace import write_result
 from ._util import can_cast
@@ -227,6 +227,7 @@ RECIPROCAL, reciprocal = _float_unary("reciprocal", _quiet(np.reciprocal),
                                       doc="1 / x (integers promote to the default float dtype).")
 
 SQUARE = register("square", _quiet(np.square), lambda ctx, g: (g * (ctx.inputs[0] * 2.0),), save="i")
+SQUARE.node_name = "PowBackward0"       # torch's square is pow(x, 2)
 
 
 def square(input, *, out=None):
@@ -467,9 +468,16 @@ def sign(input, *, out=None):
     return r if out is None else _out(r, out)
 
 
+def sgn(input, *, out=None):
+    """``sign`` (for real tensors); torch's sgn is an op of its own (SgnBackward0)."""
+    r = sign(input)
+    return rename(r, _SGN) if out is None else _out(r, out)
+
+
+_SGN = node_class("SgnBackward0")
 _sign_ = _inplace_of(sign, "sign", False)
 _expose(("sign",), sign, _sign_, fn_inplace=False)
-_expose(("sgn",), sign, _inplace_of(sign, "sgn", False), fn_inplace=False)
+_expose(("sgn",), sgn, _inplace_of(sgn, "sgn", False), fn_inplace=False)
 
 
 def _signbit_kernel(x):
@@ -714,6 +722,12 @@ def _clamp_bw(ctx, g):
 
 
 CLAMP = register("clamp", _clamp_kernel, _clamp_bw, save="i")
+# torch's clamp overloads: Number bounds (1, the common case) or Tensor bounds (0); clamp_min / clamp_max
+# are ops of their own there, with the same numbering the other way round
+CLAMP.node_name = "ClampBackward1"
+_CLAMP_NODES = {(n, tb): node_class(f"{c}Backward{i}")
+                for n, c in (("clamp_min", "ClampMin"), ("clamp_max", "ClampMax")) for tb, i in ((False, 0), (True, 1))}
+_CLAMP_NODES["clamp", True] = node_class("ClampBackward0")
 
 
 def _bound_arg(v, name, arg):
@@ -772,6 +786,8 @@ def _clamp(input, lo, hi, name, out=None):
             shapes = [a._data.shape for a in (input, lo, hi) if isinstance(a, Tensor)]
             raise broadcast_error(name, shapes) from None
         raise
+    if name == "clamp" and (isinstance(lo, Tensor) or isinstance(hi, Tensor)):
+        rename(r, _CLAMP_NODES["clamp", True])
     return r if out is None else _out(r, out)
 
 
@@ -779,14 +795,16 @@ def clamp_min(input, min, *, out=None):  # noqa: A002
     """max(input, min)."""
     if min is None:
         raise TypeError("clamp_min(): argument 'min' must be Number or Tensor, not NoneType")
-    return _clamp(input, min, None, "clamp_min", out)
+    r = _clamp(input, min, None, "clamp_min", out)
+    return r if out is not None else rename(r, _CLAMP_NODES["clamp_min", isinstance(min, Tensor)])
 
 
 def clamp_max(input, max, *, out=None):  # noqa: A002
     """min(input, max)."""
     if max is None:
         raise TypeError("clamp_max(): argument 'max' must be Number or Tensor, not NoneType")
-    return _clamp(input, None, max, "clamp_max", out)
+    r = _clamp(input, None, max, "clamp_max", out)
+    return r if out is not None else rename(r, _CLAMP_NODES["clamp_max", isinstance(max, Tensor)])
 
 
 def _clamp_inplace(fn, name):

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops import _special
 
 # exp overflow in branches that np.where discards is expected: torch is silent there too (a module
@@ -117,6 +117,13 @@ def _clamp(x, lo=None, hi=None):
     return np.minimum(x, r, out=r)
 
 
+# torch's names for activations ember runs through a shared op or composes (the in-place forms of some
+# are overloads of their own, numbered 1)
+_NODES = {n: node_class(n) for n in (
+    "ThresholdBackward1", "LeakyReluBackward1", "EluBackward1", "CeluBackward0", "CeluBackward1",
+    "RreluWithNoiseBackward0", "RreluWithNoiseBackward1", "PreluKernelBackward0", "GluBackward0")}
+
+
 def _inplace(input: Tensor, fn, name: str) -> Tensor:
     """Run ``fn(input)`` and write the result back into ``input`` (torch's ``op_``)."""
     from ...ops.inplace import write_result
@@ -178,7 +185,8 @@ def threshold(input, threshold, value, inplace: bool = False):  # noqa: A002 - t
     if input._dtype is _dt.bool:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     if inplace:
-        return _inplace(input, lambda s: threshold_fn(s, threshold, value), "threshold_")
+        return _inplace(input, lambda s: rename(threshold_fn(s, threshold, value), _NODES["ThresholdBackward1"]),
+                        "threshold_")
     return apply(THRESHOLD, (input,), {"threshold": threshold, "value": value})
 
 
@@ -249,8 +257,8 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     if input.__class__ is not Tensor or input._dtype.category != _FLOAT:
         _need_float(input, "leaky_relu_cpu", "leaky_relu")
     if inplace:
-        return _inplace(input, lambda s: apply(LEAKY_RELU, (s,), {"negative_slope": negative_slope}),
-                        "leaky_relu_")
+        return _inplace(input, lambda s: rename(apply(LEAKY_RELU, (s,), {"negative_slope": negative_slope}),
+                                                _NODES["LeakyReluBackward1"]), "leaky_relu_")
     return apply(LEAKY_RELU, (input,), {"negative_slope": negative_slope})
 
 
@@ -281,7 +289,7 @@ def prelu(input, weight):
     elif weight.ndim == 1 and nd == 0:
         w = weight.reshape(())
     e = _ember()
-    return e.where(input > 0, input, w * input)
+    return rename(e.where(input > 0, input, w * input), _NODES["PreluKernelBackward0"])
 
 
 def _rrelu_train(input, lower, upper):
@@ -295,11 +303,16 @@ def _rrelu_train(input, lower, upper):
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
     """Randomized leaky ReLU: slopes ~ U(lower, upper) in training, their mean otherwise."""
     _need_float(input, "leaky_relu_cpu", "rrelu")
+    node0, node1 = _NODES["RreluWithNoiseBackward0"], _NODES["RreluWithNoiseBackward1"]
     if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
+        slope = (lower + upper) / 2
+        if inplace:
+            return _inplace(input, lambda s: rename(apply(LEAKY_RELU, (s,), {"negative_slope": slope}), node1),
+                            "rrelu_")
+        return rename(leaky_relu(input, slope), node0)
     if inplace:
-        return _inplace(input, lambda s: _rrelu_train(s, lower, upper), "rrelu_")
-    return _rrelu_train(input, lower, upper)
+        return _inplace(input, lambda s: rename(_rrelu_train(s, lower, upper), node1), "rrelu_")
+    return rename(_rrelu_train(input, lower, upper), node0)
 
 
 def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):
@@ -355,8 +368,10 @@ def _elu_call(input, alpha, scale, input_scale, inplace, name):
         _need_float(input, "elu_cpu", name)
     attrs = {"alpha": alpha, "scale": scale, "input_scale": input_scale}
     if inplace:
-        return _inplace(input, lambda s: apply(ELU, (s,), attrs), name + "_")
-    return apply(ELU, (input,), attrs)
+        node = _NODES["CeluBackward1" if name == "celu" else "EluBackward1"]
+        return _inplace(input, lambda s: rename(apply(ELU, (s,), attrs), node), name + "_")
+    r = apply(ELU, (input,), attrs)
+    return rename(r, _NODES["CeluBackward0"]) if name == "celu" else r
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
@@ -733,7 +748,7 @@ def glu(input, dim: int = -1):
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
     a, b = input.chunk(2, d)
-    return a * b.sigmoid()
+    return rename(a * b.sigmoid(), _NODES["GluBackward0"])
 
 
 # ---- torch.<name> forms ------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.linalg import matmul_raw
 
 __all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
@@ -140,6 +140,31 @@ def _linear_bw(ctx, g):
 
 
 LINEAR = register("linear", _linear_kernel, _linear_bw, save="i")
+
+
+_LINEAR_NODES = {n: node_class(n + "Backward0") for n in ("Mm", "Addmm", "Squeeze", "UnsafeView", "View", "Add")}
+_LINEAR_NODES["Squeeze"] = node_class("SqueezeBackward4")
+
+
+def _linear_node(op, args, attrs, nout):
+    """The node for linear, named as torch's: mm / addmm on a matrix input; other ranks run a matmul
+    (ending in a squeeze or a view), or with a contiguous input and a row-broadcast contiguous bias,
+    an addmm on the flattened rows viewed back, else the matmul plus the bias; the node is the last
+    of those steps. (``LINEAR.node_cls``: a hot op, so the class is chosen here in one call.)"""
+    x, b = args[0]._data, args[2]
+    nd = x.ndim
+    if nd == 2:
+        name = "Mm" if b is None else "Addmm"
+    elif b is None:
+        name = "Squeeze" if nd == 1 else "UnsafeView"
+    else:
+        bd = b._data
+        fused = x.flags.c_contiguous and bd.flags.c_contiguous and (bd.ndim < 2 or bd.shape[0] == 1) and bd.ndim <= 2
+        name = "View" if fused else "Add"
+    return _LINEAR_NODES[name](op, args, attrs, nout)
+
+
+LINEAR.node_cls = _linear_node
 
 
 def linear(input, weight, bias=None):
@@ -424,6 +449,8 @@ def _conv_w_bw(ctx, gg):
 
 CONV2D = register("conv2d", _conv2d_kernel, _conv2d_bw, save="i")
 CONV_T = register("conv_transpose2d", _conv_t_kernel, _conv_t_bw, save="i")
+CONV2D.node_name = CONV_T.node_name = "ConvolutionBackward0"    # torch's one convolution op, any rank
+_CONVOLUTION = node_class("ConvolutionBackward0")
 CONV_W = register("conv2d_weight", _conv_w_kernel, _conv_w_bw, save="i")
 
 
@@ -544,7 +571,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nsp, op):
              "groups": int(groups)}
     out = apply(CONV2D, (x, w, bias), attrs)
     if nsp == 1:
-        out = out.squeeze(2)
+        out = rename(out.squeeze(2), _CONVOLUTION)     # torch convolves 1-d directly: one node
     return out.squeeze(0) if unbatched else out
 
 
@@ -603,7 +630,7 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
              "groups": int(groups), "out_hw": out_hw}
     out = apply(CONV_T, (x, w, bias), attrs)
     if nsp == 1:
-        out = out.squeeze(2)
+        out = rename(out.squeeze(2), _CONVOLUTION)
     return out.squeeze(0) if unbatched else out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]   # cdist lives at ember.cdist, as in torch
 
@@ -88,6 +88,7 @@ def _cdist_backward(ctx, g):
 
 
 CDIST = register("cdist", _cdist_kernel, _cdist_backward, save="io")
+_CDIST, _NORM1 = node_class("CdistBackward0"), node_class("NormBackward1")
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
@@ -119,7 +120,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
     mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or
                      (compute_mode == "use_mm_for_euclid_dist_if_necessary" and (pn > 25 or rn > 25)))
     out = apply(CDIST, (a, b), {"p": float(p), "mm": mm})
-    return out.reshape(batch + (pn, rn))
+    return rename(out.reshape(batch + (pn, rn)), _CDIST)      # torch's cdist op is batched: no view
 
 
 def pdist(input, p: float = 2) -> Tensor:
@@ -158,9 +159,10 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     e = _ember()
     nd = max(x1.ndim, x2.ndim)
     diff = x1 - x2 + eps
+    # torch runs its legacy norm(p, dim) overload here
     if nd == 0:
-        return e.linalg.vector_norm(diff, p, None, keepdim=keepdim)
-    return e.linalg.vector_norm(diff, p, nd - 1, keepdim=keepdim)
+        return rename(e.linalg.vector_norm(diff, p, None, keepdim=keepdim), _NORM1)
+    return rename(e.linalg.vector_norm(diff, p, nd - 1, keepdim=keepdim), _NORM1)
 
 
 _pkg = sys.modules["ember"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...autograd.grad_mode import no_grad
 from .activation import logsigmoid as _logsigmoid, _clamp
 
@@ -229,6 +229,24 @@ def _nll_bw(ctx, g):
 NLL = register("nll_loss", _nll_kernel, _nll_bw, save="i")
 
 
+def _nll_node_name(args, attrs):
+    """torch runs nll_loss2d on (N, C, H, W) input, and on other spatial ranks reshapes to it (an
+    unreduced loss is then viewed back); label smoothing adds a second term to the loss."""
+    if attrs.get("label_smoothing", 0.0) > 0:
+        return "AddBackward0"
+    nd = args[0]._data.ndim
+    if nd <= 2:
+        return "NllLossBackward0"
+    return "ViewBackward0" if nd != 4 and attrs["reduction"] == "none" else "NllLoss2DBackward0"
+
+
+NLL.node_name = _nll_node_name
+# losses ember composes from other ops, named after torch's fused op
+_LOSS_NODES = {n: node_class(n + "Backward0") for n in (
+    "MseLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss", "MultiMarginLoss", "MultilabelMarginLoss")}
+_DIV_SCALAR = node_class("DivBackward1")
+
+
 def _check_class_target(input: Tensor, target: Tensor, weight, name: str) -> None:
     """torch's shape/dtype checks for class-index targets (nll_loss_nd)."""
     nd = input.ndim
@@ -409,6 +427,7 @@ def _ce_bw(ctx, g, _g_logp=None):
 
 
 CE = register("cross_entropy", _ce_kernel, _ce_bw, save="io", nout=2, nondiff_outputs=(1,))
+CE.node_name = _nll_node_name       # torch's cross_entropy is log_softmax then nll_loss
 
 
 def _ce_probs(input, target, weight, reduction, label_smoothing):
@@ -428,7 +447,7 @@ def _ce_probs(input, target, weight, reduction, label_smoothing):
         return -prod.sum()
     if input.numel() == 0:
         return -prod.sum() * float("nan")
-    return -prod.sum() / (input.numel() // n_classes)
+    return rename(-prod.sum() / (input.numel() // n_classes), _DIV_SCALAR)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -504,7 +523,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     reduction = _reduction(None, None, reduction)
     if x._dtype.category != 2 or t._dtype.category != 2:
         _need_float(x if x._dtype.category != 2 else t, "mse_cpu")
-    return _reduce((x - t).square(), reduction)
+    return rename(_reduce((x - t).square(), reduction), _LOSS_NODES["MseLoss"])
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
@@ -539,7 +558,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     d = x - t
     z = d.abs()
     loss = _ember().where(z < beta, d * d * (0.5 / beta), z - 0.5 * beta)
-    return _reduce(loss, reduction)
+    return rename(_reduce(loss, reduction), _LOSS_NODES["SmoothL1Loss"])
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
@@ -555,7 +574,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     loss = _ember().where(z < delta, d * d * 0.5, (z - 0.5 * delta) * delta)
     if weight is not None:
         return _weighted(loss, weight, input, reduction, False)
-    return _reduce(loss, _reduction(None, None, reduction))
+    return rename(_reduce(loss, _reduction(None, None, reduction)), _LOSS_NODES["HuberLoss"])
 
 
 # ---- binary cross entropy ----------------------------------------------------------------------------------
@@ -766,7 +785,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     _tensor_arg(target, "soft_margin_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
     _no_grad_arg(target, "soft_margin_loss", "target")
-    return _reduce((-input * target).exp().log1p(), reduction)
+    return rename(_reduce((-input * target).exp().log1p(), reduction), _LOSS_NODES["SoftMarginLoss"])
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -929,7 +948,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     loss = z.sum(1) / n_classes
     if single:
         loss = loss.reshape(tuple(target.shape))     # torch: a (1,) target keeps its dim
-    return _reduce(loss, reduction)
+    return rename(_reduce(loss, reduction), _LOSS_NODES["MultiMarginLoss"])
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
@@ -970,7 +989,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = total / n_classes
     if single:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return rename(_reduce(loss, reduction), _LOSS_NODES["MultilabelMarginLoss"])
 
 
 # ---- CTC -------------------------------------------------------------------------------------------------

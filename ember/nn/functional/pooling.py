@@ -21,7 +21,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.linalg import matmul_raw
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -72,6 +72,17 @@ def _to4d(input, nsp: int):
             t = t.squeeze(2)
         return t.squeeze(0) if unbatched else t
     return x, back
+
+
+_POOL_NODES = {n: node_class(n + "Backward0") for n in (
+    "MaxPool2DWithIndices", "AvgPool2D", "AdaptiveMaxPool2D", "AdaptiveAvgPool2D")}
+_MEAN_DIM = node_class("MeanBackward1")
+
+
+def _named(t, nsp: int, cls):
+    """torch pools (C, H, W) and (N, C, H, W) input with one op: the 2-d result gets that op's name (a
+    1-d pooling ends in a squeeze, in torch as here)."""
+    return rename(t, cls) if nsp == 2 else t
 
 
 def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
@@ -236,7 +247,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op)
     out, idx = apply(MAX_POOL2D, (x,), {"k": k, "s": s, "p": p, "d": d, "ceil": bool(ceil_mode)})
     # windows that cannot overlap send every gradient to a distinct position
     unique = s[0] >= d[0] * (k[0] - 1) + 1 and s[1] >= d[1] * (k[1] - 1) + 1
-    return back(_with_grad(x, out, idx, unique)), back(idx)
+    return _named(back(_with_grad(x, out, idx, unique)), nsp, _POOL_NODES["MaxPool2DWithIndices"]), back(idx)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -348,7 +359,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     x, back = _to4d(input, nsp)
     attrs = {"k": k, "s": s, "p": p, "ceil": bool(ceil_mode), "cip": bool(count_include_pad),
              "div": int(divisor_override) if divisor_override else 0}
-    return back(apply(AVG_POOL2D, (x,), attrs))
+    return _named(back(apply(AVG_POOL2D, (x,), attrs)), nsp, _POOL_NODES["AvgPool2D"])
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -410,17 +421,21 @@ def _adaptive_avg(input, output_size, nsp, op):
     H, W = x._data.shape[2:]
     Ho, Wo = out
     if (Ho, Wo) == (1, 1):
-        return back(x.mean((-2, -1), keepdim=True))
+        return _named(back(x.mean((-2, -1), keepdim=True)), nsp, _MEAN_DIM)     # torch takes a mean too
+    node = _POOL_NODES["AdaptiveAvgPool2D"]
     if H % Ho == 0 and W % Wo == 0:
         k = (H // Ho, W // Wo)
-        return back(apply(AVG_POOL2D, (x,), {"k": k, "s": k, "p": (0, 0), "ceil": False, "cip": True, "div": 0}))
+        return _named(back(apply(AVG_POOL2D, (x,), {"k": k, "s": k, "p": (0, 0), "ceil": False, "cip": True,
+                                                    "div": 0})), nsp, node)
     # separable averaging: rows then columns, each a matmul with a fixed (out, in) matrix
     y = x
     if Wo != W:
         y = matmul_raw(y, _avg_matrix(W, Wo, x._dtype).t())
     if Ho != H:
         y = matmul_raw(_avg_matrix(H, Ho, x._dtype), y)
-    return back(y)
+    if y is x:
+        y = x.clone()         # output size == input size: torch still returns a new tensor
+    return _named(back(y), nsp, node)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -478,7 +493,7 @@ def _adaptive_max(input, output_size, nsp, op):
     else:
         v, i = apply(ADAPTIVE_MAX, (x,), {"out_hw": out})
         unique = False
-    return back(_with_grad(x, v, i, unique)), back(i)
+    return _named(back(_with_grad(x, v, i, unique)), nsp, _POOL_NODES["AdaptiveMaxPool2D"]), back(i)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):

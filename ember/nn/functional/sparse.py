@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -243,7 +243,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         if mode == "mean":
             counts = np.bincount(bag, minlength=nbags + 1).astype(weight._data.dtype)
             out = out / wrap(np.maximum(counts, 1).reshape(-1, 1), weight._dtype)
-    return out[:nbags]
+    return rename(out[:nbags], node_class("EmbeddingBagBackward0"))
 
 
 # ---- one_hot --------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
@@ -127,7 +127,10 @@ def pad(input, pad, mode: str = "constant", value=None):
         if a == 0 and b == 0:
             continue
         x = x.index_select(d, wrap(_index_map(n, a, b, mode)))
-    return x if x is not input else input.clone()
+    x = x if x is not input else input.clone()
+    # torch has a pad op per mode and rank (circular pads by writing slices of a new tensor)
+    kind = {"reflect": "ReflectionPad", "replicate": "ReplicationPad"}.get(mode)
+    return rename(x, node_class(f"{kind}{k}DBackward0" if kind else "torch::autograd::CopySlices"))
 
 
 # ---- interpolate ---------------------------------------------------------------------------------------------
@@ -304,7 +307,12 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     if dt.category < 2 and not (dt is _dt.uint8 and mode.startswith("nearest")):
         kind = "nearest" if mode.startswith("nearest") else mode
         raise NotImplementedError(f"\"upsample_{kind}{nsp}d\" not implemented for '{dtype_name(dt)}'")
-    return _resample(input, out_sizes, scales, mode, bool(align_corners))
+    r = _resample(input, out_sizes, scales, mode, bool(align_corners))
+    if r is input:
+        r = input.clone()          # same size: torch still returns a new tensor
+    # torch's one upsample op per mode and rank: UpsampleNearest2D, UpsampleBilinear2D, ...
+    name = "".join(p.capitalize() for p in mode.split("-")) if mode.startswith("nearest") else mode.capitalize()
+    return rename(r, node_class(f"Upsample{name}{nsp}DBackward0"))
 
 
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
@@ -347,7 +355,7 @@ def pixel_shuffle(input, upscale_factor: int):
     n = len(lead)
     x = input.reshape(lead + (C // (r * r), r, r, H, W))
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(lead + (C // (r * r), H * r, W * r))
+    return rename(x.reshape(lead + (C // (r * r), H * r, W * r)), node_class("PixelShuffleBackward0"))
 
 
 def pixel_unshuffle(input, downscale_factor: int):
@@ -370,7 +378,7 @@ def pixel_unshuffle(input, downscale_factor: int):
     n = len(lead)
     x = input.reshape(lead + (C, H // r, r, W // r, r))
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(lead + (C * r * r, H // r, W // r))
+    return rename(x.reshape(lead + (C * r * r, H // r, W // r)), node_class("PixelUnshuffleBackward0"))
 
 
 def channel_shuffle(input, groups: int):

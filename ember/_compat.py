@@ -275,7 +275,7 @@ __all__ += ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "Long
 # ---- the rest of the real-tensor surface: layout/complex predicates and small aliases -----------------------
 
 def _install_tensor_surface():
-    from .ops.registry import attach
+    from .ops.registry import attach, node_class, rename
 
     def _false(self):
         return False
@@ -310,9 +310,11 @@ def _install_tensor_surface():
                                f"tensor's size at dimension {dim}), but got split_sizes={list(split_sizes)}")
         return self.split(list(split_sizes), dim)
 
+    narrow_copy_node = node_class("NarrowCopyBackward0")     # an op of its own in torch
+
     def narrow_copy(self, dim: int, start: int, length: int):
         """``narrow`` followed by a copy (the result shares no memory)."""
-        return self.narrow(dim, start, length).clone()
+        return rename(self.narrow(dim, start, length).clone(), narrow_copy_node)
 
     def is_nonzero(self) -> bool:
         """True if the single-element tensor is non-zero."""

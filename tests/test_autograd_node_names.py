@@ -3,7 +3,8 @@
 views, reductions, linear algebra, nn layers, losses and activations, index ops).
 
 Where ember runs one op where torch records two nodes, ember shows the name of torch's outermost node
-(the one ``y.grad_fn`` is). Each case also checks the forward values against torch.
+(the one ``y.grad_fn`` is). Each case also checks the forward values against torch. Also checked: the
+gradient copy ``backward(create_graph=True)`` stores, and the node of a compiled function's outputs.
 """
 import re
 
@@ -286,34 +287,36 @@ CASES = {
     "index_add": lambda m, x: x.index_add(0, _i(m, 0), x[:1]), "index_fill": lambda m, x: x.index_fill(0, _i(m, 0), 0.0),
     "index_copy": lambda m, x: x.index_copy(0, _i(m, 0), x[:1] * 2),
     "index_put": lambda m, x: x.index_put((_i(m, 0),), x[0] * 2), "narrow_copy": lambda m, x: x.narrow_copy(1, 0, 2),
+    # overloads and composites: other arguments of the ops above
+    "prod_keepdim": lambda m, x: x.prod(0, keepdim=True), "prod_1d_dim": lambda m, x: x[0].prod(0),
+    "max_keepdim": lambda m, x: x.max(1, keepdim=True)[0], "max_0d": lambda m, x: x[0, 0].max(),
+    "max_other": lambda m, x: x.max(x * 2), "min_fn": lambda m, x: m.min(x, 0).values,
+    "aminmax_max": lambda m, x: x.aminmax()[1], "aminmax_dim": lambda m, x: m.aminmax(x, dim=0, keepdim=True).max,
+    "var_mean_mean": lambda m, x: m.var_mean(x, 1)[1], "std_mean_dim": lambda m, x: m.std_mean(x, 1)[0],
+    "nanmean_dim": lambda m, x: m.nanmean(x, 1, keepdim=True), "norm_p1": lambda m, x: x.norm(1),
+    "norm_fro_dims": lambda m, x: x.norm("fro", (0, 1)), "norm_nuc": lambda m, x: x.norm("nuc"),
+    "torch_norm_dim": lambda m, x: m.norm(x, 2, 1), "norm_dtype": lambda m, x: x.norm(dtype=m.float64),
+    "take_fn": lambda m, x: m.take(x, _i(m, 11, 0)),
+    "put_accumulate": lambda m, x: x.put(_i(m, 0), x[0, :1], accumulate=True),
+    "put_": lambda m, x: (x * 1).put_(_i(m, 0), x[0, :1]),
+    "scatter_value_kw": lambda m, x: m.scatter(x, 1, m.tensor([[0], [1], [2]]), value=1.0),
+    "scatter_reduce_legacy": lambda m, x: x.scatter(1, m.tensor([[0], [1], [2]]), 2.0, reduce="multiply"),
+    "scatter_": lambda m, x: (x * 1).scatter_(1, m.tensor([[0], [1], [2]]), 0.0),
+    "scatter_tensor_": lambda m, x: (x * 1).scatter_(1, m.tensor([[0], [1], [2]]), x[:, :1]),
+    "instance_norm_affine": lambda m, x: F(m).instance_norm(x.reshape(1, 3, 2, 2), weight=m.ones(3), bias=m.zeros(3)),
+    "instance_norm_eval": lambda m, x: F(m).instance_norm(x.reshape(1, 3, 4), m.zeros(3), m.ones(3),
+                                                          use_input_stats=False),
+    "InstanceNorm1d": lambda m, x: m.nn.InstanceNorm1d(3)(x.reshape(1, 3, 4)),
+    "rms_norm_weight": lambda m, x: F(m).rms_norm(x.detach(), (4,), x[0]), "RMSNorm": lambda m, x: m.nn.RMSNorm(4)(x),
+    "narrow_copy_fn": lambda m, x: m.narrow_copy(x, 0, 1, 2),
 }
 
 # values drawn at random: only names are compared
 RANDOM = {"dropout_train", "rrelu_train"}
 
-# names decided in files other helpers are editing now; listed so a fix there shows up (as XPASS)
-ELSEWHERE = {
-    "ember/ops/reduce_more.py": ["prod_dim", "max", "min", "max_dim", "min_dim", "aminmax", "var_mean", "std_mean",
-                                 "nanmean", "norm", "norm_dim"],
-    "ember/ops/index.py": ["take", "put", "scatter"],
-    "ember/nn/functional/normalization.py": ["instance_norm", "rms_norm"],
-    "ember/_compat.py": ["narrow_copy"],
-}
-_OWNER = {case: f for f, cases in ELSEWHERE.items() for case in cases}
-
 
 def _x(m):
     return m.tensor([[1., -2, 3, 4], [5, 6, -7, 8], [9, 10, 11, -12]], requires_grad=True)
-
-
-def _params():
-    out = []
-    for name in CASES:
-        marks = ()
-        if name in _OWNER:
-            marks = pytest.mark.xfail(reason=f"node name is set in {_OWNER[name]} (not this change's file)")
-        out.append(pytest.param(name, marks=marks, id=name))
-    return out
 
 
 def _grad_fn_repr(y):
@@ -322,7 +325,7 @@ def _grad_fn_repr(y):
     return m.group(1) if m else None
 
 
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", list(CASES))
 def test_node_name_matches_torch(name):
     fn = CASES[name]
     ty, ey = fn(torch, _x(torch)), fn(ember, _x(ember))
@@ -392,3 +395,62 @@ def test_next_functions_names_match_torch():
             fn = next((f for f, _ in fn.next_functions if f is not None), None)
         return out
     assert chain(ember) == chain(torch)
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_create_graph_gradient_copy_node_matches_torch():
+    """``backward(create_graph=True)`` stores a differentiable copy of the first gradient in ``.grad``
+    (torch's ``CopyBackwards`` node); a second backward adds to it (``AddBackward0``)."""
+    def run(m):
+        x = _x(m)
+        (x * x).sum().backward(create_graph=True)
+        first = x.grad
+        (x ** 3).sum().backward(create_graph=True)
+        # the copy keeps the graph of the gradient: differentiate through it
+        gg, = m.autograd.grad(first.sum(), x)
+        return first, x.grad, gg
+
+    for t, e in zip(run(torch), run(ember)):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5)
+        if t.grad_fn is None:
+            assert e.grad_fn is None
+            continue
+        assert e.grad_fn.name() == t.grad_fn.name()
+        assert type(e.grad_fn).__name__ == type(t.grad_fn).__name__
+        assert repr(e.grad_fn).split(" object at ")[0] == repr(t.grad_fn).split(" object at ")[0]
+        assert _grad_fn_repr(e) == _grad_fn_repr(t)
+    first = run(ember)[0]
+    assert first.grad_fn.name() == "torch::autograd::CopyBackwards"
+    assert type(first.grad_fn).__name__ == "CopyBackwards"
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compiled_function_node_name(backend):
+    """A compiled function's outputs share one node running the ahead-of-time backward; torch.compile
+    names it ``CompiledFunctionBackward`` (checked by hand: torch.compile is too slow for a test)."""
+    from ember.compiler import counters
+
+    def f(m, x):
+        return (x * 2).sin().sum(1)
+
+    ember.compiler.reset()
+    cf = ember.compile(lambda x: f(ember, x), backend=backend)
+    cf(_x(ember))           # the first call captures (and runs eagerly); later calls replay the graph
+    for scale in (1.0, -0.5):
+        ex, tx = _x(ember), _x(torch)
+        with ember.no_grad():
+            ex.mul_(scale)
+        with torch.no_grad():
+            tx.mul_(scale)
+        ey, ty = cf(ex), f(torch, tx)
+        node = ey.grad_fn
+        assert node.name() == "CompiledFunctionBackward"
+        assert type(node).__name__ == "CompiledFunctionBackward"
+        assert _grad_fn_repr(ey) == "CompiledFunctionBackward"
+        assert [type(n).__name__ for n, _ in node.next_functions] == ["AccumulateGrad"]
+        ey.sum().backward()
+        ty.sum().backward()
+        np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert counters["fallbacks"] == 0
+    ember.compiler.reset()

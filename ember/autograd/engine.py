@@ -24,6 +24,7 @@ import numpy as np
 from ..tensor import Tensor, wrap
 from . import grad_mode as _gm
 from . import anomaly as _anomaly
+from .node import node_class, rename
 
 
 NODE_HOOKS: list = []   # the profiler: hook(node, run) -> gradients wraps each derivative; checked once per node
@@ -515,6 +516,9 @@ def _factory(t):
 CAPTURE_ACC = [None]
 
 
+_COPY_BACKWARDS = node_class("torch::autograd::CopyBackwards")     # torch's node for that copy
+
+
 def _accumulate(leaf, g, create_graph):
     """Add ``g`` into ``leaf.grad`` following torch's AccumulateGrad rules."""
     if CAPTURE_ACC[0] is not None and not create_graph:
@@ -527,9 +531,7 @@ def _accumulate(leaf, g, create_graph):
         if create_graph and _gm.GRAD[0]:
             # torch stores a differentiable copy, so the graph of g stays reachable from .grad
             c = g.clone() if g._rg else wrap(np.array(g._data), g._dtype)
-            if c.grad_fn is not None:
-                c.grad_fn._name = "CopyBackwards"
-            leaf._grad = c
+            leaf._grad = rename(c, _COPY_BACKWARDS)
         else:
             d = g._data
             ld = leaf._data

@@ -28,7 +28,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY
+from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY, node_class, rename
 from ._util import wrap_dim, broadcast_error, fmt_shape
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, copy_out, _writable, CAPTURE_WRITE as _CAPTURING
@@ -814,6 +814,10 @@ def _scatter_bw(ctx, g):
 
 
 SCATTER = register("scatter", _scatter_kernel, _scatter_bw, save="1", prim="scatter")
+# torch's overloads: scatter.src (a tensor) / scatter.value (a number); the legacy reduce= has no derivative
+SCATTER.node_name = lambda args, attrs: (
+    "torch::autograd::NotImplemented" if "reduce" in attrs else
+    "ScatterBackward0" if isinstance(args[2], Tensor) else "ScatterBackward1")
 
 
 def scatter(input, dim: int, index, src=None, value=None, *, reduce=None, out=None) -> Tensor:
@@ -1485,6 +1489,9 @@ def _check_flat_index(index: Tensor, numel: int) -> None:
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {numel} elements.")
 
 
+_TAKE, _PUT = node_class("TakeBackward0"), node_class("PutBackward0")     # ops of their own in torch
+
+
 def take(input, index, *, out=None) -> Tensor:
     """Values of ``input`` (read as 1-D in C order) at ``index``; the result has ``index``'s shape."""
     _tensor_arg(input, "take", "input", 1)
@@ -1495,7 +1502,7 @@ def take(input, index, *, out=None) -> Tensor:
     if index._data.size and numel == 0:
         raise IndexError("take(): tried to take from an empty tensor")
     _check_flat_index(index, numel)
-    r = apply(INDEX, (input.reshape(-1), index), {"pos": (0,)})
+    r = rename(apply(INDEX, (input.reshape(-1), index), {"pos": (0,)}), _TAKE)
     return r if out is None else copy_out(r, out)
 
 
@@ -1559,7 +1566,7 @@ def _put(x, index, source, accumulate, name):
     _check_flat_index(index, x._data.size)
     flat = apply(INDEX_PUT, (x.reshape(-1), source.reshape(-1), index.reshape(-1)),
                  {"pos": (0,), "accumulate": builtins.bool(accumulate)})
-    return flat.reshape(x._data.shape)
+    return rename(flat.reshape(x._data.shape), _PUT)
 
 
 def put_(self, index, source, accumulate: bool = False) -> Tensor:

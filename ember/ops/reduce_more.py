@@ -27,7 +27,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD, no_grad
 from ..autograd.node import _version_error
-from .registry import register, apply, attach, dtype_name, FUNCTIONS
+from .registry import register, apply, attach, dtype_name, FUNCTIONS, node_class, rename
 from ._util import dims_arg, wrap_dim
 from .reduce import _expand_back, sum as _sum, mean as _mean, SUM
 from .shape import PUT_FLAT
@@ -186,6 +186,7 @@ def _prod_bw(ctx, g):
 
 
 PROD = register("prod", _prod_kernel, _prod_bw, save="i")
+_PROD_DIM = node_class("ProdBackward1")
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
@@ -203,6 +204,8 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
     if dtype is not None:
         attrs["dtype"] = dtype.np
     r = apply(PROD, (input,), attrs)
+    if dim is not None:
+        rename(r, _PROD_DIM)     # torch's prod.dim_int overload
     return r if out is None else _out(r, out)
 
 
@@ -539,6 +542,7 @@ def _cum_kernel(largest):
 
 MAX_DIM = _select_op("max_dim", _maxmin_dim_kernel(True))
 MIN_DIM = _select_op("min_dim", _maxmin_dim_kernel(False))
+MAX_DIM.node_name, MIN_DIM.node_name = "MaxBackward0", "MinBackward0"     # torch's max.dim / min.dim
 SORT = _select_op("sort", _sort_kernel)
 TOPK = _select_op("topk", _topk_kernel)
 KTHVALUE = _select_op("kthvalue", _kthvalue_kernel)
@@ -593,6 +597,20 @@ def _distribute_bw(ctx, g):
 
 AMAX = register("amax", _amax_kernel, _distribute_bw, save="io")
 AMIN = register("amin", _amin_kernel, _distribute_bw, save="io")
+
+
+def _amaxmin_node(plain, all_):
+    """``node_cls`` of amax/amin, which also run ``max(x)`` / ``min(x)`` (marked by their ``nan_ties``
+    attr; torch's max/min overloads without dim, ``all_``): chosen here in one call when a node is
+    recorded, as max/min are hot and a rename after the call would cost every call."""
+    def make(op, args, attrs, nout):
+        return (all_ if "nan_ties" in attrs else plain)(op, args, attrs, nout)
+    return make
+
+
+AMAX.node_cls = _amaxmin_node(node_class("AmaxBackward0"), node_class("MaxBackward1"))
+AMIN.node_cls = _amaxmin_node(node_class("AminBackward0"), node_class("MinBackward1"))
+_AMINMAX = node_class("AminmaxBackward0")
 
 
 def _amaxmin(input, dim, keepdim, out, largest, op):
@@ -656,7 +674,7 @@ def aminmax(input, *, dim=None, keepdim: bool = False, out=None):
                            "has no identity.")
     lo = amin(input, () if dim is None else dim, keepdim)
     hi = amax(input, () if dim is None else dim, keepdim)
-    res = return_types.aminmax(lo, hi)
+    res = return_types.aminmax(*rename((lo, hi), _AMINMAX))     # one node in torch, two here
     return res if out is None else _out_tuple(res, out, return_types.aminmax)
 
 
@@ -889,17 +907,21 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     return r if out is None else _out(r, out)
 
 
+# torch computes each pair in one op (one node with two outputs); here two nodes of that name
+_VAR_MEAN, _STD_MEAN = node_class("VarMeanBackward0"), node_class("StdMeanBackward0")
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None):
     """(var, mean) over ``dim``."""
     attrs = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
-    res = (apply(VAR, (input,), attrs), _mean(input, attrs["axis"], keepdim))
+    res = rename((apply(VAR, (input,), attrs), _mean(input, attrs["axis"], keepdim)), _VAR_MEAN)
     return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None):
     """(std, mean) over ``dim``."""
     attrs = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
-    res = (apply(STD, (input,), attrs), _mean(input, attrs["axis"], keepdim))
+    res = rename((apply(STD, (input,), attrs), _mean(input, attrs["axis"], keepdim)), _STD_MEAN)
     return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
 
 
@@ -983,6 +1005,7 @@ def _norm_bw(ctx, g):
 
 
 NORM = register("norm", _norm_kernel, _norm_bw, save="io")
+NORM.node_name = "LinalgVectorNormBackward0"     # torch.norm / Tensor.norm run linalg.vector_norm too
 
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None):
@@ -1249,6 +1272,7 @@ def _nanmean_bw(ctx, g):
 
 
 NANMEAN = register("nanmean", _nanmean_kernel, _nanmean_bw, save="i")
+NANMEAN.node_name = "DivBackward0"      # torch's nanmean is nansum(x) / count(x not NaN)
 
 
 def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):

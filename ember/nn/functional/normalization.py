@@ -28,7 +28,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...autograd.grad_mode import GRAD, no_grad
-from ...ops.registry import register, apply, dtype_name
+from ...ops.registry import register, apply, dtype_name, node_class, rename
 
 __all__ = ["layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "normalize",
            "local_response_norm"]
@@ -129,6 +129,7 @@ NATIVE_LAYER_NORM = register("native_layer_norm", _norm_kernel, _norm_backward, 
 NATIVE_GROUP_NORM = register("native_group_norm", _norm_kernel, _norm_backward, save="0134")
 NATIVE_BATCH_NORM = register("native_batch_norm", _norm_kernel, _norm_backward, save="0134")
 RMS_NORM = register("rms_norm", _norm_kernel, _norm_backward, save="0134")
+RMS_NORM.node_name = "MulBackward0"     # torch's rms_norm is composite: its last step is a product
 
 
 def _normalize_op(op, x, w, b, mean, var, shape, sshape, wshape, axes, waxes, eps, center=True, const=False):
@@ -355,6 +356,9 @@ def _verify_spatial_size(size) -> None:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {_size_repr(size)}")
 
 
+_VIEW = node_class("ViewBackward0")
+
+
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalize each channel of each sample over its spatial positions. With running statistics and
@@ -364,8 +368,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         _verify_spatial_size(input.shape)
     if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
-    return _bn_core(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
-                    instance=True)
+    return rename(_bn_core(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                           instance=True), _VIEW)     # torch batch-normalizes a (1, N*C, ...) view, then views back
 
 
 # ---- normalize / local response norm ------------------------------------------------------------------

@@ -371,3 +371,59 @@ def test_batchnorm_cumulative_average_replays_without_breaks():
     close(bn.running_var, ref.running_var)
     assert int(bn.num_batches_tracked) == 4
     assert counters["captures"] == 1 and counters["graph_breaks"] == 0
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_double_backward_through_a_compiled_module_is_a_clear_error(backend):
+    m = nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 1))
+    cm = ember.compile(m, backend=backend)
+    x = ember.linspace(0, 1, 5).unsqueeze(1).requires_grad_(True)
+    close(ember.autograd.grad(cm(x).sum(), x)[0], ember.autograd.grad(m(x).sum(), x)[0])   # first order is fine
+    with pytest.raises(RuntimeError, match="higher-order gradients"):
+        ember.autograd.grad(cm(x).sum(), x, create_graph=True)
+
+
+def test_a_whole_step_with_create_graph_compiles():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 1))
+    x = ember.linspace(0, 1, 5).unsqueeze(1).requires_grad_(True)
+
+    def step():
+        u = m(x)
+        du = ember.autograd.grad(u, x, grad_outputs=ember.ones_like(u), create_graph=True)[0]
+        d2u = ember.autograd.grad(du.sum(), x, create_graph=True)[0]
+        loss = (d2u + 9.87 * ember.sin(3.14 * x)).pow(2).mean()
+        m.zero_grad()
+        loss.backward()
+        return loss.detach(), m[0].weight.grad.clone()
+    want = step()
+    cs = ember.compile(step)
+    for _ in range(2):
+        got = cs()
+        close(got[0], want[0])
+        close(got[1], want[1])
+    assert counters["fallbacks"] == 0 and counters["replays"] == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_returned_objects_holding_tensors_are_rebuilt_per_call(backend):
+    """A module returning a torch.distributions object: each replay returns a new object over this call's
+    tensors (not the traced call's), and backward through it works every step."""
+    D = ember.distributions
+    ember.manual_seed(0)
+    m = nn.Linear(3, 4)
+    f = ember.compile(lambda x: (D.Categorical(logits=m(x)), m(x).sum()), backend=backend)
+    a = ember.tensor([1, 2])
+    for i in range(3):
+        x = ember.randn(2, 3)
+        d, _ = f(x)
+        loss = -d.log_prob(a).mean()
+        m.zero_grad()
+        loss.backward()
+        g = m.weight.grad.clone()
+        m.zero_grad()
+        ref = -D.Categorical(logits=m(x)).log_prob(a).mean()
+        ref.backward()
+        close(loss, ref)
+        close(g, m.weight.grad)
+    assert counters["fallbacks"] == 0 and counters["replays"] == 2

@@ -227,7 +227,8 @@ class CompiledFunction:
                                        f"eagerly: {tracer.unsupported}")
                 self.entries.append(_Entry(sig, None, None, "eager"))
                 return result
-        logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
+        if logs.enabled("graph"):
+            logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
         runner = self._make_runner(program)
         self.entries.append(_Entry(sig, program, runner, "compiled"))
         logs.log("recompiles" if len(self.entries) > 1 else "graph",

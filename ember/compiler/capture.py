@@ -156,7 +156,10 @@ class Tracer:
         made_here = any(id(a) in self.created_arrays for a in _array_chain(base))
         if made_here:
             if not any(id(a) in self.safe_arrays for a in _array_chain(base)):
-                self.refuse("a tensor was computed outside ember's ops from other tensors' values (in Python or "
+                user = getattr(self, "consumer", None)
+                self.refuse(f"a tensor {tuple(t._data.shape)} {t._dtype}"
+                            + (f" (an argument of op {user})" if user else "")
+                            + " was computed outside ember's ops from other tensors' values (in Python or "
                             "NumPy code of an op or derivative that is not capturable yet); a replay would reuse "
                             "the traced value", "run this function eagerly, or use ops that compute it")
             v = self._new_value("const", t, np.array(t._data, copy=True))
@@ -188,7 +191,9 @@ class Tracer:
         if self.in_kernel:
             return out
         outs = out if type(out) is tuple else (out,)
+        self.consumer = op.name
         ins = [self.value_of(a) if isinstance(a, Tensor) else a for a in args]
+        self.consumer = None
         if op.name in NOT_CAPTURABLE:
             self.refuse(f"op {op.name} is not capturable yet: {NOT_CAPTURABLE[op.name]}",
                         "run this part eagerly (outside the compiled function)")

@@ -405,21 +405,16 @@ def decompose(program, fwd_values: set | None = None) -> PGraph:
             b.effect("read", source=lookup(gr.ended_by.value), read_node=gr.ended_by)
         g.graph_ends.append(b.seq)
 
-    def collect(struct, out):
-        if hasattr(struct, "kind") and hasattr(struct, "id") and hasattr(struct, "shape"):
-            x = lookup(struct)
-            r = _root_load(x)
-            if r.op == "load" and r.buffer.kind == "const":
-                # a baked constant is shared by every call: the caller gets a copy
-                x = b.node("copy", (x,), {}, x.shape, x.dtype)
-            out[struct.id] = x
-        elif isinstance(struct, (list, tuple)):
-            for s in struct:
-                collect(s, out)
-        elif isinstance(struct, dict):
-            for s in struct.values():
-                collect(s, out)
-    collect(program.outputs, g.outputs)
+    def collect(v, out):
+        x = lookup(v)
+        r = _root_load(x)
+        if r.op == "load" and r.buffer.kind == "const":
+            # a baked constant is shared by every call: the caller gets a copy
+            x = b.node("copy", (x,), {}, x.shape, x.dtype)
+        out[v.id] = x
+        return v
+    from .ir import map_struct, Value
+    map_struct(program.outputs, lambda v: isinstance(v, Value), lambda v: collect(v, g.outputs))
     for vid in fwd_values or ():
         v = program.values[vid]
         if v.id in vmap:

@@ -131,7 +131,11 @@ class Program:
                 lines.append("  " + repr(n))
             if g.ended_by is not None:
                 lines.append("  " + repr(g.ended_by))
-        lines.append(f"  return {self.outputs!r}")
+        try:
+            out = repr(self.outputs)
+        except Exception:                   # an object whose repr needs real tensors (a distribution)
+            out = f"<{type(self.outputs).__name__}>"
+        lines.append(f"  return {out}")
         return "\n".join(lines)
 
 
@@ -151,14 +155,33 @@ def _short(v) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
-def map_struct(x, is_leaf, fn):
-    """Rebuild nested tuples/namedtuples/lists/dicts with ``fn`` applied to every leaf ``is_leaf`` accepts."""
+_PLAIN = (str, bytes, int, float, complex, bool, type(None), type)
+
+
+def map_struct(x, is_leaf, fn, _depth=0):
+    """Rebuild nested tuples/namedtuples/lists/dicts with ``fn`` applied to every leaf ``is_leaf`` accepts.
+
+    Other objects whose attributes hold leaves (a ``torch.distributions`` object built from a model's
+    outputs, a dataclass of outputs) are shallow-copied with those attributes mapped, so every replay
+    returns a new object over its own tensors; modules and objects without leaves are returned as they are."""
     if is_leaf(x):
         return fn(x)
+    if _depth > 6 or isinstance(x, _PLAIN):
+        return x
+    d = _depth + 1
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*[map_struct(i, is_leaf, fn) for i in x])
+        return type(x)(*[map_struct(i, is_leaf, fn, d) for i in x])
     if isinstance(x, (list, tuple)):
-        return type(x)(map_struct(i, is_leaf, fn) for i in x)
+        return type(x)(map_struct(i, is_leaf, fn, d) for i in x)
     if isinstance(x, dict):
-        return {k: map_struct(v, is_leaf, fn) for k, v in x.items()}
-    return x
+        return {k: map_struct(v, is_leaf, fn, d) for k, v in x.items()}
+    attrs = getattr(x, "__dict__", None)
+    if not attrs or callable(x) or hasattr(x, "parameters"):
+        return x                        # functions, modules, optimizers: not rebuilt
+    mapped = {k: map_struct(v, is_leaf, fn, d) for k, v in attrs.items()}
+    if all(mapped[k] is attrs[k] for k in attrs):
+        return x
+    import copy
+    y = copy.copy(x)
+    y.__dict__.update(mapped)
+    return y

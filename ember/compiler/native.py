@@ -39,7 +39,7 @@ from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
 from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, _build, \
-    _CompiledBackwardOp
+    _CompiledBackwardOp, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
@@ -582,6 +582,7 @@ class _NativeBackwardOp:
         self.nout = nout
 
     def backward(self, node, *grads):
+        no_double_backward()
         bw = self.program
         bb = self.runner.bwd
         c = bb.c

@@ -226,6 +226,16 @@ class Interpreter:
         return result
 
 
+def no_double_backward() -> None:
+    """A compiled backward runs kernels on raw buffers: it records no graph of its own, so it cannot serve
+    ``create_graph=True`` (higher-order gradients). Say so instead of returning gradients without history."""
+    if GRAD[0]:
+        raise RuntimeError("ember.compile: the backward of a compiled function cannot build a graph for "
+                           "higher-order gradients (backward or autograd.grad with create_graph=True: gradient "
+                           "penalties, Hessians, PINN residuals). Call that function eagerly (not compiled), "
+                           "or compile the whole step including the autograd.grad calls")
+
+
 class _CompiledBackwardOp:
     """OpDef-like adapter: the engine calls ``backward(node, *grads)``; we run the AOT program."""
 
@@ -241,6 +251,7 @@ class _CompiledBackwardOp:
         self.nout = nout
 
     def backward(self, node, *grads):
+        no_double_backward()
         bw = self.program
         slots = [None] * len(bw.values)
         for v, g in zip(bw.grad_outputs, grads):
@@ -264,8 +275,10 @@ class _CompiledBackwardOp:
 
 def attach_node(op, diff_outs, targets) -> Node:
     """Give ``diff_outs`` one autograd node whose backward is ``op`` (an AOT-compiled backward), with an
-    edge per target tensor that requires grad. Shared by the interpreter and the native runner."""
-    node = Node(op, None, {}, len(diff_outs))
+    edge per target tensor that requires grad. Shared by the interpreter and the native runner.
+    The node's class is named by ``op.node_name`` (``CompiledFunctionBackward``, as under torch.compile)."""
+    from ..autograd.node import node_class
+    node = node_class(op.node_name)(op, None, {}, len(diff_outs))
     edges, meta = [], []
     for t in targets:
         if t._rg:

@@ -427,3 +427,29 @@ def test_returned_objects_holding_tensors_are_rebuilt_per_call(backend):
         close(loss, ref)
         close(g, m.weight.grad)
     assert counters["fallbacks"] == 0 and counters["replays"] == 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_activation_checkpoint_inside_a_compiled_module_keeps_parameter_gradients(backend):
+    from ember.utils.checkpoint import checkpoint
+
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b1 = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU())
+            self.b2 = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU())
+
+        def forward(self, x):
+            h = self.b1(x)
+            return h + checkpoint(self.b2, h, use_reentrant=False)
+    ember.manual_seed(0)
+    m = Enc()
+    cm = ember.compile(m, backend=backend)
+    grads = []
+    for mod in (m, cm, cm):
+        m.zero_grad()
+        (mod(ember.ones(4, 8) * 0.3) * mod(ember.ones(4, 8) * -0.7)).sum().backward()   # two calls, one loss
+        grads.append([p.grad.clone() for p in m.parameters()])
+    for g in grads[1:]:
+        for a, b in zip(grads[0], g):
+            close(b, a)

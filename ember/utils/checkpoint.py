@@ -127,9 +127,17 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, 
         # parameters used inside ``function`` still receive gradients (torch's non-reentrant behaviour)
         from ..ops.creation import empty
         dummy = empty(0, requires_grad=True) if _gm.is_grad_enabled() else None
-    if not _gm.is_grad_enabled():
+    if not _gm.is_grad_enabled() or _capturing():
+        # under ember.compile the region is traced like any code: recomputation is a memory trade of eager
+        # autograd, and the compiled backward already keeps only what it needs (same values, same draws)
         return function(*args, **kwargs)
     return _Checkpoint.apply(function, preserve_rng_state, context_fn, kwargs, dummy, *args)
+
+
+def _capturing() -> bool:
+    import sys
+    cap = sys.modules.get("ember.compiler.capture")
+    return cap is not None and cap.Tracer.active is not None
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant=None, **kwargs):  # noqa: A002

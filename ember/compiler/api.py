@@ -242,7 +242,10 @@ class CompiledFunction:
         from ..ops.creation import zeros_like
         outs = []
         _map_struct(result, lambda t: outs.append(t) or t)
-        diff = [t for t in outs if isinstance(t, Tensor) and t._rg and t.grad_fn is not None]
+        # outputs whose graph a backward inside the function already freed cannot be backpropagated again
+        # (eagerly that raises "backward through the graph a second time"): no backward is captured for them
+        diff = [t for t in outs if isinstance(t, Tensor) and t._rg and t.grad_fn is not None
+                and not getattr(t.grad_fn, "released", False)]
         if not diff:
             return
         targets = [v for v in program.args + program.lifted if v.requires_grad]

@@ -131,6 +131,19 @@ class Tracer:
         self.vc_start.setdefault(id(vc), (vc, vc[0]))
         return v
 
+    def _parent_alias(self, arr):
+        """The forward Value whose buffer ``arr`` merely re-wraps (``detach()`` of a forward value inside a
+        backward trace gives a new view with the same memory, shape and strides)."""
+        a = arr.base
+        while isinstance(a, np.ndarray):
+            pv = self.parent.a2v.get(id(a))
+            if pv is not None:
+                same = (a.shape == arr.shape and a.strides == arr.strides and a.dtype == arr.dtype and
+                        a.__array_interface__["data"][0] == arr.__array_interface__["data"][0])
+                return pv if same else None
+            a = a.base
+        return None
+
     def add_arg(self, t: Tensor, path) -> Value:
         v = self.t2v.get(id(t))
         if v is not None:
@@ -147,7 +160,7 @@ class Tracer:
         if v is not None and v.shape == tuple(t._data.shape):
             return v
         if self.parent is not None:
-            pv = self.parent.t2v.get(id(t)) or self.parent.a2v.get(id(t._data))
+            pv = self.parent.t2v.get(id(t)) or self.parent.a2v.get(id(t._data)) or self._parent_alias(t._data)
             if pv is not None:
                 v = self._new_value("fwd", t, pv.id)
                 self.fwd_refs.append(v)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
-from ..autograd.grad_mode import GRAD
+from ..autograd.grad_mode import GRAD, no_grad
 from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY, node_class, rename
 from ._util import wrap_dim, broadcast_error, fmt_shape
 from .shape import getitem_basic, SLICE_BACKWARD
@@ -931,17 +931,40 @@ def _scatter_reduce_bw(ctx, g):
     gx = gs = None
     if reduce in ("sum", "mean"):
         if reduce == "mean":
-            n = _scatter_counts(shape1, c, incl).reshape(x._data.shape)
-            g = g / _const(n.astype(g._dtype.np))
+            # how many values were averaged at each position, counted with ops on the index tensor (a
+            # compiled replay recounts for new indices); self counts once when included
+            dt = g._dtype
+            n = apply(SCATTER_ADD, (_zeros(x._data.shape, dt), index, _literal(np.ones(index._data.shape, dt.np), dt)),
+                      {"dim": dim})
+            n = n + 1 if incl else n.clamp(min=1)
+            g = g / n
         if need_x:
             gx = g if incl else apply(SCATTER, (g, index, 0), {"dim": dim})
         if need_s:
             gs = apply(GATHER, (g, index), {"dim": dim})
+    elif reduce in ("amax", "amin") and x._data.ndim and index._data.ndim:
+        # the masks of who attained the extreme, from ember ops on the tensors (a compiled replay recomputes
+        # them for new values and indices); ties share the gradient evenly, and like torch, self is counted
+        # among the ties even when excluded
+        dt = g._dtype
+        with no_grad():
+            xd, sd = x, src                 # (under no_grad: nothing is recorded)
+            r = apply(SCATTER_REDUCE, (xd, index, sd), a)
+            s_used = sd[tuple(slice(0, k) for k in index._data.shape)]
+            self_is = (xd == r).to(dt)
+            src_is = (s_used == apply(GATHER, (r, index), {"dim": dim})).to(dt)
+            n = apply(SCATTER_ADD, (self_is, index, src_is), {"dim": dim}).clamp(min=1)
+        gd = g / n
+        if need_x:
+            gx = gd * self_is
+            if not incl:
+                gx = apply(SCATTER, (gx, index, 0), {"dim": dim})
+        if need_s:
+            gs = apply(GATHER, (gd, index), {"dim": dim}) * src_is
     elif reduce in ("amax", "amin"):
-        r = _scatter_reduce_kernel(x._data, index._data, src._data, **a)   # recomputed: only masks need it
+        r = _scatter_reduce_kernel(x._data, index._data, src._data, **a)   # 0-dim operands: NumPy masks
         r1 = np.atleast_1d(r)
         s_used = _corner(np.atleast_1d(src._data), idx.shape)
-        # ties share the gradient evenly; like torch, self is counted among the ties even when excluded
         self_is = np.atleast_1d(x._data) == r1
         src_is = s_used == r1[c]
         n = self_is.astype(np.int64)

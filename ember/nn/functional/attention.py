@@ -3,8 +3,9 @@
 Scaled dot-product attention is ``softmax(Q K^T * scale + bias) V``: two batched matrix products and one
 fused op, ``sdpa_softmax``, that scales, adds the mask bias and normalises in one pass. Like torch's
 math kernel it is a *safe* softmax: a row whose scores are all ``-inf`` (every key masked) gives zero
-weights instead of NaN. Boolean masks (True = may attend) become a constant 0/-inf bias in NumPy, so
-they cost no autograd work; float masks are added (and get a gradient if they require one).
+weights instead of NaN. Boolean masks (True = may attend) become a 0/-inf bias through one ``where``
+op (no autograd work; a compiled replay recomputes it from the new mask); float masks are added (and
+get a gradient if they require one).
 
 ``multi_head_attention_forward`` follows torch's reference implementation step by step (in-projection,
 bias_k/bias_v, zero attention, mask merging, and the explicit-weights path with ``baddbmm`` + softmax
@@ -85,10 +86,17 @@ SDPA_SOFTMAX = register("sdpa_softmax", _sdpa_softmax_kernel, _sdpa_softmax_bw, 
 SDPA_SOFTMAX_BW = register("sdpa_softmax_backward", _sdpa_softmax_bw_kernel, nout=2, differentiable=False)
 
 
+def _bool_bias(mask: Tensor, dtype, masked_if: bool) -> Tensor:
+    """-inf where ``mask`` equals ``masked_if``, else 0, in ``dtype``: one ``where`` op on the mask, so a
+    compiled replay recomputes it from the mask it is given (no gradient: the mask is boolean)."""
+    from ...ops.binary import WHERE
+    ninf, zero = dtype.np.type(-np.inf), dtype.np.type(0)
+    return apply(WHERE, (mask, ninf, zero) if masked_if else (mask, zero, ninf))     # (typed scalars: no cast)
+
+
 def _mask_to_bias(mask: Tensor, dtype) -> Tensor:
-    """A boolean "may attend" mask as an additive 0 / -inf bias (a constant)."""
-    arr = np.where(mask._data, dtype.np.type(0), dtype.np.type(-np.inf)).astype(dtype.np, copy=False)
-    return wrap(arr, dtype)
+    """A boolean "may attend" mask as an additive 0 / -inf bias."""
+    return _bool_bias(mask, dtype, False)
 
 
 def _causal_bias(L: int, S: int, dtype) -> Tensor:
@@ -241,9 +249,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for "
                       "both instead.", stacklevel=3)
     if mask.dtype is _dt.bool:
-        arr = np.where(mask._data, target_type.np.type(-np.inf), target_type.np.type(0)).astype(target_type.np,
-                                                                                                copy=False)
-        return wrap(arr, target_type)
+        return _bool_bias(mask, target_type, True)
     return mask
 
 

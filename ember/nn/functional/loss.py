@@ -373,6 +373,33 @@ def _ce_bw_kernel(g, x, t, w, reduction, ignore_index, label_smoothing, logp=Non
     return grad.astype(od, copy=False)
 
 
+def _ce_target_parts(t: Tensor, w, n_classes: int, ignore_index: int, eps: float):
+    """``_targets`` / ``_ce_parts`` as ember ops on the target and weight tensors (for the double backward, so
+    a compiled replay recomputes them from the targets it is given): safe targets, valid mask, per-position
+    weight and the factor A. Dtypes follow the NumPy helpers (float64 where they compute in float64)."""
+    e = _ember()
+    f64 = _dt.float64
+    tl = t.long()
+    valid = tl != ignore_index
+    ts = e.where(valid, tl, 0)
+    wu = None if w is None else (w.float() if w._dtype.itemsize == 2 else w)      # _up
+    wt = valid.to(f64) if wu is None else e.where(valid, wu[ts], 0)
+    if eps > 0:
+        wsum = float(n_classes) if wu is None else wu.sum().to(f64)
+        a = wt * (1 - eps) + valid.to(f64) * (eps / n_classes * wsum)
+    else:
+        a = wt
+    return ts, valid, wt, wu, a
+
+
+def _inv_total_t(wt: Tensor) -> Tensor:
+    """``_inv_total`` as a 0-d float64 tensor: 1 / (total weight), 0 when everything was ignored."""
+    e = _ember()
+    total = wt.sum().to(_dt.float64)
+    nz = total != 0
+    return e.where(nz, 1.0 / e.where(nz, total, 1.0), 0.0)
+
+
 def _ce_bw_bw(ctx, gg):
     """Derivatives of ``scale * (softmax(x) * A - B)``: w.r.t. x (softmax's Jacobian) and w.r.t. g."""
     e = _ember()
@@ -382,12 +409,13 @@ def _ce_bw_bw(ctx, gg):
     single = x.ndim == 1
     xb = x.unsqueeze(0) if single else x
     ggb = gg.unsqueeze(0) if single else gg
-    tb = t._data.reshape(1) if single else t._data
-    wd = None if w is None else _up(w._data)
-    ts, valid, wt, a = _ce_parts(xb.shape, tb, wd, at["ignore_index"], eps)
+    tb = t.reshape(1) if single else t
+    n_classes = xb.shape[1]
+    ts, valid, wt, wu, a = _ce_target_parts(tb, w, n_classes, at["ignore_index"], eps)
     dt = x._dtype
-    a_t = wrap(a[:, None].astype(dt.np), dt)
+    a_t = a.unsqueeze(1).to(dt)
     p = e.softmax(xb, 1)
+    inv = _inv_total_t(wt).to(g._dtype) if reduction == "mean" else None
     dg = dx = None
     if ctx.edges[1] is not None:
         if reduction == "none":
@@ -395,24 +423,26 @@ def _ce_bw_bw(ctx, gg):
         elif reduction == "sum":
             scale = g
         else:
-            scale = g * _inv_total(wt)
+            scale = g * inv
         dx = p * (ggb - (ggb * p).sum(1, keepdim=True)) * a_t * scale
         dx = dx[0] if single else dx
     if ctx.edges[0] is not None:
-        n_classes = xb.shape[1]
-        b = np.zeros(xb.shape, dtype=dt.np)
-        _add_at_class(b, ts, wt * (1 - eps))
+        # B: (1 - eps) * w[t] at each target's class, plus eps / C * w everywhere (valid positions)
+        classes = e.arange(n_classes).reshape((1, n_classes) + (1,) * (xb.ndim - 2))
+        b = e.where(ts.unsqueeze(1) == classes, (wt * (1 - eps)).to(dt).unsqueeze(1), 0.0)
         if eps > 0:
-            wb = 1.0 if wd is None else _class_bcast(wd, b.ndim)
-            b += ((valid[:, None] * (eps / n_classes)) * wb).astype(dt.np)
-        prod = ggb * (p * a_t - wrap(b, dt))
+            spread = valid.unsqueeze(1).to(_dt.float64) * (eps / n_classes)
+            if wu is not None:
+                spread = spread * _class_bcast(wu, xb.ndim)
+            b = b + spread.to(dt)
+        prod = ggb * (p * a_t - b)
         if reduction == "none":
             dg = prod.sum(1)
             dg = dg[0] if single else dg
         elif reduction == "sum":
             dg = prod.sum()
         else:
-            dg = prod.sum() * _inv_total(wt)
+            dg = prod.sum() * inv
     return dg, dx, None, None
 
 
@@ -997,11 +1027,34 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 _CTC_NEG = -1e30      # "impossible" log-probability: finite, so logsumexp's gradient stays finite
 
 
-def _lengths(v, name: str, n: int) -> np.ndarray:
-    arr = np.asarray(v._data if isinstance(v, Tensor) else v, dtype=np.int64).reshape(-1)
-    if arr.size != n:
-        raise RuntimeError(f"ctc_loss: expected {name} to have {n} elements, but got {arr.size}")
-    return arr
+def _lengths(v, name: str, n: int):
+    """The lengths as an int64 tensor (n,), and their values when they came as Python / NumPy data (None for
+    a tensor: its values are read through ``tolist``, a guarded read under ``ember.compile``)."""
+    if isinstance(v, Tensor):
+        t, arr = v.reshape(-1), None
+        if t._dtype is not _dt.int64:
+            t = t.long()
+    else:
+        arr = np.asarray(v, dtype=np.int64).reshape(-1)
+        t = _ember().tensor(arr)
+    if t.numel() != n:
+        raise RuntimeError(f"ctc_loss: expected {name} to have {n} elements, but got {t.numel()}")
+    return t, arr
+
+
+def _ctc_padded(tg: Tensor, tgt_len: np.ndarray, N: int) -> Tensor:
+    """Concatenated 1-D targets split by ``target_lengths`` into (N, max(L, 1)) rows padded with 0: an
+    index op whose positions depend on the lengths only (values Python already holds)."""
+    offs = np.concatenate([[0], np.cumsum(tgt_len)])
+    L = int(tgt_len.max(initial=0))
+    src = np.full((N, max(L, 1)), -1, dtype=np.int64)        # position in ``tg``, -1 for padding
+    pos = np.arange(tg.numel(), dtype=np.int64)
+    for b in range(N):
+        src[b, :tgt_len[b]] = pos[offs[b]:offs[b + 1]]
+    E = _ember()
+    if not tg.numel():
+        return E.zeros(src.shape, dtype=_dt.int64)
+    return E.where(E.tensor(src < 0), 0, tg[E.tensor(np.maximum(src, 0))])
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
@@ -1009,65 +1062,85 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     """Connectionist Temporal Classification loss of ``log_probs`` (T, N, C) (or unbatched (T, C)) against
     label sequences ``targets`` (padded (N, S) or concatenated 1-D), summing over all alignments with the
     forward (alpha) recursion. Written with ember ops, so autograd gives the gradient; the result equals
-    torch's, and gradients agree once they pass through the usual ``log_softmax``."""
+    torch's, and gradients agree once they pass through the usual ``log_softmax``.
+
+    The targets and lengths enter as tensors (a compiled replay recomputes everything from the ones it is
+    given); only what sets shapes or raises errors is read in Python: the largest lengths (and, for
+    concatenated targets, every target length), a guarded read under ``ember.compile``."""
     E = _ember()
     if not isinstance(log_probs, Tensor):
         raise TypeError(f"ctc_loss(): argument 'log_probs' must be Tensor, not {type(log_probs).__name__}")
     unbatched = log_probs._data.ndim == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     T, N, C = lp._data.shape
-    tg = np.asarray(targets._data if isinstance(targets, Tensor) else targets, dtype=np.int64)
+    if isinstance(targets, Tensor):
+        tg = targets if targets._dtype is _dt.int64 else targets.long()
+    else:
+        tg = E.tensor(np.asarray(targets, dtype=np.int64))
     if unbatched:
         tg = tg.reshape(1, -1)
-    in_len = _lengths(input_lengths, "input_lengths", N)
-    tgt_len = _lengths(target_lengths, "target_lengths", N)
-    if in_len.max(initial=0) > T:
-        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {int(in_len.max())} "
+    in_len, in_arr = _lengths(input_lengths, "input_lengths", N)
+    tgt_len, tgt_arr = _lengths(target_lengths, "target_lengths", N)
+    concatenated = tg.ndim == 1
+    # the values Python needs, in one read (one graph break): the max input length (checked against T) and
+    # the target lengths (all of them to split concatenated targets, else their max: it sets the width of
+    # the extended label sequence)
+    reads = []
+    if in_arr is None and N:
+        reads.append(in_len.max().reshape(1))
+    if tgt_arr is None and N:
+        reads.append(tgt_len if concatenated else tgt_len.max().reshape(1))
+    vals = (reads[0] if len(reads) == 1 else E.cat(reads)).tolist() if reads else []
+    if in_arr is None and N:
+        in_max, vals = vals[0], vals[1:]
+    else:
+        in_max = int(in_arr.max()) if N else 0
+    if tgt_arr is None and concatenated:
+        tgt_arr = np.asarray(vals, dtype=np.int64)
+    tgt_max = int(tgt_arr.max(initial=0)) if tgt_arr is not None else (vals[0] if N else 0)
+    if in_max > T:
+        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {in_max} "
                            "(while checking arguments for ctc_loss_allocate_outputs)")
-    if tg.ndim == 1:                      # concatenated targets: split them by target_lengths
-        offs = np.concatenate([[0], np.cumsum(tgt_len)])
-        L = int(tgt_len.max(initial=0))
-        padded = np.zeros((N, max(L, 1)), dtype=np.int64)
-        for b in range(N):
-            padded[b, :tgt_len[b]] = tg[offs[b]:offs[b + 1]]
-        tg = padded
-    elif tgt_len.max(initial=0) > tg.shape[1]:
-        raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.max())} at dimension 1, but got size "
+    if concatenated:                      # concatenated targets: split them by target_lengths
+        tg = _ctc_padded(tg, tgt_arr, N)
+    elif tgt_max > tg.shape[1]:
+        raise RuntimeError(f"Expected tensor to have size at least {tgt_max} at dimension 1, but got size "
                            f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for "
                            "ctc_loss_allocate_outputs)")
-    L = int(tgt_len.max(initial=0))
+    L = tgt_max
     S = 2 * L + 1
-    ext = np.full((N, S), blank, dtype=np.int64)            # blank, l1, blank, l2, ..., blank
+    # blank, l1, blank, l2, ..., blank
+    blanks = E.full((N, L + 1), blank, dtype=_dt.int64)
     if L:
-        ext[:, 1::2] = tg[:, :L]
-    valid = np.arange(S)[None, :] < (2 * tgt_len[:, None] + 1)
-    skip = np.zeros((N, S), dtype=bool)                     # may jump from s-2 to s
-    if S > 2:
-        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+        ext = E.cat([E.stack([blanks[:, :L], tg[:, :L]], 2).reshape(N, 2 * L), blanks[:, L:]], 1)
+    else:
+        ext = blanks
+    pos = E.arange(S)
+    valid = pos < (tgt_len * 2 + 1).unsqueeze(1)                # (N, S)
+    if S > 2:                                                   # may jump from s-2 to s
+        hop = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+        skip_t = E.cat([E.zeros((N, 2), dtype=_dt.bool), hop], 1) & valid
+    else:
+        skip_t = E.zeros((N, S), dtype=_dt.bool)
     dt = lp._dtype
-    neg = wrap(np.full((N, S), _CTC_NEG, dtype=dt.np), dt)
-    valid_t = wrap(valid, _dt.bool)
-    skip_t = wrap(skip & valid, _dt.bool)
-    ext_t = wrap(ext, _dt.int64)
-    emit0 = lp[0].gather(1, ext_t)                          # (N, S)
-    init = np.zeros((N, S), dtype=bool)
-    init[:, :2] = True
-    alpha = E.where(wrap(init & valid, _dt.bool), emit0, neg)
+    neg = E.full((N, S), _CTC_NEG, dtype=dt)
+    emit0 = lp[0].gather(1, ext)                                # (N, S)
+    alpha = E.where((pos < 2) & valid, emit0, neg)
+    running = (in_len > E.arange(T).unsqueeze(1)).unsqueeze(2)  # (T, N, 1): step t still inside input b
     for t in range(1, T):
         prev1 = E.cat([neg[:, :1], alpha[:, :-1]], 1)
         prev2 = E.cat([neg[:, :2], alpha[:, :-2]], 1) if S > 2 else neg
         prev2 = E.where(skip_t, prev2, neg)
-        new = E.logsumexp(E.stack([alpha, prev1, prev2]), 0) + lp[t].gather(1, ext_t)
-        new = E.where(valid_t, new, neg)
-        active = wrap((in_len > t)[:, None].repeat(S, 1), _dt.bool)
-        alpha = E.where(active, new, alpha)
-    last = wrap((2 * tgt_len)[:, None], _dt.int64)
-    before = wrap(np.maximum(2 * tgt_len - 1, 0)[:, None], _dt.int64)
+        new = E.logsumexp(E.stack([alpha, prev1, prev2]), 0) + lp[t].gather(1, ext)
+        new = E.where(valid, new, neg)
+        alpha = E.where(running[t], new, alpha)
+    last = (tgt_len * 2).unsqueeze(1)
+    before = (tgt_len * 2 - 1).clamp_min(0).unsqueeze(1)
     a_last = alpha.gather(1, last).squeeze(1)
     a_before = alpha.gather(1, before).squeeze(1)
-    a_before = E.where(wrap(tgt_len > 0, _dt.bool), a_before, neg[:, 0])
+    a_before = E.where(tgt_len > 0, a_before, neg[:, 0])
     nll = -E.logsumexp(E.stack([a_last, a_before]), 0)
-    impossible = wrap(nll._data > -_CTC_NEG / 2, _dt.bool)
+    impossible = nll > -_CTC_NEG / 2
     fill = 0.0 if zero_infinity else math.inf
     nll = E.where(impossible, E.full_like(nll, fill), nll)
     if reduction == "none":
@@ -1075,7 +1148,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     if reduction == "sum":
         return nll.sum()
     if reduction == "mean":
-        denom = wrap(np.maximum(tgt_len, 1).astype(dt.np), dt)
+        denom = tgt_len.clamp_min(1).to(dt)
         return (nll / denom).mean()
     raise ValueError(f"{reduction} is not a valid value for reduction")
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
-from ...ops.registry import register, apply, dtype_name, node_class, rename
+from ...ops.registry import register, apply, dtype_name, node_class, rename, FACTORY
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
@@ -126,7 +126,7 @@ def pad(input, pad, mode: str = "constant", value=None):
                                f"output size, which is invalid. Check dimension {d} of your input.")
         if a == 0 and b == 0:
             continue
-        x = x.index_select(d, wrap(_index_map(n, a, b, mode)))
+        x = x.index_select(d, _const(_index_map(n, a, b, mode)))
     x = x if x is not input else input.clone()
     # torch has a pad op per mode and rank (circular pads by writing slices of a new tensor)
     kind = {"reflect": "ReflectionPad", "replicate": "ReplicationPad"}.get(mode)
@@ -185,9 +185,17 @@ def _cubic_weights(t, ft):
     return [c2(t + one), c1(t), c1(one - t), c2(ft(2) - t)]
 
 
+def _const(arr: np.ndarray, dtype=None) -> Tensor:
+    """Wrap an array computed from sizes only (resampling indices, weights, base grids): a constant a
+    compiled replay may reuse, reported as such to the tracer."""
+    if FACTORY[0] is not None:
+        FACTORY[0](arr)
+    return wrap(arr, dtype)
+
+
 def _along(w: np.ndarray, d: int, nd: int, dt) -> Tensor:
     """Per-position weights shaped to broadcast along dim ``d`` of an ``nd``-dim tensor."""
-    return wrap(np.ascontiguousarray(w.astype(dt.np).reshape((-1,) + (1,) * (nd - 1 - d))), dt)
+    return _const(np.ascontiguousarray(w.astype(dt.np).reshape((-1,) + (1,) * (nd - 1 - d))), dt)
 
 
 def _resample(x: Tensor, out_sizes, scales, mode: str, align_corners: bool) -> Tensor:
@@ -202,7 +210,7 @@ def _resample(x: Tensor, out_sizes, scales, mode: str, align_corners: bool) -> T
             idx = _nearest_index(n, no, sc, mode == "nearest-exact")
             if no == n and np.array_equal(idx, np.arange(n)):
                 continue
-            x = x.index_select(d, wrap(idx))
+            x = x.index_select(d, _const(idx))
         elif mode == "bicubic":
             src = _source_index(n, no, sc, align_corners, True, ft)
             fl = np.floor(src)
@@ -212,7 +220,7 @@ def _resample(x: Tensor, out_sizes, scales, mode: str, align_corners: bool) -> T
             acc = None
             for k in range(4):
                 idx = np.clip(base - 1 + k, 0, n - 1)
-                term = x.index_select(d, wrap(idx)) * _along(ws[k], d, nd, x._dtype)
+                term = x.index_select(d, _const(idx)) * _along(ws[k], d, nd, x._dtype)
                 acc = term if acc is None else acc + term
             x = acc
         else:
@@ -223,8 +231,8 @@ def _resample(x: Tensor, out_sizes, scales, mode: str, align_corners: bool) -> T
             l1 = np.clip(src - i0.astype(ft), ft(0), ft(1)).astype(ft)
             l0 = (ft(1) - l1).astype(ft)
             i1 = i0 + (i0 < n - 1)
-            x = (x.index_select(d, wrap(i0)) * _along(l0, d, nd, x._dtype)
-                 + x.index_select(d, wrap(i1)) * _along(l1, d, nd, x._dtype))
+            x = (x.index_select(d, _const(i0)) * _along(l0, d, nd, x._dtype)
+                 + x.index_select(d, _const(i1)) * _along(l1, d, nd, x._dtype))
     return x
 
 
@@ -452,8 +460,7 @@ def affine_grid(theta, size, align_corners=None):
     # base grid (*spatial, k+1) holding (x, y[, z], 1): x runs along the last spatial dim
     mesh = np.meshgrid(*axes, indexing="ij")
     coords = [mesh[i] for i in reversed(range(len(spatial)))] + [np.ones(spatial, dtype=dt)]
-    base = np.stack(coords, axis=-1).reshape(-1, len(coords))
-    base_t = wrap(np.ascontiguousarray(base), theta._dtype)
+    base_t = _const(np.ascontiguousarray(np.stack(coords, axis=-1).reshape(-1, len(coords))), theta._dtype)
     grid = base_t.matmul(theta.transpose(1, 2))            # (N, prod(spatial), k)
     return grid.reshape((N,) + spatial + (len(spatial),))
 
@@ -527,34 +534,46 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     iy = _grid_source_index(grid[..., 1], H, padding_mode, align_corners)
     flat = input.reshape(N, C, H * W)
     idt = input._dtype
+    # Pixel indices and the in-image masks are computed with ember ops (int64, no gradient), so a compiled
+    # replay derives them from the grid it is given.
 
-    def tap(xc: np.ndarray, yc: np.ndarray):
-        """input values at integer pixel (xc, yc), zero outside the image: (N, C, Ho, Wo)."""
-        inside = (xc >= 0) & (xc <= W - 1) & (yc >= 0) & (yc <= H - 1)
-        lin = (np.clip(yc, 0, H - 1) * W + np.clip(xc, 0, W - 1)).astype(np.int64).reshape(N, 1, Ho * Wo)
-        idx = wrap(np.ascontiguousarray(np.broadcast_to(lin, (N, C, Ho * Wo))), _dt.int64)
-        vals = flat.gather(2, idx).reshape(N, C, Ho, Wo)
-        return vals, wrap(inside.astype(idt.np)[:, None], idt)
+    def axis_taps(xc, n: int, stride: int = 1):
+        """For integer coordinates ``xc`` along an axis of size ``n``: (the offset in the flattened image of
+        ``xc`` clamped to [0, n-1], whether ``xc`` lies inside)."""
+        off = xc.clamp(0, n - 1)
+        return (off * stride if stride != 1 else off), (xc >= 0) & (xc <= n - 1)
 
+    def tap(x, y):
+        """input values at integer pixel (x, y) (N, C, Ho, Wo) and whether it is inside the image (N, Ho, Wo)."""
+        (xo, xin), (yo, yin) = x, y
+        lin = (yo + xo).reshape(N, 1, Ho * Wo).expand(N, C, Ho * Wo)
+        vals = apply(GATHER, (flat, lin), {"dim": 2}).reshape(N, C, Ho, Wo)    # (in range: clamped above)
+        return vals, (xin & yin).to(idt)
+
+    from ...ops.index import GATHER
+    i64 = _dt.int64
     if mode == "nearest":
-        xn = np.rint(ix._data).astype(np.int64)        # nearbyint: half to even, as torch
-        yn = np.rint(iy._data).astype(np.int64)
-        v, m = tap(xn, yn)
+        xn = ix.detach().round().to(i64)                # nearbyint: half to even, as torch
+        yn = iy.detach().round().to(i64)
+        v, m = tap(axis_taps(xn, W), axis_taps(yn, H, W))
         # torch's nearest mode gives the grid a zero gradient (not None): join the grid with a zero term
-        none = wrap(np.zeros(ix._data.shape, dtype=np.bool_), _dt.bool)
-        return v * m + where(none, ix + iy, 0.0).unsqueeze(1)
-    x0 = np.floor(ix._data).astype(np.int64)
-    y0 = np.floor(iy._data).astype(np.int64)
-    x0t, y0t = wrap(x0.astype(idt.np), idt), wrap(y0.astype(idt.np), idt)
+        from ... import zeros
+        none = zeros(tuple(ix.shape), dtype=_dt.bool)
+        return v * m.unsqueeze(1) + where(none, ix + iy, 0.0).unsqueeze(1)
+    x0 = ix.detach().floor().to(i64)
+    y0 = iy.detach().floor().to(i64)
+    x0t, y0t = x0.to(idt), y0.to(idt)
     # weights, written as torch writes them (differentiable in the grid)
     wx1 = ix - x0t            # distance from the west column
     wy1 = iy - y0t
     wx0 = (x0t + 1) - ix
     wy0 = (y0t + 1) - iy
+    xa, xb = axis_taps(x0, W), axis_taps(x0 + 1, W)
+    ya, yb = axis_taps(y0, H, W), axis_taps(y0 + 1, H, W)
     out = None
-    for xc, yc, w in ((x0, y0, wx0 * wy0), (x0 + 1, y0, wx1 * wy0), (x0, y0 + 1, wx0 * wy1), (x0 + 1, y0 + 1, wx1 * wy1)):
-        v, m = tap(xc, yc)
-        term = v * (w.unsqueeze(1) * m)
+    for xt, yt, w in ((xa, ya, wx0 * wy0), (xb, ya, wx1 * wy0), (xa, yb, wx0 * wy1), (xb, yb, wx1 * wy1)):
+        v, m = tap(xt, yt)
+        term = v * (w * m).unsqueeze(1)
         out = term if out is None else out + term
     return out
 

@@ -1,7 +1,9 @@
 """Variable-length sequence utilities: pad_sequence, PackedSequence and packing/unpacking (torch's layout).
 
 Everything is built from differentiable ember ops (cat, stack, narrow, reshape, index_select), so
-gradients flow from padded or packed outputs back to the original sequences.
+gradients flow from padded or packed outputs back to the original sequences. The layout depends on the
+lengths' values: they are read in Python with ``tolist`` (under ``ember.compile`` a guarded read, so a call
+with other lengths retraces), and the index tensors derived from them are constants.
 
 A PackedSequence holds the time-major concatenation of a batch sorted by decreasing length:
 ``data[sum(batch_sizes[:t]) : sum(batch_sizes[:t+1])]`` are the ``batch_sizes[t]`` sequences still
@@ -15,6 +17,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
+from ...ops.registry import FACTORY
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -98,22 +101,30 @@ class PackedSequence(PackedSequence_):
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
-    """The inverse of an index permutation (None stays None)."""
+    """The inverse of an index permutation (None stays None): ``out[perm[i]] = i``, one scatter op."""
     if permutation is None:
         return None
-    perm = np.asarray(permutation._data, dtype=np.int64)
-    out = np.empty_like(perm)
-    out[perm] = np.arange(perm.size, dtype=np.int64)
-    return wrap(out.astype(permutation._data.dtype, copy=False), permutation._dtype)
+    E = _ops()
+    perm = permutation if permutation._dtype is _dt.int64 else permutation.long()
+    n = perm.numel()
+    return E.zeros_like(permutation).scatter(0, perm, E.arange(n, dtype=permutation._dtype))
+
+
+def _const(arr: np.ndarray, dtype) -> Tensor:
+    """Wrap an array computed from sizes and lengths Python holds: a constant for a compiled replay (the
+    lengths it came from are guarded)."""
+    if FACTORY[0] is not None:
+        FACTORY[0](arr)
+    return wrap(arr, dtype)
 
 
 def _int64(a) -> Tensor:
-    return wrap(np.ascontiguousarray(a, dtype=np.int64), _dt.int64)
+    return _const(np.ascontiguousarray(a, dtype=np.int64), _dt.int64)
 
 
 def _fill(shape, value, dtype) -> Tensor:
     """A constant block (no gradient) used for padding; the value is cast like torch.full's."""
-    return wrap(np.full(shape, value, dtype=dtype.np), dtype)
+    return _const(np.full(shape, value, dtype=dtype.np), dtype)
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
@@ -172,8 +183,9 @@ def _check_broadcast(src, dst) -> None:
 
 
 def _lengths_array(lengths) -> np.ndarray:
+    """The lengths' values in NumPy; a tensor's are read with ``tolist`` (a guarded read when compiled)."""
     if isinstance(lengths, Tensor):
-        return np.asarray(lengths._data).astype(np.int64).reshape(-1)
+        return np.asarray(lengths.tolist(), dtype=lengths._dtype.np).astype(np.int64).reshape(-1)
     return np.asarray(lengths).astype(np.int64).reshape(-1)
 
 
@@ -186,12 +198,15 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,  # n
     """
     E = _ops()
     lens = _lengths_array(lengths)
-    sorted_indices = None
+    sorted_indices = unsorted_indices = None
     batch_dim = 0 if batch_first else 1
     if not enforce_sorted:
         order = np.argsort(-lens, kind="stable")        # decreasing, ties keep their order
         lens = lens[order]
         sorted_indices = _int64(order)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        unsorted_indices = _int64(inverse)
         input = input.index_select(batch_dim, sorted_indices)
     if input.dim() < 2:
         raise RuntimeError(f"pack_padded_sequence: expected a padded input with at least 2 dimensions (time and "
@@ -226,7 +241,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,  # n
         pieces.append(input[t:t1, :bs].reshape((-1,) + trail))
         t = t1
     data = pieces[0] if len(pieces) == 1 else E.cat(pieces, 0)
-    return PackedSequence(data, _int64(batch_sizes), sorted_indices, None)
+    return PackedSequence(data, _int64(batch_sizes), sorted_indices, unsorted_indices)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
@@ -268,7 +283,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     if sequence.unsorted_indices is not None:
         idx = sequence.unsorted_indices
         padded = padded.index_select(0 if batch_first else 1, idx)
-        lengths_t = _int64(lengths[np.asarray(idx._data, dtype=np.int64)])
+        lengths_t = lengths_t.index_select(0, idx)
     return padded, lengths_t
 
 

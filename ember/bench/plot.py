@@ -66,15 +66,23 @@ def _short(sec: float, unit: str = "") -> str:
 
 def plot_versus(results: list[Result], path: str, variant: str = "ember", baseline: str = "torch",
                 machine: dict | None = None) -> None:
-    """Draw ``variant``'s speed relative to ``baseline`` per case (baseline time / variant time)."""
+    """Draw ``variant``'s speed relative to ``baseline`` per case (baseline time / variant time). Cases
+    with more variants (the compile suite: ember, ember.compile, torch.compile) get one bar per variant."""
     by_case: dict = {}
     for r in results:
         by_case.setdefault((r.suite, r.name), {})[r.variant] = r
     labels, values, notes = [], [], []
+    several = any(len(vs) > 2 for vs in by_case.values())
     for (suite, name), vs in by_case.items():
-        if variant in vs and baseline in vs:
-            a, b = vs[variant], vs[baseline]
-            labels.append(f"{suite}/{name}")
+        if baseline not in vs:
+            continue
+        b = vs[baseline]
+        others = [variant] + sorted(v for v in vs if v not in (variant, baseline))
+        for v in others:
+            if v not in vs:
+                continue
+            a = vs[v]
+            labels.append(f"{suite}/{name}" + (f"  {v}" if several else ""))
             values.append(b.median / a.median)
             notes.append(f"{_short(a.median)} vs {_short(b.median)} per {a.per}")
     if not labels:
@@ -83,9 +91,10 @@ def plot_versus(results: list[Result], path: str, variant: str = "ember", baseli
         from .harness import machine_info
         machine = machine_info()
     fig = _figure(len(labels))
-    _bars(fig, labels, values, notes, f"{variant} vs {baseline} (eager): speed relative to {baseline} "
-          f"(labels: {variant} vs {baseline} median time)",
-          _machine_line(machine), f"{baseline} time / {variant} time   (right of 1.0: {variant} is faster)")
+    who = "each variant" if several else variant
+    _bars(fig, labels, values, notes, f"{who} vs {baseline} (eager): speed relative to {baseline} "
+          f"(labels: {who} vs {baseline} median time)",
+          _machine_line(machine), f"{baseline} time / {who} time   (right of 1.0: faster than {baseline})")
     fig.savefig(path)
 
 

@@ -24,31 +24,7 @@ import ember.nn.functional as F
 from ember.compiler import counters
 from ember.nn.utils import rnn as rnn_utils
 
-BACKENDS = ["eager", "aot_eager", "inductor"]
-
-
-@pytest.fixture(autouse=True)
-def _reset(tmp_path_factory, monkeypatch):
-    # a private kernel cache: tests never write to the user's ~/.cache/ember
-    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ember-cache"))
-    ember.compiler.reset()
-    yield
-    ember.compiler.reset()
-
-
-def _t(a, rg=False):
-    t = ember.from_numpy(np.array(a, copy=True))
-    return t.requires_grad_(True) if rg else t
-
-
-def _close(a, b, what, rtol=1e-5, atol=1e-6):
-    a = a.detach().numpy() if isinstance(a, ember.Tensor) else np.asarray(a)
-    b = b.detach().numpy() if isinstance(b, ember.Tensor) else np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
-    if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
-    else:
-        np.testing.assert_array_equal(a, b, err_msg=what)
+from compile_support import BACKENDS, _reset, _t, _close  # noqa: F401  (_reset: autouse fixture)
 
 
 def _compare(fn, calls, backend, *, params=(), breaks=0, replays=None, rtol=1e-5, atol=1e-6):

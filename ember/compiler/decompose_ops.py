@@ -799,16 +799,20 @@ def _adv_linear(b, shp, idx, pos):
     return b.reshape(lin, (m,)), bshape, stride
 
 
+def _adv_layout(b, shp, idx, pos):
+    """``_adv_linear`` plus the dims before and after the indexed ones: (lin, bshape, size, pre, post)."""
+    lin, bshape, a = _adv_linear(b, shp, idx, pos)
+    if lin.shape[0] == 0 or 0 in shp:
+        raise Unsupported("an empty index or input")
+    return lin, bshape, a, shp[:pos[0]], shp[pos[0] + len(pos):]
+
+
 @decomp("index")
 def _index(b, n, args, at):
     x, idx, pos = args[0], list(args[1:]), tuple(at["pos"])
     shp = x.shape
-    lin, bshape, a = _adv_linear(b, shp, idx, pos)
-    p0, k = pos[0], len(pos)
-    pre, post = shp[:p0], shp[p0 + k:]
-    m = lin.shape[0]
-    if m == 0 or 0 in shp:
-        raise Unsupported("an empty index or input")
+    lin, bshape, a, pre, post = _adv_layout(b, shp, idx, pos)
+    p0, k, m = pos[0], len(pos), lin.shape[0]
     xr = b.reshape(x, pre + (a,) + post)
     ishape = pre + (m,) + post
     ii = b.expand(b.reshape(lin, (1,) * len(pre) + (m,) + (1,) * len(post)), ishape)
@@ -827,12 +831,8 @@ def _index_put(b, n, args, at):
     if not isinstance(v, PNode):
         raise Unsupported("a Python value")
     shp = x.shape
-    lin, bshape, a = _adv_linear(b, shp, idx, pos)
-    p0, k = pos[0], len(pos)
-    pre, post = shp[:p0], shp[p0 + k:]
+    lin, bshape, a, pre, post = _adv_layout(b, shp, idx, pos)
     m = lin.shape[0]
-    if m == 0 or 0 in shp:
-        raise Unsupported("an empty index or input")
     npre, npost = int(np.prod(pre, dtype=np.int64)), int(np.prod(post, dtype=np.int64))
     vv = b.reshape(b.broadcast_to(b.cast(v, x.dtype), pre + bshape + post), (npre, m, npost))
     rows = b.reshape(b.permute(vv, (1, 0, 2)), (m, npre * npost))

@@ -453,3 +453,22 @@ def test_activation_checkpoint_inside_a_compiled_module_keeps_parameter_gradient
     for g in grads[1:]:
         for a, b in zip(grads[0], g):
             close(b, a)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_backward_into_a_new_leaf_argument_each_call_replays(backend):
+    """Input gradients (an adversarial step): every call passes a new leaf; its .grad being None is part of
+    the call signature, so the captured backward replays instead of retracing."""
+    m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+
+    def input_grad(x):
+        m(x).sum().backward()
+        return x.grad.sign()
+    cf = ember.compile(input_grad, backend=backend)
+    for i in range(4):
+        x1 = (ember.ones(3, 4) * (i - 1.5)).requires_grad_()
+        x2 = x1.detach().clone().requires_grad_()
+        m.zero_grad()
+        close(cf(x1), input_grad(x2))
+        close(x1.grad, x2.grad)
+    assert counters["fallbacks"] == 0 and counters["captures"] <= 2

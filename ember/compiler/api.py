@@ -68,13 +68,15 @@ def _flatten(x, path, out):
 
 def _tensor_key(t: Tensor):
     d = t._data
-    return (d.shape, t._dtype, t._rg, d.flags.c_contiguous)
+    # for a leaf that requires grad, whether its .grad is None (a captured backward sets or adds to it)
+    return (d.shape, t._dtype, t._rg, d.flags.c_contiguous, t._rg and t._grad is None)
 
 
 def _describe(path, key) -> str:
     name = "args" + "".join(f"[{p!r}]" for p in path)
-    if isinstance(key, tuple) and len(key) == 4 and hasattr(key[1], "np"):
-        return f"{name}: shape={tuple(key[0])}, dtype={key[1]}, requires_grad={key[2]}, contiguous={key[3]}"
+    if isinstance(key, tuple) and len(key) == 5 and hasattr(key[1], "np"):
+        return (f"{name}: shape={tuple(key[0])}, dtype={key[1]}, requires_grad={key[2]}, contiguous={key[3]}"
+                + (f", grad is None={key[4]}" if key[2] else ""))
     return f"{name} == {key!r}"
 
 

@@ -78,8 +78,6 @@ _READ_METHODS = {"item": "item", "tolist": "tolist", "numpy": "numpy", "__bool__
 # Shrink this list by computing such values inside ops (as tensors), never as attributes; the
 # selection ops, batch norm and eigh/svd left it that way (tests/test_compiler_capturable_ops.py).
 NOT_CAPTURABLE = {
-    "masked_select": "its output size depends on the mask's values",
-    "masked_scatter": "it depends on the number of True values in the mask",
     "histc": "its range is read from the input's values in Python",
 }
 
@@ -215,29 +213,10 @@ class Tracer:
             if _has_array(attrs):
                 self.refuse(f"op {op.name} got index arrays as attributes: a replay would reuse the traced "
                             "indices", "pass the indices as tensor arguments of the op")
-            # A bool mask index: its number of True values sets the result's size (x[mask]) or how the
-            # values are laid out (x[mask] = v). Guard the count like a Python read: a graph break whose
-            # replay retraces when the count differs. (The backward of a forward guarded here reuses the
-            # same masks, so a backward trace, whose parent is set, guards nothing.)
-            guarded = self.__dict__.setdefault("mask_guards", set())
-            for k in range(1 if op.name == "index" else 2, len(args)):
-                mask = args[k]
-                if mask._data.dtype != np.bool_ or ins[k].id in guarded or ins[k].kind == "const":
-                    continue                            # (a constant mask, e.g. from a list, keeps its count)
-                guarded.add(ins[k].id)
-                count = mask.sum()                      # recorded in the current graph
-                filename, lineno = user_frame()
-                br = BreakReason(f"indexing with a boolean mask: the number of True values "
-                                 f"({int(count._data)} when traced) sets the shape of the result",
-                                 filename, lineno, "keep shapes fixed where you can (ember.where(mask, x, 0), "
-                                 "masked_fill); a call whose count differs retraces")
-                if self.fullgraph:
-                    raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {filename}:{lineno}: "
-                                          f"{br.reason}. Suggestion: {br.suggestion}")
-                self.reasons.append(br)
-                self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", int(count._data),
-                                                    f"{filename}:{lineno}")
-                self.graphs.append(Graph())
+            self._guard_mask_counts(args, ins, range(1 if op.name == "index" else 2, len(args)),
+                                    "indexing with a boolean mask")
+        elif op.name in ("masked_select", "masked_scatter") and self.parent is None:
+            self._guard_mask_counts(args, ins, (1,), op.name)
         if attrs:
             attrs = self._attr_refs(op, attrs)
         vals = []
@@ -250,6 +229,31 @@ class Tracer:
         node.grad_enabled = _GRAD[0]
         self.graphs[-1].nodes.append(node)
         return out
+
+    def _guard_mask_counts(self, args, ins, positions, what):
+        """A bool mask's number of True values sets a result's size (``x[mask]``, masked_select) or how
+        values are laid out (``x[mask] = v``, masked_scatter). Guard the count like a Python read: a graph
+        break whose replay retraces when the count differs. (The backward of a forward guarded here reuses
+        the same masks, so a backward trace, whose parent is set, guards nothing.)"""
+        guarded = self.__dict__.setdefault("mask_guards", set())
+        for k in positions:
+            mask = args[k]
+            if mask._data.dtype != np.bool_ or ins[k].id in guarded or ins[k].kind == "const":
+                continue                            # (a constant mask, e.g. from a list, keeps its count)
+            guarded.add(ins[k].id)
+            count = mask.sum()                      # recorded in the current graph
+            filename, lineno = user_frame()
+            br = BreakReason(f"{what}: the number of True values ({int(count._data)} when traced) sets the "
+                             "shape of the result", filename, lineno,
+                             "keep shapes fixed where you can (ember.where(mask, x, 0), masked_fill); a call "
+                             "whose count differs retraces")
+            if self.fullgraph:
+                raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {filename}:{lineno}: "
+                                      f"{br.reason}. Suggestion: {br.suggestion}")
+            self.reasons.append(br)
+            self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", int(count._data),
+                                                f"{filename}:{lineno}")
+            self.graphs.append(Graph())
 
     def _attr_refs(self, op, attrs):
         """Attributes holding a traced value's buffer become references resolved at replay."""
@@ -295,7 +299,15 @@ class Tracer:
     def acc_hook(self, leaf: Tensor, g: Tensor):
         """Gradient accumulation into a leaf during a captured backward."""
         cur = leaf.grad
-        if id(leaf) not in self.grad_assigned:
+        lv0 = self.t2v.get(id(leaf))
+        if lv0 is not None and lv0.kind == "arg":
+            # an argument's .grad is checked by the call signature (a new leaf each call replays);
+            # accumulating into an existing .grad of an argument would write the traced call's tensor
+            if cur is not None and id(leaf) not in self.grad_assigned:
+                self.refuse("backward accumulates into the existing .grad of an argument of the compiled "
+                            "function", "set the argument's .grad to None before the call (or return the "
+                            "gradient instead)")
+        elif id(leaf) not in self.grad_assigned:
             import weakref
             ref = weakref.ref(leaf)
             if cur is None:

@@ -1404,7 +1404,7 @@ def _masked_select_kernel(x, mask):
 def _masked_select_bw(ctx, g):
     mask = ctx.inputs[1]
     shape = np.broadcast_shapes(ctx.in_shape(0), mask._data.shape)
-    mb = _const(np.broadcast_to(mask._data, shape))
+    mb = mask if mask._data.shape == tuple(shape) else mask.expand(shape)     # (a view: a graph value)
     return apply(MASKED_SCATTER, (_zeros(shape, g._dtype), mb, g)), None
 
 

@@ -72,14 +72,12 @@ _READ_METHODS = {"item": "item", "tolist": "tolist", "numpy": "numpy", "__bool__
                  "__repr__": "print", "__format__": "print"}
 
 
-# Ops whose result depends on tensor values in a way a replay cannot repeat (a data-dependent output
-# size, or a range read from the input in Python): a trace that uses them is refused and the function
-# runs eagerly. Found by tests/test_compiler_optable.py, which compiles every case of the op table.
-# Shrink this list by computing such values inside ops (as tensors), never as attributes; the
-# selection ops, batch norm and eigh/svd left it that way (tests/test_compiler_capturable_ops.py).
-NOT_CAPTURABLE = {
-    "histc": "its range is read from the input's values in Python",
-}
+# Ops whose result depends on tensor values in a way a replay cannot repeat: a trace that uses them is
+# refused and the function runs eagerly. Empty now: selection ops, batch norm, eigh/svd and histc compute
+# such values inside ops, and data-dependent sizes (masked_select, x[mask]) are guarded on the count
+# (tests/test_compiler_capturable_ops.py). tests/test_compiler_optable.py, which compiles every case of
+# the op table, finds new entries; fix them at the op (values as tensors, never attributes).
+NOT_CAPTURABLE: dict = {}
 
 
 class Tracer:

@@ -89,7 +89,10 @@ def bincount(input, weights=None, minlength: int = 0) -> Tensor:  # noqa: A002
 
 
 def _histc_kernel(x, bins, lo, hi):
+    """``lo``/``hi`` as the caller gave them: the range rules (min == max: the data's own range) apply
+    here, inside the op, so a compiled replay takes the range from each call's data."""
     x = x.reshape(-1)
+    lo, hi = _histogram_range("torch.histc", x, lo, hi)      # NaN data: a NaN range, an error, as torch
     x = x[(x >= lo) & (x <= hi)]                               # NaN and out-of-range values drop out
     # torch's bin position: (x - min) * bins / (max - min), in the input's precision
     pos = ((x - x.dtype.type(lo)) * x.dtype.type(bins) / (x.dtype.type(hi) - x.dtype.type(lo))).astype(np.int64)
@@ -131,10 +134,9 @@ def histc(input, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:  # noqa:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{dtype_name(input._dtype)}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-    data = input._data
-    finite = data[~np.isnan(data)] if data.dtype.kind == "f" else data
-    lo, hi = _histogram_range("torch.histc", finite, min, max)
-    return _out(apply(HISTC, (input,), {"bins": int(bins), "lo": lo, "hi": hi}), out)
+    if float(min) > float(max):
+        raise RuntimeError("torch.histc: max must be larger than min")
+    return _out(apply(HISTC, (input,), {"bins": int(bins), "lo": float(min), "hi": float(max)}), out)
 
 
 def _histogram_kernel(x, edges, w, density):

@@ -10,20 +10,9 @@ from ember.compiler import counters, explain
 
 BACKENDS = ("eager", "aot_eager", "inductor")
 
-# backend="eager" replays an in-place write into a tensor with autograd history through the snapshot
-# inplace.write_result takes (a clone recorded under no_grad, linked to the history outside the
-# dispatcher), so the replayed graph loses the gradient of the written tensor's old history. This is
-# older than indexing capture: ``y = x * 1; y.masked_fill_(mask, 0)`` shows it too. The forward values
-# match; the gradients on the replayed call do not. (aot_eager and inductor take the backward captured
-# at trace time and are right.)
-_EAGER_INPLACE_GRAD = pytest.mark.xfail(strict=True, reason="backend='eager' replay loses gradients through "
-                                        "write_result's snapshot (runtime.replay_eager; masked_fill_ too)")
-
-
-def _params(names, eager_xfail=()):
-    """(name, backend) pairs, with the known backend='eager' in-place gradient failure marked."""
-    return [pytest.param(n, b, marks=_EAGER_INPLACE_GRAD) if b == "eager" and n in eager_xfail else
-            pytest.param(n, b) for n in names for b in BACKENDS]
+def _params(names):
+    """(name, backend) pairs over every backend."""
+    return [pytest.param(n, b) for n in names for b in BACKENDS]
 
 
 def _rng(seed):
@@ -281,8 +270,7 @@ WRITES = {
 }
 
 
-@pytest.mark.parametrize("name, backend", _params(WRITES, eager_xfail=(
-    "set_autograd", "iadd_autograd", "accumulate_duplicates", "two_tensors", "columns_number")))
+@pytest.mark.parametrize("name, backend", _params(WRITES))
 def test_index_write_compiles(name, backend):
     fn, make, written = WRITES[name]
     check_compiles(fn, lambda seed: make(_rng(seed)), backend, written=written)
@@ -370,8 +358,7 @@ MASK_WRITES = {
 }
 
 
-@pytest.mark.parametrize("name, backend", _params(MASK_WRITES, eager_xfail=("number", "tensor_value",
-                                                                          "row_mask_rows")))
+@pytest.mark.parametrize("name, backend", _params(MASK_WRITES))
 def test_mask_write_compiles_without_break(name, backend):
     """``x[mask] = value`` keeps x's shape: it becomes a where, no guard on the count (the two calls have
     different masks with different counts)."""
@@ -407,7 +394,7 @@ def test_mask_read_guards_the_count(backend):
     assert counters["captures"] == 2      # the trace for 7 True values, then one for 3 (7 again: a cache hit)
 
 
-@pytest.mark.parametrize("backend", [pytest.param("eager", marks=_EAGER_INPLACE_GRAD), "aot_eager", "inductor"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_mask_increment_guards_once(backend):
     """``y[mask] += 1`` reads and writes through the same mask: one guard."""
     def fn(x, k):

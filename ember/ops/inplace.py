@@ -72,6 +72,10 @@ def _snapshot(self: Tensor) -> Tensor:
     # through the dispatcher (a clone of a history-free alias) so that a capturing compiler sees the copy
     from .shape import CLONE
     from ..autograd.grad_mode import no_grad
+    if CAPTURE_WRITE[0] is not None and self._rg and self.grad_fn is not None:
+        # while ember.compile captures: a recorded clone with history, so a replay op by op
+        # (backend="eager") links the snapshot to the old graph as this branch does by hand below
+        return apply(CLONE, (self,))
     alias = wrap(self._data, self._dtype)
     with no_grad():
         snap = apply(CLONE, (alias,))

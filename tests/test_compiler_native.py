@@ -419,3 +419,30 @@ def test_kernel_times_when_built_with_timing(monkeypatch, tmp_path):
     cg = ember.compile(lambda x: x * 2)
     cg(x), cg(x)
     assert ember.compiler.kernel_times(cg) == []
+
+
+@pytest.mark.parametrize("native_gemm", ["1", "0"])
+def test_large_float32_gemms_in_every_layout(native_gemm, monkeypatch, tmp_path):
+    """GEMMs above gemm.MIN_WORK run ember's AVX-512 kernel (where the CPU has it; else the BLAS): every
+    transpose combination, odd sizes that leave partial register tiles, and K spanning several blocks.
+    Values and gradients against eager; the tolerance allows float32 sums over K=517 taken in another
+    order (each GEMM's error against float64 is the BLAS's: ~1e-6 here), a wrong tile would be off by O(1)."""
+    monkeypatch.setenv("EMBER_NATIVE_GEMM", native_gemm)
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+
+    def f(a, b, c):
+        return a @ b, a.T @ c, (b.T @ a.T).relu(), ember.nn.functional.linear(a, b.T) * 2
+
+    shapes = ((131, 517), (517, 67), (131, 45))
+    cf = ember.compile(f)
+    for seed in range(3):
+        xs = [T(*s, lo=-0.25, hi=0.25, rg=True, seed=seed * 10 + i) for i, s in enumerate(shapes)]
+        ys = [x.detach().clone().requires_grad_(True) for x in xs]
+        r1, r2 = f(*xs), cf(*ys)
+        for u, v in zip(r1, r2):
+            np.testing.assert_allclose(v.detach().numpy(), u.detach().numpy(), rtol=1e-4, atol=1e-5)
+        sum((r * (k + 1)).sum() for k, r in enumerate(r1)).backward()
+        sum((r * (k + 1)).sum() for k, r in enumerate(r2)).backward()
+        for x, y in zip(xs, ys):
+            np.testing.assert_allclose(y.grad.numpy(), x.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert ("EM_SGEMM_OR" in native(cf).source) == (native_gemm == "1")

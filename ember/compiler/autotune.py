@@ -32,6 +32,7 @@ VARIANTS = (
     dict(gemm_split_min=1 << 21, parallel_min=16384),
     dict(blas_threads=os.cpu_count() or 1),
     dict(blas_threads=os.cpu_count() or 1, parallel_min=1 << 62),
+    dict(native_gemm=False),                 # the BLAS for every GEMM (gemm.py's kernel off)
 )
 
 
@@ -117,7 +118,8 @@ class Autotuner:
     def _opts(self, i) -> Options:
         kw = dict(parallel_min=self.base.parallel_min, use_blas=self.base.use_blas,
                   small_gemm_loops=self.base.small_gemm_loops, blas_available=self.base.blas_available,
-                  blas_threads=self.base.blas_threads, gemm_split_min=self.base.gemm_split_min)
+                  blas_threads=self.base.blas_threads, gemm_split_min=self.base.gemm_split_min,
+                  native_gemm=self.base.native_gemm)
         kw.update(VARIANTS[i])
         return Options(**kw)
 

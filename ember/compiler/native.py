@@ -127,6 +127,9 @@ def _render(parts, options, name):
             "#ifdef _OPENMP\n#define EM_NTHREADS() omp_get_max_threads()\n#else\n#define EM_NTHREADS() 1\n#endif"]
     if uses_blas:
         head.append(_blas.find_blas().prelude)
+        if getattr(options, "native_gemm", False):
+            from . import gemm as _gemm
+            head.append(_gemm.SGEMM_C)
     return "\n".join(head) + "\n" + "\n".join(bodies), uses_blas
 
 

@@ -33,7 +33,7 @@ class Options:
     """Code generation choices (autotune varies them)."""
 
     def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
-                 gemm_split_min=1 << 62, timing=None):
+                 gemm_split_min=1 << 62, timing=None, native_gemm=None):
         if blas_available is None:
             from . import blas as _blas
             blas_available = _blas.blas_available()
@@ -55,15 +55,18 @@ class Options:
             import os
             timing = os.environ.get("EMBER_KERNEL_TIMING", "") not in ("", "0")
         self.timing = bool(timing)
+        # float32 GEMMs through ember's AVX-512 kernel where the CPU has it (gemm.py; EMBER_NATIVE_GEMM=0: off)
+        from . import gemm as _gemm
+        self.native_gemm = _gemm.enabled() if native_gemm is None else bool(native_gemm)
 
     def key(self):
         return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads, self.gemm_split_min,
-                self.timing)
+                self.timing, self.native_gemm)
 
     def __repr__(self):
         return (f"Options(parallel_min={self.parallel_min}, use_blas={self.use_blas}, "
                 f"small_gemm_loops={self.small_gemm_loops}, blas_threads={self.blas_threads}, "
-                f"gemm_split_min={self.gemm_split_min}, timing={self.timing})")
+                f"gemm_split_min={self.gemm_split_min}, timing={self.timing}, native_gemm={self.native_gemm})")
 
 
 class _ElideMiss(Exception):

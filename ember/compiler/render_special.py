@@ -8,6 +8,7 @@ import numpy as np
 
 from . import prims as P
 from . import lower as L
+from . import gemm as _gemm
 from .lower import Aff, strided_layout, gemm_operand
 
 
@@ -122,6 +123,11 @@ def emit_gemm(g, st):
             return
         call = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
                 f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N});")
+        if n.dtype == np.float32 and getattr(g.opt, "native_gemm", False) and M * N * K >= _gemm.MIN_WORK:
+            # ember's AVX-512 GEMM (gemm.py), the BLAS call as its fallback
+            call = (f"EM_SGEMM_OR({call[:-1]}, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}, {N}, "
+                    f"{K}, 1.0f, {ptr(an, aoff, sab)}, {lda}, {ptr(bn, boff, sbb)}, {ldb}, 0.0f, "
+                    f"{ptr(out, 0, M * N)}, {N});")
         if nb == 1:
             g.emit(0, call)
         else:

@@ -123,7 +123,9 @@ def emit_gemm(g, st):
             return
         call = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
                 f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N});")
-        if n.dtype == np.float32 and getattr(g.opt, "native_gemm", False) and M * N * K >= _gemm.MIN_WORK:
+        if (n.dtype == np.float32 and getattr(g.opt, "native_gemm", False) and M * N * K >= _gemm.MIN_WORK
+                and (g.opt.blas_threads or 1) <= 1):
+            # (single-threaded: with more BLAS threads asked for, the BLAS runs)
             # ember's AVX-512 GEMM (gemm.py), the BLAS call as its fallback
             call = (f"EM_SGEMM_OR({call[:-1]}, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}, {N}, "
                     f"{K}, 1.0f, {ptr(an, aoff, sab)}, {lda}, {ptr(bn, boff, sbb)}, {ldb}, 0.0f, "

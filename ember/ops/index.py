@@ -925,7 +925,6 @@ def _scatter_reduce_bw(ctx, g):
     dim, reduce, incl = a["dim"], a["reduce"], a["include_self"]
     x, index, src = ctx.inputs
     idx = np.atleast_1d(index._data).astype(np.intp, copy=False)
-    shape1 = _nd1(x._data.shape)
     c = _coords(idx, dim)
     need_x, need_s = ctx.edges[0] is not None, ctx.edges[2] is not None
     gx = gs = None

@@ -100,12 +100,12 @@ def _coalesce(free):
     return out
 
 
-def _leaf_buffers(n, sched):
-    """Buffer ids an inlined expression reads (loads and materialised values)."""
+def _leaf_buffers(n, sched, own=True):
+    """Buffer ids an inlined expression reads (loads and materialised values); with ``own``, ``n`` is the
+    value a statement stores (its inputs are read), else a value read as it is (its buffer if it has one)."""
     out = set()
     stack = [n]
     seen = set()
-    own = True
     while stack:
         x = stack.pop()
         if x.id in seen:

@@ -613,27 +613,12 @@ def _elidable(sched) -> dict:
 
 def _buffers_of(st, sched) -> set:
     """Ids of the buffers statement ``st`` reads or writes (materialised values are leaves)."""
-    mat, nb = sched.mat, sched.node_buffer
-    out = set()
+    from .memplan import _leaf_buffers
+    out = _leaf_buffers(st.node, sched, own=(st.kind == "store"))
     if st.buffer is not None:
         out.add(st.buffer.id)
-    stack = list(st.node.inputs) if st.kind == "store" else [st.node]
     if st.target is not None:
-        stack.append(st.target)
-    seen = set()
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.op == "load":
-            out.add(n.buffer.id)
-        elif n.id in mat:
-            b = nb.get(n.id)
-            if b is not None:
-                out.add(b.id)
-        else:
-            stack.extend(n.inputs)
+        out |= _leaf_buffers(st.target, sched, own=False)
     return out
 
 

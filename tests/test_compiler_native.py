@@ -168,6 +168,50 @@ def test_matmul_layouts_and_gradients():
     compare(f, T(3, 5, rg=True), T(5, 4, rg=True), T(2, 3, 5, rg=True), T(5, rg=True), grads=True)
 
 
+
+# A view materialised as a GEMM operand (a permute BLAS cannot read in place) that is also returned or
+# saved for backward must get a fresh array: issue 9's wrong gradient came from the backward reading the
+# arena slot a later reduction had reused (w.grad == [-2, 10] instead of [6, 22] from the second call on).
+_GEMM_VIEW_PROGRAMS = {
+    "permute_matmul_sum_dim": lambda x, w: E.matmul(x.permute(2, 1, 0), w).sum(dim=1).sum(),
+    "permute_matmul_returns_view": lambda x, w: (E.matmul(x.permute(2, 1, 0), w).sum(1), x.permute(2, 1, 0)),
+    "permute_matmul_mean_keepdim": lambda x, w: E.matmul(x.permute(1, 2, 0), w).mean(0, keepdim=True).exp(),
+    "permute_bmm_amax": lambda x, w: E.matmul(x.permute(2, 0, 1), x.permute(2, 1, 0)).amax(-1).sum() * w.sum(),
+    "sliced_permute_matmul": lambda x, w: E.matmul(x[:, 1:].permute(2, 1, 0), w).sum(1).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_GEMM_VIEW_PROGRAMS))
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_gemm_operand_views_saved_for_backward_get_fresh_arrays(name, dt):
+    fn = _GEMM_VIEW_PROGRAMS[name]
+    cf = ember.compile(fn)
+    for call in range(3):
+        xs = (np.arange(8.0) * (call + 1) - 3).reshape(2, 2, 2).astype(dt)
+        ws = np.array([1.0, -1.0 - call], dtype=dt)
+        outs = []
+        for f in (fn, cf):
+            x = ember.tensor(xs, requires_grad=True)
+            w = ember.tensor(ws, requires_grad=True)
+            r = f(x, w)
+            r = r if isinstance(r, tuple) else (r,)
+            sum((o * (k + 1)).sum() for k, o in enumerate(r)).backward()
+            outs.append([o.detach() for o in r] + [x.grad, w.grad])
+        for a, b in zip(*outs):
+            close(a, b)
+    native(cf)
+
+
+def test_issue9_compiled_gradient_of_permuted_gemm_operand():
+    f = lambda x, w: E.matmul(x.permute(2, 1, 0), w).sum(dim=1).sum()
+    cf = ember.compile(f)
+    for _ in range(3):
+        x = E.arange(8.0).reshape(2, 2, 2).requires_grad_()
+        w = E.tensor([1., -1.], requires_grad=True)
+        cf(x, w).backward()
+        assert w.grad.tolist() == [6.0, 22.0]
+        assert x.grad.tolist() == [[[1.0, 1.0], [1.0, 1.0]], [[-1.0, -1.0], [-1.0, -1.0]]]
+
 def test_float64_and_int_paths():
     def f(x, i):
         return (x * 2).sum(1), (i * 3 + 1).sum(), i.amax(0), (i > 2).sum(), x.exp(), i.abs() - i // 1

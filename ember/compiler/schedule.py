@@ -312,6 +312,30 @@ def _decide(pg, nodes, effects, users, mat):
         elif e.kind == "read":
             if not _viewable(e.source, is_leaf):
                 mat.add(e.source.id)
+    _mark_escaping(pg, mat, escape, is_leaf)
+    # expensive values used twice are computed once
+    memo: dict = {}
+    for n in nodes:
+        if n.id in mat or n.op in _VIEWS or n.op in ("load", "const", "iota"):
+            continue
+        if _count_uses(n, users) >= 2 and _cost(n, is_leaf, memo) >= 8:
+            mat.add(n.id)
+    # matmul operands BLAS can read in place: a strided view with a unit stride in one matrix dim.
+    # Operands materialised here may be (or lie under) outputs and values the backward reads, whose
+    # escape was decided above against a smaller ``mat``: decide again until neither pass adds a buffer
+    # (both only add), so no escaping value is left pointing into the arena.
+    while True:
+        before = len(mat)
+        _blas_operands(nodes, mat, is_leaf)
+        _mark_escaping(pg, mat, escape, is_leaf)
+        if len(mat) == before:
+            break
+    return escape, copies, given
+
+
+def _mark_escaping(pg, mat, escape, is_leaf):
+    """Outputs and values the backward reads need fresh arrays: the buffer under a viewable one (an
+    argument's or a materialised node's) escapes; any other one is materialised and escapes."""
     for n in list(pg.outputs.values()) + list(pg.fwd_needed.values()):
         if _viewable(n, is_leaf):
             r = view_root(n, mat)
@@ -323,14 +347,11 @@ def _decide(pg, nodes, effects, users, mat):
         else:
             mat.add(n.id)
             escape.add(n.id)
-    # expensive values used twice are computed once
-    memo: dict = {}
-    for n in nodes:
-        if n.id in mat or n.op in _VIEWS or n.op in ("load", "const", "iota"):
-            continue
-        if _count_uses(n, users) >= 2 and _cost(n, is_leaf, memo) >= 8:
-            mat.add(n.id)
-    # matmul operands BLAS can read in place: a strided view with a unit stride in one matrix dim
+
+
+def _blas_operands(nodes, mat, is_leaf):
+    """Materialise the matmul operands BLAS cannot read in place (a strided view with a unit stride in
+    one matrix dim can be read as it is)."""
     for n in nodes:
         if n.op == "matmul":
             for x in n.inputs:
@@ -345,7 +366,6 @@ def _decide(pg, nodes, effects, users, mat):
                         mat.add(r.id)
                         continue
                 mat.add(x.id)
-    return escape, copies, given
 
 
 def _label(n):

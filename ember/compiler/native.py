@@ -498,7 +498,10 @@ def _run(fb: _Bound, arrays, arena, runner, arg_tensors, undo):
         n = c.pg.outputs.get(vid)
         if n is None:
             n = c.pg.fwd_needed[vid]
-        return _array_of(c, fb, n, arrays, arena)
+        a = _array_of(c, fb, n, arrays, arena)
+        # the planner gives escaping values fresh arrays; this bounds check keeps a planning slip from
+        # handing out memory the next call (or a later kernel) overwrites
+        return a.copy() if np.may_share_memory(a, arena) else a
     return vals
 
 

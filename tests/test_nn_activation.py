@@ -357,3 +357,38 @@ def test_top_level_and_method_forms():
         getattr(ember, name)(a, *args)
         getattr(torch, name)(b, *args)
         _close(a, b)
+
+
+_ELEMENTWISE_MODULES = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
+                        "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
+                        "LogSigmoid", "Softplus", "Softshrink", "Softsign", "Tanhshrink"]
+
+
+@pytest.mark.parametrize("name", _ELEMENTWISE_MODULES)
+def test_elementwise_module_signature_constants_and_reprs_match_torch(name):
+    """The activation modules share one base: constructor signature (names, order, defaults),
+    __constants__, repr with defaults, positional and keyword arguments, and inplace all as torch's."""
+    import inspect
+    tc, ec = getattr(torch.nn, name), getattr(ember.nn, name)
+    tsig, esig = inspect.signature(tc), inspect.signature(ec)
+    assert [(p.name, p.default) for p in esig.parameters.values()] == \
+        [(p.name, p.default) for p in tsig.parameters.values()]
+    assert getattr(ec, "__constants__", None) == getattr(tc, "__constants__", None)
+    params = [p for p in tsig.parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in
+              ("min_value", "max_value")]
+    calls = [((), {})] if all(p.default is not p.empty for p in params) else []
+    sample = {"threshold": 0.3, "value": -2.0, "lower": 0.1, "upper": 0.2, "min_val": -0.5, "max_val": 0.7,
+              "alpha": 0.5, "dim": 0, "approximate": "tanh", "lambd": 0.25, "negative_slope": 0.2, "beta": 2.0,
+              "inplace": True}
+    if params:
+        vals = [sample[p.name] for p in params]
+        calls += [(tuple(vals), {}), ((), dict(zip([p.name for p in params], vals)))]
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    for args, kw in calls:
+        tm, em = tc(*args, **kw), ec(*args, **kw)
+        assert repr(em) == repr(tm)
+        tm.eval(), em.eval()
+        np.testing.assert_allclose(em(ember.tensor(x.copy())).numpy(), tm(torch.tensor(x.copy())).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError):
+        ec(*([0.1] * (len(tsig.parameters) + 1)))

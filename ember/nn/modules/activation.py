@@ -5,6 +5,7 @@ the same in both libraries.
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 
 from .module import Module
@@ -16,72 +17,93 @@ __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsi
            "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
 
 
-def _inplace_str(inplace: bool, first: bool = False) -> str:
-    if not inplace:
-        return ""
-    return "inplace=True" if first else ", inplace=True"
+class _Elementwise(Module):
+    """An activation that applies ``F.<_fn>(input, *hyperparameters)`` elementwise.
+
+    A subclass names its functional (``_fn``) and its constructor parameters in torch's order with their
+    defaults (``_params``); the constructor, ``__constants__``, ``forward`` and ``extra_repr`` follow
+    from them. ``extra_repr`` prints ``name=value`` pairs and ``inplace=True`` only when set, as torch;
+    ``_bare`` prints the single value alone (the shrink modules), ``_quiet`` prints nothing.
+    """
+
+    _fn: str = ""
+    _params: tuple = ()            # ((name, default), ...); a default of _REQUIRED has none
+    _bare = False
+    _quiet = False
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "_params" in cls.__dict__:
+            if "__constants__" not in cls.__dict__:
+                cls.__constants__ = [n for n, _ in cls._params]
+            cls.__signature__ = inspect.Signature(
+                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   default=inspect.Parameter.empty if d is _REQUIRED else d)
+                 for n, d in cls._params])
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+        names = [n for n, _ in self._params]
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}.__init__() takes {len(names) + 1} positional arguments "
+                            f"but {len(args) + 1} were given")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument '{k}'")
+            if k in values:
+                raise TypeError(f"{type(self).__name__}.__init__() got multiple values for argument '{k}'")
+            values[k] = v
+        for n, d in self._params:
+            if n not in values:
+                if d is _REQUIRED:
+                    raise TypeError(f"{type(self).__name__}.__init__() missing 1 required positional "
+                                    f"argument: '{n}'")
+                values[n] = d
+            setattr(self, n, values[n])
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, *[getattr(self, n) for n, _ in self._params])
+
+    def extra_repr(self) -> str:
+        if self._quiet:
+            return ""
+        if self._bare:
+            return str(getattr(self, self._params[0][0]))
+        parts = [f"{n}={getattr(self, n)!r}" for n, _ in self._params if n != "inplace"]
+        if getattr(self, "inplace", False):
+            parts.append("inplace=True")
+        return ", ".join(parts)
 
 
-class Threshold(Module):
+_REQUIRED = object()
+_INPLACE = (("inplace", False),)
+
+
+class Threshold(_Elementwise):
     """``value`` where ``input <= threshold``, else ``input``."""
-
-    __constants__ = ["threshold", "value", "inplace"]
-
-    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
-        super().__init__()
-        self.threshold = threshold
-        self.value = value
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.threshold(input, self.threshold, self.value, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
+    _fn, _params = "threshold", (("threshold", _REQUIRED), ("value", _REQUIRED)) + _INPLACE
 
 
-class ReLU(Module):
+class ReLU(_Elementwise):
     """max(x, 0)."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, True)
+    _fn, _params = "relu", _INPLACE
 
 
-class RReLU(Module):
+class RReLU(_Elementwise):
     """Randomized leaky ReLU: negative slopes drawn from U(lower, upper) while training."""
-
-    __constants__ = ["lower", "upper", "inplace"]
-
-    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
-        super().__init__()
-        self.lower = lower
-        self.upper = upper
-        self.inplace = inplace
+    _params = (("lower", 1.0 / 8), ("upper", 1.0 / 3)) + _INPLACE
 
     def forward(self, input):
         return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
 
-
-class Hardtanh(Module):
+class Hardtanh(_Elementwise):
     """Clamp to ``[min_val, max_val]``."""
-
-    __constants__ = ["min_val", "max_val", "inplace"]
+    _fn, _params = "hardtanh", (("min_val", -1.0), ("max_val", 1.0)) + _INPLACE
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
                  min_value: float | None = None, max_value: float | None = None) -> None:
-        super().__init__()
         if min_value is not None:
             warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
                           stacklevel=2)
@@ -90,17 +112,13 @@ class Hardtanh(Module):
             warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
                           stacklevel=2)
             max_val = max_value
-        self.min_val = min_val
-        self.max_val = max_val
-        self.inplace = inplace
+        super().__init__(min_val, max_val, inplace)
         if self.max_val <= self.min_val:
             raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})")
 
-    def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}{_inplace_str(self.inplace)}"
+Hardtanh.__signature__ = inspect.signature(Hardtanh.__init__).replace(
+    parameters=list(inspect.signature(Hardtanh.__init__).parameters.values())[1:])
 
 
 class ReLU6(Hardtanh):
@@ -110,234 +128,92 @@ class ReLU6(Hardtanh):
         super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, True)
+        return "inplace=True" if self.inplace else ""
 
 
-class Sigmoid(Module):
+ReLU6.__signature__ = inspect.signature(ReLU6.__init__).replace(
+    parameters=list(inspect.signature(ReLU6.__init__).parameters.values())[1:])
+
+
+class Sigmoid(_Elementwise):
     """1 / (1 + exp(-x))."""
-
-    def forward(self, input):
-        return input.sigmoid()
+    _fn = "sigmoid"
 
 
-class Hardsigmoid(Module):
+class Hardsigmoid(_Elementwise):
     """relu6(x + 3) / 6."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardsigmoid(input, self.inplace)
+    _fn, _params, _quiet = "hardsigmoid", _INPLACE, True
 
 
-class Tanh(Module):
+class Tanh(_Elementwise):
     """Hyperbolic tangent."""
-
-    def forward(self, input):
-        return input.tanh()
+    _fn = "tanh"
 
 
-class SiLU(Module):
+class SiLU(_Elementwise):
     """x * sigmoid(x)."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, True)
+    _fn, _params = "silu", _INPLACE
 
 
-class Mish(Module):
+class Mish(_Elementwise):
     """x * tanh(softplus(x))."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.mish(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, True)
+    _fn, _params = "mish", _INPLACE
 
 
-class Hardswish(Module):
+class Hardswish(_Elementwise):
     """x * relu6(x + 3) / 6."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardswish(input, self.inplace)
+    _fn, _params, _quiet = "hardswish", _INPLACE, True
 
 
-class ELU(Module):
+class ELU(_Elementwise):
     """x for x > 0, else alpha * (exp(x) - 1)."""
-
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+    _fn, _params = "elu", (("alpha", 1.0),) + _INPLACE
 
 
-class CELU(Module):
+class CELU(_Elementwise):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
-
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.celu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}{_inplace_str(self.inplace)}"
+    _fn, _params = "celu", (("alpha", 1.0),) + _INPLACE
 
 
-class SELU(Module):
+class SELU(_Elementwise):
     """Scaled ELU with the self-normalising constants."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.selu(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_str(self.inplace, True)
+    _fn, _params = "selu", _INPLACE
 
 
-class GLU(Module):
+class GLU(_Elementwise):
     """Gated linear unit over the two halves of ``dim``."""
-
-    __constants__ = ["dim"]
-
-    def __init__(self, dim: int = -1) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+    _fn, _params = "glu", (("dim", -1),)
 
 
-class GELU(Module):
+class GELU(_Elementwise):
     """x * Phi(x); ``approximate='tanh'`` for the tanh formula."""
-
-    __constants__ = ["approximate"]
-
-    def __init__(self, approximate: str = "none") -> None:
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, input):
-        return F.gelu(input, approximate=self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
+    _fn, _params = "gelu", (("approximate", "none"),)
 
 
-class Hardshrink(Module):
+class Hardshrink(_Elementwise):
     """x where |x| > lambd, else 0."""
-
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
-
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
+    _fn, _params, _bare = "hardshrink", (("lambd", 0.5),), True
 
 
-class LeakyReLU(Module):
+class LeakyReLU(_Elementwise):
     """x where positive, else negative_slope * x."""
-
+    _fn, _params = "leaky_relu", (("negative_slope", 1e-2),) + _INPLACE
     __constants__ = ["inplace", "negative_slope"]
 
-    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
 
-    def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}{_inplace_str(self.inplace)}"
-
-
-class LogSigmoid(Module):
+class LogSigmoid(_Elementwise):
     """log(sigmoid(x))."""
-
-    def forward(self, input):
-        return F.logsigmoid(input)
+    _fn = "logsigmoid"
 
 
-class Softplus(Module):
+class Softplus(_Elementwise):
     """log(1 + exp(beta * x)) / beta, linear above ``threshold``."""
-
-    __constants__ = ["beta", "threshold"]
-
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
-        super().__init__()
-        self.beta = beta
-        self.threshold = threshold
-
-    def forward(self, input):
-        return F.softplus(input, self.beta, self.threshold)
-
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}, threshold={self.threshold}"
+    _fn, _params = "softplus", (("beta", 1.0), ("threshold", 20.0))
 
 
-class Softshrink(Module):
+class Softshrink(_Elementwise):
     """x - lambd above lambd, x + lambd below -lambd, 0 in between."""
-
-    __constants__ = ["lambd"]
-
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
-
-    def extra_repr(self) -> str:
-        return str(self.lambd)
+    _fn, _params, _bare = "softshrink", (("lambd", 0.5),), True
 
 
 class PReLU(Module):
@@ -366,18 +242,14 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class Softsign(Module):
+class Softsign(_Elementwise):
     """x / (1 + |x|)."""
-
-    def forward(self, input):
-        return F.softsign(input)
+    _fn = "softsign"
 
 
-class Tanhshrink(Module):
+class Tanhshrink(_Elementwise):
     """x - tanh(x)."""
-
-    def forward(self, input):
-        return F.tanhshrink(input)
+    _fn = "tanhshrink"
 
 
 class _SoftmaxBase(Module):

@@ -21,7 +21,8 @@ Example (runnable)::
 ``CompiledLibrary`` has ``.lib`` (the ``ctypes.CDLL``), ``.path`` (the cached ``.so``), ``.key`` (the cache
 key), ``.name``, ``.source_path`` (the kept ``.c``), ``.cache_hit`` and ``.compile_seconds`` (0.0 on a hit).
 A failed compilation raises :class:`CompileError` (a RuntimeError) holding the compiler's stderr, the
-command and the path where the source was kept (``<cache>/failed/``).
+command and the path where the source was kept (``<cache>/failed/``, or a private temporary
+directory when the cache is not trusted).
 
 Compiler and flags
     ``CC`` (default ``cc``; may hold arguments, e.g. ``"ccache gcc"``) with
@@ -45,8 +46,19 @@ Disk cache
     Builds go to a private temporary directory inside the cache, and finished files are moved into
     place with ``os.replace``, so a reader never sees half a file. A striped ``flock`` lets only one process
     build a given key; the others wait and then load its result. An entry whose sidecar is missing or
-    disagrees with the ``.so`` (truncated file, wrong checksum, other schema) is rebuilt. A library is
-    loaded once per process (an in-memory cache; ``clear_memory_cache()`` forgets it).
+    disagrees with the ``.so`` (truncated file, wrong checksum, other schema) is rebuilt, and so is one
+    that is not a regular file (a directory, a symlink, a fifo: it is replaced). A library is loaded once
+    per process (an in-memory cache; ``clear_memory_cache()`` forgets it).
+
+Trust (loading a library runs its code)
+    Missing cache directories (and their missing parents) are created with mode 0700, whatever the
+    umask; existing directories keep their mode. A ``.so`` is loaded only if it is a regular file (not
+    followed if a symlink) owned by this user and writable by nobody else; otherwise it is rebuilt in
+    place. The cache is read and written only when its directory and ``kernels/`` are owned by this user
+    and not writable by group or others, and every directory above them is owned by this user or root
+    and not writable by others unless sticky (as ``/tmp``). Otherwise nothing in the cache is loaded or
+    written: each library is built in a new private temporary directory (removed at exit) and
+    ``EMBER_LOGS=kernels`` says once why. Compiled files are written ``0700`` (``.so``) or ``0600``.
 
 Counters
     ``STATS``: ``disk_hits``, ``disk_misses``, ``compiles`` (compiler runs, failed ones included),
@@ -80,6 +92,7 @@ Calling convention for graph entry points
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import json
@@ -88,6 +101,7 @@ import platform
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -339,18 +353,122 @@ def clear_memory_cache() -> None:
         _CALL_ENTRIES.clear()
 
 
-def _entry_paths(key: str, stem_name: str) -> dict:
-    kernels = os.path.join(cache_dir(), "kernels")
+def _entry_paths(directory: str, key: str, stem_name: str) -> dict:
     stem = f"{stem_name}-{key[:24]}"
-    return {"dir": kernels, "stem": stem, "so": os.path.join(kernels, stem + ".so"),
-            "c": os.path.join(kernels, stem + ".c"), "meta": os.path.join(kernels, stem + ".json")}
+    return {"dir": directory, "stem": stem, "so": os.path.join(directory, stem + ".so"),
+            "c": os.path.join(directory, stem + ".c"), "meta": os.path.join(directory, stem + ".json")}
+
+
+# ---- trusting the cache: loading a library runs its code -----------------------------------------------
+
+_CHECK_OWNER = hasattr(os, "geteuid")    # no POSIX owners and modes (Windows): nothing to check
+
+
+def _writers(mode: int) -> str:
+    return " and ".join(w for w, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if mode & bit)
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def _why_untrusted(path: str, what: str, *, directory: bool) -> str | None:
+    """None when ``path`` (not followed if a symlink) is a regular file (a directory) owned by this user
+    and writable by nobody else, else why not. Raises OSError (FileNotFoundError) from ``lstat``."""
+    st = os.lstat(path)
+    if not (stat.S_ISDIR if directory else stat.S_ISREG)(st.st_mode):
+        return f"{what} {path} is a {_kind(st.st_mode)}, not a {'directory' if directory else 'regular file'}"
+    if not _CHECK_OWNER:
+        return None
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        return f"{what} {path} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{what} {path} is writable by {_writers(st.st_mode)} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _why_untrusted_ancestors(path: str) -> str | None:
+    """None when no one but this user and root can rename or replace ``path`` (a resolved path) through
+    one of the directories above it: each is owned by this user or root, and is writable by nobody else
+    unless sticky (like /tmp, where others cannot rename what they do not own)."""
+    if not _CHECK_OWNER:
+        return None
+    uid = os.geteuid()
+    d = os.path.dirname(path)
+    while True:
+        st = os.lstat(d)
+        if st.st_uid not in (uid, 0):
+            return f"{d} (above the kernel cache) is owned by uid {st.st_uid}, who could replace the cache"
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            return (f"{d} (above the kernel cache) is writable by {_writers(st.st_mode)} without the sticky "
+                    f"bit (mode {stat.S_IMODE(st.st_mode):o}), who could replace the cache")
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _mkdir_private(path: str) -> None:
+    """Create ``path`` and missing parents with mode 0700, as the XDG base directory spec asks (an
+    existing directory's mode is left alone)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        if parent == path:
+            raise
+        _mkdir_private(parent)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            return
+    os.chmod(path, 0o700)    # mkdir's mode went through the umask, which may have taken bits off
+
+
+def _kernels_dir() -> tuple:
+    """``(kernels directory, None)`` when libraries may be loaded from the cache (the directories are
+    created 0700 where missing), else ``(None, why not)``. The path is resolved: no symlink is followed
+    between this check and the loads."""
+    root = cache_dir()
+    try:
+        _mkdir_private(root)
+        root = os.path.realpath(root)
+        why = _why_untrusted_ancestors(root) or _why_untrusted(root, "the cache directory", directory=True)
+        if why:
+            return None, why
+        kernels = os.path.join(root, "kernels")
+        _mkdir_private(kernels)
+        why = _why_untrusted(kernels, "the kernel directory", directory=True)
+        if why:
+            return None, why
+        _mkdir_private(os.path.join(kernels, ".locks"))
+    except OSError as e:
+        return None, f"cannot create or inspect the kernel cache {root}: {e}"
+    return kernels, None
 
 
 def _check_entry(paths: dict, key: str) -> str | None:
-    """None when the cached entry is whole, else why it is not."""
-    if not os.path.exists(paths["so"]):
-        return "not in the cache"
+    """None when the cached entry is whole and trusted, else why it is not."""
     try:
+        why = _why_untrusted(paths["so"], "the library", directory=False)
+    except FileNotFoundError:
+        return "not in the cache"
+    except OSError as e:
+        return f"library unreadable: {e}"
+    if why:
+        return why + "; not loaded"
+    try:
+        why = _why_untrusted(paths["meta"], "the metadata sidecar", directory=False)
+        if why:
+            return why
         with open(paths["meta"], encoding="utf-8") as f:
             meta = json.load(f)
     except (OSError, ValueError):
@@ -381,46 +499,117 @@ def _try_load(paths: dict, key: str):
 @contextmanager
 def _build_lock(directory: str, key: str):
     """An exclusive flock on one of 256 stripes, so one process builds a key while the others wait."""
-    if fcntl is None:
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(os.path.join(directory, ".locks", key[:2] + ".lock"),
+                         os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                         0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:    # no flock on this file system, or a bad lock file: builds stay atomic
+            log("kernels", f"build lock unavailable ({e}); concurrent builds may duplicate work")
+            if fd is not None:
+                os.close(fd)
+                fd = None
+    try:
         yield
-        return
-    with open(os.path.join(directory, ".locks", key[:2] + ".lock"), "a+") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        except OSError:    # a file system without flock: builds may duplicate work, still atomic
-            yield
-            return
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    finally:
+        if fd is not None:
+            os.close(fd)    # releases the flock
+
+
+_DISTRUST_LOGGED: set = set()
+_PRIVATE_DIRS: list = []    # temporary build directories of libraries loaded from them; removed at exit
+
+
+def _remove_private_dirs() -> None:
+    for d in _PRIVATE_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_remove_private_dirs)
 
 
 def _load_or_build(source, stem_name, key, argv, cflags, ldflags, *, two_step, meta_extra) -> CompiledLibrary:
-    paths = _entry_paths(key, stem_name)
+    kernels, distrust = _kernels_dir()
+    if kernels is None:
+        return _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta_extra, distrust)
+    paths = _entry_paths(kernels, key, stem_name)
     lib, why = _try_load(paths, key)
     if lib is None:
-        try:
-            os.makedirs(os.path.join(paths["dir"], ".locks"), exist_ok=True)
-        except OSError as e:
-            raise CompileError(f"cannot write the kernel cache {paths['dir']}: {e}; set EMBER_CACHE_DIR to a "
-                               "writable directory") from e
-        with _build_lock(paths["dir"], key):
+        with _build_lock(kernels, key):
             lib, why = _try_load(paths, key)    # another process may have built it while we waited
             if lib is None:
+                try:
+                    tmp = tempfile.mkdtemp(prefix=".build-", dir=kernels)
+                except OSError as e:    # a read-only cache: its entries load, new ones are not stored
+                    return _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta_extra,
+                                          f"cannot write the kernel directory {kernels}: {e}")
                 STATS["disk_misses"] += 1
                 log("kernels", f"build {stem_name}: cache miss ({why})")
-                seconds = _build(source, paths, key, argv, cflags, ldflags, two_step, meta_extra)
                 try:
-                    lib = ctypes.CDLL(paths["so"])
-                except OSError as e:
-                    raise CompileError(f"built {paths['so']} but could not load it: {e}",
-                                       source_path=paths["c"]) from e
+                    seconds = _build(source, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra,
+                                     os.path.join(os.path.dirname(kernels), "failed"))
+                    # the library first, its sidecar last: a reader that sees the new sidecar sees the new
+                    # library. Whatever is in the way (a directory, a fifo, someone else's file) is replaced.
+                    for part in ("so", "c", "meta"):
+                        _replace(os.path.join(tmp, os.path.basename(paths[part])), paths[part], tmp)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                lib = _load_built(paths)
                 log("kernels", f"build {stem_name}: compiled in {seconds:.3f}s -> {paths['so']}")
                 return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], False, seconds)
     STATS["disk_hits"] += 1
     log("kernels", f"build {stem_name}: disk cache hit {paths['so']}")
     return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], True, 0.0)
+
+
+def _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta_extra, distrust):
+    """Build into a fresh private temporary directory and load from there: the cache is not trusted."""
+    if distrust not in _DISTRUST_LOGGED:
+        _DISTRUST_LOGGED.add(distrust)
+        log("kernels", f"kernel cache not used: {distrust}; libraries are built in private temporary "
+                       "directories and not cached (make the directory yours and writable by you only, "
+                       "e.g. chmod 700, or set EMBER_CACHE_DIR to such a directory)")
+    tmp = tempfile.mkdtemp(prefix="ember-build-")    # mode 0700, a new name
+    try:
+        bad = _why_untrusted_ancestors(os.path.realpath(tmp))
+    except OSError as e:
+        bad = str(e)
+    if bad:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CompileError(f"cannot build {stem_name}: the kernel cache is not trusted ({distrust}) and neither "
+                           f"is the temporary directory ({bad}); set EMBER_CACHE_DIR or TMPDIR")
+    _PRIVATE_DIRS.append(tmp)
+    STATS["disk_misses"] += 1
+    paths = _entry_paths(tmp, key, stem_name)
+    seconds = _build(source, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra, None)
+    lib = _load_built(paths)
+    log("kernels", f"build {stem_name}: compiled in {seconds:.3f}s -> {paths['so']} (not cached)")
+    return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], False, seconds)
+
+
+def _load_built(paths: dict) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(paths["so"])
+    except OSError as e:
+        raise CompileError(f"built {paths['so']} but could not load it: {e}", source_path=paths["c"]) from e
+
+
+def _replace(src: str, dst: str, trash: str) -> None:
+    """``os.replace(src, dst)``; a directory at ``dst``, which a file cannot replace, is first moved into
+    ``trash`` (a directory on the same file system that the caller removes)."""
+    try:
+        os.replace(src, dst)
+    except OSError:
+        try:
+            in_the_way = stat.S_ISDIR(os.lstat(dst).st_mode)
+        except OSError:
+            in_the_way = False
+        if not in_the_way:
+            raise
+        os.rename(dst, tempfile.mkdtemp(prefix="stale-", dir=trash))    # onto an empty directory: allowed
+        os.replace(src, dst)
 
 
 def _run_compiler(cmd: list, cwd: str, stem: str) -> subprocess.CompletedProcess:
@@ -431,55 +620,59 @@ def _run_compiler(cmd: list, cwd: str, stem: str) -> subprocess.CompletedProcess
         raise CompileError(f"could not run the C compiler for {stem}: {e}", command=tuple(cmd)) from e
 
 
-def _build(source, paths, key, argv, cflags, ldflags, two_step, meta_extra) -> float:
-    """Compile into a private temporary directory, then move the files into place atomically."""
-    stem = paths["stem"]
-    tmp = tempfile.mkdtemp(prefix=".build-", dir=paths["dir"])
-    try:
-        src, so = stem + ".c", stem + ".so"    # relative names keep the binary independent of `tmp`
-        with open(os.path.join(tmp, src), "w", encoding="utf-8") as f:
-            f.write(source)
-        if two_step:
-            # compile with the flags, link without -ffast-math (see the module docstring: crtfastmath.o)
-            obj = stem + ".o"
-            commands = [[*argv, *cflags, "-c", "-o", obj, src],
-                        [*argv, *[f for f in cflags if f != "-ffast-math"], "-o", so, obj, *ldflags]]
-        else:
-            commands = [[*argv, *cflags, "-o", so, src, *ldflags]]
-        start = time.perf_counter()
-        for cmd in commands:
-            proc = _run_compiler(cmd, tmp, stem)
-            if proc.returncode != 0:
-                seconds = time.perf_counter() - start
-                STATS["compiles"] += 1
-                STATS["compile_seconds"] += seconds
-                kept = _keep_failed_source(os.path.join(tmp, src), stem)
-                stderr = proc.stderr.strip()
-                raise CompileError(f"C compilation of {stem} failed (exit {proc.returncode}); source kept at "
-                                   f"{kept}\ncommand: {shlex.join(cmd)}\n{stderr}",
-                                   stderr=stderr, command=tuple(cmd), source_path=kept)
-        seconds = time.perf_counter() - start
-        STATS["compiles"] += 1
-        STATS["compile_seconds"] += seconds
-        built = os.path.join(tmp, so)
-        meta = {"schema": CACHE_SCHEMA, "key": key, "name": stem, "sha256": _sha256_file(built),
-                "size": os.path.getsize(built), "command": shlex.join(commands[-1]),
-                "compile_seconds": round(seconds, 4), "created": time.time(), **meta_extra}
-        with open(os.path.join(tmp, stem + ".json"), "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=1)
-        # the library first, its sidecar last: a reader that sees the new sidecar sees the new library
-        os.replace(built, paths["so"])
-        os.replace(os.path.join(tmp, src), paths["c"])
-        os.replace(os.path.join(tmp, stem + ".json"), paths["meta"])
-        return seconds
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def _build(source, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, failed_dir) -> float:
+    """Compile ``stem.c`` into ``stem.so`` and write ``stem.json`` in the private directory ``tmp``; the
+    files are readable and writable by this user only. A failed compilation keeps the source in
+    ``failed_dir`` (None: a new private temporary directory)."""
+    src, so = stem + ".c", stem + ".so"    # relative names keep the binary independent of `tmp`
+    with open(_create_private(os.path.join(tmp, src)), "w", encoding="utf-8") as f:
+        f.write(source)
+    if two_step:
+        # compile with the flags, link without -ffast-math (see the module docstring: crtfastmath.o)
+        obj = stem + ".o"
+        commands = [[*argv, *cflags, "-c", "-o", obj, src],
+                    [*argv, *[f for f in cflags if f != "-ffast-math"], "-o", so, obj, *ldflags]]
+    else:
+        commands = [[*argv, *cflags, "-o", so, src, *ldflags]]
+    start = time.perf_counter()
+    for cmd in commands:
+        proc = _run_compiler(cmd, tmp, stem)
+        if proc.returncode != 0:
+            seconds = time.perf_counter() - start
+            STATS["compiles"] += 1
+            STATS["compile_seconds"] += seconds
+            kept = _keep_failed_source(os.path.join(tmp, src), stem, failed_dir)
+            stderr = proc.stderr.strip()
+            raise CompileError(f"C compilation of {stem} failed (exit {proc.returncode}); source kept at "
+                               f"{kept}\ncommand: {shlex.join(cmd)}\n{stderr}",
+                               stderr=stderr, command=tuple(cmd), source_path=kept)
+    seconds = time.perf_counter() - start
+    STATS["compiles"] += 1
+    STATS["compile_seconds"] += seconds
+    built = os.path.join(tmp, so)
+    os.chmod(built, 0o700)     # the compiler's mode went through the umask: group-writable under 002
+    meta = {"schema": CACHE_SCHEMA, "key": key, "name": stem, "sha256": _sha256_file(built),
+            "size": os.path.getsize(built), "command": shlex.join(commands[-1]),
+            "compile_seconds": round(seconds, 4), "created": time.time(), **meta_extra}
+    with open(_create_private(os.path.join(tmp, stem + ".json")), "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=1)
+    return seconds
 
 
-def _keep_failed_source(src: str, stem: str) -> str:
-    failed = os.path.join(cache_dir(), "failed")
-    os.makedirs(failed, exist_ok=True)
-    kept = os.path.join(failed, stem + ".c")
+def _create_private(path: str) -> int:
+    """A new file readable and writable by this user only (whatever the umask), opened for writing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, 0o600)
+    return fd
+
+
+def _keep_failed_source(src: str, stem: str, failed_dir: str | None) -> str:
+    if failed_dir is None:
+        failed_dir = tempfile.mkdtemp(prefix="ember-failed-")
+    else:
+        _mkdir_private(failed_dir)
+    kept = os.path.join(failed_dir, stem + ".c")
     os.replace(src, kept)
     return kept
 

@@ -33,6 +33,23 @@ def _factory(shape, fill: float, device, dtype) -> Tensor:
     return wrap(np.full(shape, fill, dt.np), dt)
 
 
+def _affine(module: Module, shape, enabled: bool, bias: bool, device, dtype) -> None:
+    """Register ``weight`` (ones) and ``bias`` (zeros) of ``shape`` when ``enabled`` (``bias=False`` drops
+    the bias), else both as ``None``: the affine map every normalization layer ends with."""
+    module.register_parameter("weight", Parameter(_factory(shape, 1.0, device, dtype)) if enabled else None)
+    module.register_parameter("bias", Parameter(_factory(shape, 0.0, device, dtype))
+                              if enabled and bias else None)
+
+
+def _reset_affine(module: Module) -> None:
+    """Weight back to ones and bias to zeros (those that exist)."""
+    with no_grad():
+        if module.weight is not None:
+            module.weight.fill_(1.0)
+        if getattr(module, "bias", None) is not None:
+            module.bias.zero_()
+
+
 def _shape_tuple(normalized_shape) -> tuple:
     if isinstance(normalized_shape, numbers.Integral):
         return (int(normalized_shape),)
@@ -51,22 +68,10 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_factory(self.normalized_shape, 1.0, device, dtype))
-            if bias:
-                self.bias = Parameter(_factory(self.normalized_shape, 0.0, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            with no_grad():
-                self.weight.fill_(1.0)
-                if self.bias is not None:
-                    self.bias.zero_()
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -91,22 +96,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_factory((num_channels,), 1.0, device, dtype))
-            if bias:
-                self.bias = Parameter(_factory((num_channels,), 0.0, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            with no_grad():
-                self.weight.fill_(1.0)
-                if self.bias is not None:
-                    self.bias.zero_()
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -128,15 +121,11 @@ class RMSNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_factory(self.normalized_shape, 1.0, device, dtype))
-        else:
-            self.register_parameter("weight", None)
+        self.register_parameter("weight", Parameter(_factory(self.normalized_shape, 1.0, device, dtype))
+                                if elementwise_affine else None)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            with no_grad():
-                self.weight.fill_(1.0)
+        _reset_affine(self)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
@@ -181,15 +170,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(_factory((num_features,), 1.0, device, dtype))
-            if bias:
-                self.bias = Parameter(_factory((num_features,), 0.0, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _factory((num_features,), 0.0, device, dtype))
             self.register_buffer("running_var", _factory((num_features,), 1.0, device, dtype))
@@ -207,11 +188,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            with no_grad():
-                self.weight.fill_(1.0)
-                if self.bias is not None:
-                    self.bias.zero_()
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError(f"{type(self).__name__} must implement _check_input_dim(input)")

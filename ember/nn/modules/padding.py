@@ -18,8 +18,11 @@ def _ntuple(n: int):
 
 
 class _ConstantPadNd(Module):
-    def __init__(self, value: float) -> None:
+    n = 1          # padded dims: ``padding`` is an int or a ``2 * n``-tuple (last dim first: left, right, ...)
+
+    def __init__(self, padding, value: float) -> None:
         super().__init__()
+        self.padding = _ntuple(2 * self.n)(padding)
         self.value = value
 
     def forward(self, input):
@@ -31,30 +34,21 @@ class _ConstantPadNd(Module):
 
 class ConstantPad1d(_ConstantPadNd):
     """Pad the last dim with ``value``: ``padding`` is an int or (left, right)."""
-
-    def __init__(self, padding, value: float) -> None:
-        super().__init__(value)
-        self.padding = _ntuple(2)(padding)
+    n = 1
 
 
 class ConstantPad2d(_ConstantPadNd):
     """Pad the last two dims with ``value``: an int or (left, right, top, bottom)."""
-
-    def __init__(self, padding, value: float) -> None:
-        super().__init__(value)
-        self.padding = _ntuple(4)(padding)
+    n = 2
 
 
 class ConstantPad3d(_ConstantPadNd):
     """Pad the last three dims with ``value``: an int or a 6-tuple."""
-
-    def __init__(self, padding, value: float) -> None:
-        super().__init__(value)
-        self.padding = _ntuple(6)(padding)
+    n = 3
 
 
-class ZeroPad1d(ConstantPad1d):
-    """Pad the last dim with zeros."""
+class _ZeroPad:
+    """Constant padding with zeros (mixed in before a ``ConstantPadNd``, as torch's subclasses)."""
 
     def __init__(self, padding) -> None:
         super().__init__(padding, 0.0)
@@ -63,28 +57,20 @@ class ZeroPad1d(ConstantPad1d):
         return f"{self.padding}"
 
 
-class ZeroPad2d(ConstantPad2d):
+class ZeroPad1d(_ZeroPad, ConstantPad1d):
+    """Pad the last dim with zeros."""
+
+
+class ZeroPad2d(_ZeroPad, ConstantPad2d):
     """Pad the last two dims with zeros.
 
         >>> ember.nn.ZeroPad2d(1)
         ZeroPad2d((1, 1, 1, 1))
     """
 
-    def __init__(self, padding) -> None:
-        super().__init__(padding, 0.0)
 
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
-
-
-class ZeroPad3d(ConstantPad3d):
+class ZeroPad3d(_ZeroPad, ConstantPad3d):
     """Pad the last three dims with zeros."""
-
-    def __init__(self, padding) -> None:
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
 
 
 class _ModePadNd(Module):

@@ -86,6 +86,41 @@ def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
         np.subtract(b, t, out=a)
 
 
+def _check_options(*, reject_nan: bool = True, **options) -> None:
+    """Raise torch's ``ValueError`` for the first invalid constructor option, checking in the order given.
+
+    ``lr`` may be a one-element tensor; each of ``betas`` lies in [0, 1), ``rho`` in [0, 1], ``etas`` as
+    ``0 < etaminus < 1 < etaplus``; every other option is non-negative. torch's SGD only rejects values
+    below zero: ``reject_nan=False`` lets NaN through as it does.
+    """
+    for name, value in options.items():
+        if name == "betas":
+            for i in (0, 1):
+                if not 0.0 <= value[i] < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {value[i]}")
+        elif name == "rho":
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"Invalid rho value: {value}")
+        elif name == "etas":
+            if not 0.0 < value[0] < 1.0 < value[1]:
+                raise ValueError(f"Invalid eta values: {value[0]}, {value[1]}")
+        else:
+            if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
+                raise ValueError("Tensor lr must be 1-element")
+            if (not 0.0 <= value) if reject_nan else value < 0.0:
+                what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
+                raise ValueError(f"Invalid {what}: {value}")
+
+
+def _check_fused(fused, foreach, differentiable) -> None:
+    """torch's checks on ``fused=True`` (which ember accepts and runs on its one CPU path)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
 def _hook_step(func):
     """Wrap a class's ``step`` so the global and per-instance step hooks run around it (once per call)."""
     @functools.wraps(func)

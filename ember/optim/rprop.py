@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor, wrap
-from .optimizer import Optimizer, _scalar_step, _to_scalar
+from ..tensor import wrap
+from .optimizer import Optimizer, _check_options, _scalar_step, _to_scalar
 
 __all__ = ["Rprop"]
 
@@ -14,12 +14,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 < etas[0] < 1.0 < etas[1]:
-            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        _check_options(lr=lr, etas=etas)
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)

@@ -41,7 +41,7 @@ def _layer(kind, reverse=False, bias=True, proj=False):
             weights = [w for w in (w_ih, w_hh, b_ih, b_hh, w_hr) if w is not None]
             out, h_n, c_n = _torch_layer(m, kind, x, h0, c0, weights, reverse)
         else:
-            from ember.nn.modules.rnn import _run_layer
+            from ember.nn.functional.recurrent import run_layer as _run_layer
             mode = {"tanh": "RNN_TANH", "relu": "RNN_RELU", "gru": "GRU", "lstm": "LSTM"}[kind]
             out, h_n, c_n = _run_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse)
         return (out, h_n) if c_n is None else (out, h_n, c_n)

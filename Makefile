@@ -21,7 +21,7 @@ demo: install
 
 # torch is a test-time oracle only, pinned exactly: 2.13.0 resolves to the CPU wheel on disk.
 test-deps: install
-	$(PIP) install -q "pytest>=8" "hypothesis>=6" "torch==2.13.0" "scikit-learn>=1.3" "matplotlib>=3.7"
+	$(PIP) install -q "pytest>=8" "hypothesis>=6" "torch==2.13.0" "scikit-learn>=1.3" "matplotlib>=3.7" "tensorboard>=2.14" "onnx>=1.16" "onnxruntime>=1.18"
 
 test: test-deps
 	$(PY) -m pytest -q tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc

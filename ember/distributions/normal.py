@@ -14,17 +14,13 @@ from .utils import broadcast_all, _standard_normal
 __all__ = ["Normal", "Laplace"]
 
 
-class Normal(Distribution):
-    """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale``.
-
-        >>> Normal(0.0, 1.0).log_prob(ember.tensor(0.0))
-        tensor(-0.9189)
-    """
+class _LocScale(Distribution):
+    """A family with a location ``loc`` and a scale ``scale`` broadcast together: the shared constructor,
+    ``expand``, and ``mean`` / ``mode`` at ``loc``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-    _mean_carrier_measure = 0
 
     @property
     def mean(self):
@@ -33,14 +29,6 @@ class Normal(Distribution):
     @property
     def mode(self):
         return self.loc
-
-    @property
-    def stddev(self):
-        return self.scale
-
-    @property
-    def variance(self):
-        return self.stddev.pow(2)
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
@@ -51,13 +39,31 @@ class Normal(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
+        new = self._get_checked_instance(_LocScale, _instance)
         batch_shape = Size(batch_shape)
         new.loc = self.loc.expand(batch_shape)
         new.scale = self.scale.expand(batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
+
+
+class Normal(_LocScale):
+    """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale``.
+
+        >>> Normal(0.0, 1.0).log_prob(ember.tensor(0.0))
+        tensor(-0.9189)
+    """
+
+    _mean_carrier_measure = 0
+
+    @property
+    def stddev(self):
+        return self.scale
+
+    @property
+    def variance(self):
+        return self.stddev.pow(2)
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
@@ -95,20 +101,9 @@ class Normal(Distribution):
         return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale):
     """``Laplace(loc, scale)``: density ``exp(-|x - loc| / scale) / (2 scale)``."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -117,23 +112,6 @@ class Laplace(Distribution):
     @property
     def stddev(self):
         return (2 ** 0.5) * self.scale
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
 
     def rsample(self, sample_shape=Size()):
         from ..ops.creation import empty

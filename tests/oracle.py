@@ -175,3 +175,20 @@ def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: i
 def _same_layout_copy(a):
     b = np.ascontiguousarray(np.swapaxes(a, -1, -2))
     return np.swapaxes(b, -1, -2)
+
+
+def same_error(fn, exact=True, first_line=True):
+    """``fn(lib)`` raises the same exception type under torch and ember; with ``exact`` also the same
+    message (its first line with ``first_line``), reading "ember" as "torch" and "torch.Size" as "Size"."""
+    import pytest
+    with pytest.raises(Exception) as te:
+        fn(torch)
+    with pytest.raises(Exception) as ee:
+        fn(ember)
+    assert ee.type is te.type, f"ember raised {ee.type.__name__}: {ee.value}; torch {te.type.__name__}: {te.value}"
+    if exact:
+        def norm(e):
+            msg = str(e.value)
+            msg = msg.split("\n")[0] if first_line else msg
+            return msg.replace("ember", "torch").replace("torch.Size", "Size")
+        assert norm(ee) == norm(te), f"\nember: {norm(ee)}\ntorch: {norm(te)}"

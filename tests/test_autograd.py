@@ -1071,44 +1071,35 @@ def test_function_under_no_grad_records_nothing():
     same(f)
 
 
+def _once_differentiable_square(m):
+    """x * x as a custom Function whose backward is marked once_differentiable."""
+    from importlib import import_module
+    od = import_module(m.__name__ + ".autograd.function").once_differentiable
+
+    class Sq(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @od
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2 * x
+    return Sq
+
+
 def test_once_differentiable():
     def f(m):
-        from importlib import import_module
-        od = import_module(m.__name__ + ".autograd.function").once_differentiable
-
-        class Sq(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.save_for_backward(x)
-                return x * x
-
-            @staticmethod
-            @od
-            def backward(ctx, g):
-                (x,) = ctx.saved_tensors
-                return g * 2 * x
         x = leaf(m, [1.0, 3.0])
-        (g,) = m.autograd.grad(Sq.apply(x).sum(), x)
+        (g,) = m.autograd.grad(_once_differentiable_square(m).apply(x).sum(), x)
         return g, g.requires_grad
     same(f)
 
     def twice(m):
-        from importlib import import_module
-        od = import_module(m.__name__ + ".autograd.function").once_differentiable
-
-        class Sq(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.save_for_backward(x)
-                return x * x
-
-            @staticmethod
-            @od
-            def backward(ctx, g):
-                (x,) = ctx.saved_tensors
-                return g * 2 * x
         x = leaf(m, [1.0, 3.0])
-        (g,) = m.autograd.grad(Sq.apply(x).sum(), x, create_graph=True)
+        (g,) = m.autograd.grad(_once_differentiable_square(m).apply(x).sum(), x, create_graph=True)
         g.sum().backward()
     same_error(twice)
 

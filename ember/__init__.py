@@ -46,7 +46,7 @@ from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401
 from .special import mvlgamma  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
-from ._compat import *  # noqa: E402,F401,F403
+from ._settings import *  # noqa: E402,F401,F403
 from . import _threads  # noqa: E402
 _threads.apply_default()
 from . import memory, profiler  # noqa: E402,F401

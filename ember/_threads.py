@@ -30,7 +30,7 @@ def apply_default() -> None:
     if n is None:
         return
     try:
-        from ._compat import set_num_threads
+        from ._settings import set_num_threads
         set_num_threads(n)
     except Exception:      # threadpoolctl missing or no BLAS found: keep NumPy's default
         pass

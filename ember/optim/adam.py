@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..tensor import Tensor
-from .optimizer import Optimizer, _check_fused, _check_options, _lerp_, _scalar_step, _to_scalar
+from .optimizer import Optimizer, _check_fused, _check_options, _lerp_, _to_scalar
 
 __all__ = ["Adam", "AdamW"]
 
@@ -53,55 +53,36 @@ class Adam(Optimizer):
             group.setdefault("decoupled_weight_decay", False)
             group.setdefault("fused", None)
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
+    def _group_options(self, group):
         b1, b2 = (_to_scalar(b) for b in group["betas"])
-        eps, wd = group["eps"], group["weight_decay"]
-        amsgrad, maximize = group["amsgrad"], group["maximize"]
-        decoupled = group.get("decoupled_weight_decay", False)
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["exp_avg"] = self._zeros_state(p)
-                st["exp_avg_sq"] = self._zeros_state(p)
-                if amsgrad:
-                    st["max_exp_avg_sq"] = self._zeros_state(p)
-            step_arr = st["step"]._data
-            step_arr += 1
-            step = float(step_arr)
-            if wd != 0:
-                if decoupled:
-                    d *= 1 - lr * wd
-                else:
-                    g = g + d * wd
-            m = st["exp_avg"]._data
-            v = st["exp_avg_sq"]._data
-            _lerp_(m, g, 1 - b1)
-            v *= b2
-            v += g * (1 - b2) * g                  # addcmul_(grad, grad, value=1-beta2)
-            step_size = lr / (1 - b1 ** step)
-            bc2_sqrt = math.sqrt(1 - b2 ** step)
-            if amsgrad:
-                mx = st["max_exp_avg_sq"]._data
-                np.maximum(mx, v, out=mx)
-                denom = np.sqrt(mx)
-            else:
-                denom = np.sqrt(v)
-            denom /= bc2_sqrt
-            denom += eps
-            upd = m * -step_size                   # addcdiv_(exp_avg, denom, value=-step_size)
-            upd /= denom
-            d += upd
-            p._bump()
+        return _to_scalar(group["lr"]), b1, b2, group["eps"], group["amsgrad"]
+
+    def _init_state(self, p, st, group):
+        st["exp_avg"] = self._zeros_state(p)
+        st["exp_avg_sq"] = self._zeros_state(p)
+        if group["amsgrad"]:
+            st["max_exp_avg_sq"] = self._zeros_state(p)
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, b1, b2, eps, amsgrad = opts
+        m = st["exp_avg"]._data
+        v = st["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - b1)
+        v *= b2
+        v += g * (1 - b2) * g                  # addcmul_(grad, grad, value=1-beta2)
+        step_size = lr / (1 - b1 ** step)
+        bc2_sqrt = math.sqrt(1 - b2 ** step)
+        if amsgrad:
+            mx = st["max_exp_avg_sq"]._data
+            np.maximum(mx, v, out=mx)
+            denom = np.sqrt(mx)
+        else:
+            denom = np.sqrt(v)
+        denom /= bc2_sqrt
+        denom += eps
+        upd = m * -step_size                   # addcdiv_(exp_avg, denom, value=-step_size)
+        upd /= denom
+        d += upd
 
 
 class AdamW(Adam):

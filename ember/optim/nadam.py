@@ -32,53 +32,35 @@ class NAdam(Optimizer):
                 if st and "mu_product" in st and not isinstance(st["mu_product"], Tensor):
                     st["mu_product"] = _scalar_step(float(st["mu_product"]))
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
+    def _group_options(self, group):
         b1, b2 = group["betas"]
-        eps, wd, mdecay = group["eps"], group["weight_decay"], group["momentum_decay"]
-        decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["mu_product"] = _scalar_step(1.0)
-                st["exp_avg"] = self._zeros_state(p)
-                st["exp_avg_sq"] = self._zeros_state(p)
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            step_arr = st["step"]._data
-            step_arr += 1
-            step = float(step_arr)
-            bc2 = 1 - b2 ** step
-            if wd != 0:
-                if decoupled:
-                    d *= 1 - lr * wd
-                else:
-                    g = g + d * wd
-            mu = b1 * (1.0 - 0.5 * (0.96 ** (step * mdecay)))
-            mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * mdecay)))
-            mp = st["mu_product"]._data
-            mp *= mu                               # rounded to the state tensor's dtype, as torch
-            mu_product = float(mp)
-            mu_product_next = mu_product * mu_next
-            m = st["exp_avg"]._data
-            v = st["exp_avg_sq"]._data
-            _lerp_(m, g, 1 - b1)
-            v *= b2
-            v += g * (1 - b2) * g
-            denom = v / bc2
-            np.sqrt(denom, out=denom)
-            denom += eps
-            upd = g * (-lr * (1.0 - mu) / (1.0 - mu_product))
-            upd /= denom
-            d += upd
-            upd = m * ((-lr * mu_next) / (1.0 - mu_product_next))
-            upd /= denom
-            d += upd
-            p._bump()
+        return _to_scalar(group["lr"]), b1, b2, group["eps"], group["momentum_decay"]
+
+    def _init_state(self, p, st, group):
+        st["mu_product"] = _scalar_step(1.0)
+        st["exp_avg"] = self._zeros_state(p)
+        st["exp_avg_sq"] = self._zeros_state(p)
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, b1, b2, eps, mdecay = opts
+        bc2 = 1 - b2 ** step
+        mu = b1 * (1.0 - 0.5 * (0.96 ** (step * mdecay)))
+        mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * mdecay)))
+        mp = st["mu_product"]._data
+        mp *= mu                               # rounded to the state tensor's dtype, as torch
+        mu_product = float(mp)
+        mu_product_next = mu_product * mu_next
+        m = st["exp_avg"]._data
+        v = st["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - b1)
+        v *= b2
+        v += g * (1 - b2) * g
+        denom = v / bc2
+        np.sqrt(denom, out=denom)
+        denom += eps
+        upd = g * (-lr * (1.0 - mu) / (1.0 - mu_product))
+        upd /= denom
+        d += upd
+        upd = m * ((-lr * mu_next) / (1.0 - mu_product_next))
+        upd /= denom
+        d += upd

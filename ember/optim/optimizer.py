@@ -149,8 +149,9 @@ CAPTURE_STEP = [None]
 class Optimizer:
     """Base class of all optimizers: ``param_groups`` (list of dicts) and ``state`` (param -> dict).
 
-    Subclasses either implement ``_step_group(group)`` (the base ``step`` runs the closure with grad
-    enabled, then every group's update under ``no_grad``) or override ``step`` entirely.
+    Subclasses either fill in the shared per-parameter loop (``_step_group``, run by the base ``step``
+    for every group under ``no_grad``, after the closure with grad enabled) with ``_group_options``,
+    ``_init_state`` and ``_update``, or override ``step`` entirely.
     """
 
     def __init__(self, params: Iterable, defaults: dict):
@@ -409,8 +410,74 @@ class Optimizer:
                 self._step_group(group)
         return loss
 
+    #: the loop gives each parameter its state on first use (``state['step']``, then ``_init_state``) and
+    #: advances ``state['step']`` before every update; SGD, whose only state is a momentum buffer it seeds
+    #: itself, turns this off
+    _step_counter = True
+
     def _step_group(self, group: dict) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement _step_group(group) or override step()")
+        """torch's single-tensor update of one param group, for every parameter that has a gradient.
+
+        The gradient is negated under ``maximize``; ``state['step']`` is created (a 0-dim float32 tensor,
+        the rest of the state by ``_init_state``) on first use and advanced; weight decay, for optimizers
+        with that option, is L2 (``grad + wd * param``) or, with ``decoupled_weight_decay``, shrinks the
+        parameter by ``1 - lr * wd``. Then ``_update`` changes the parameter's buffer in place and its
+        version counter is bumped.
+        """
+        opts = self._group_options(group)
+        defaults = self.defaults
+        lr = _to_scalar(group["lr"])
+        wd = group.get("weight_decay", 0) if "weight_decay" in defaults else 0
+        decoupled = "decoupled_weight_decay" in defaults and group.get("decoupled_weight_decay", False)
+        maximize = group["maximize"]
+        counts = self._step_counter
+        state = self.state
+        update = self._update
+        st = step = None
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            d = p._data
+            g = grad._data
+            if maximize:
+                g = -g
+            if counts:
+                st = state[p]
+                if not st:
+                    self._start_state(p, group)
+                step_arr = st["step"]._data
+                step_arr += 1
+                step = float(step_arr)
+            if wd != 0:
+                if decoupled:
+                    d *= 1 - lr * wd
+                else:
+                    g = g + d * wd                  # grad.add(param, alpha=wd)
+            update(p, d, g, st, step, opts)
+            p._bump()
+
+    def _start_state(self, p: Tensor, group: dict) -> dict:
+        """A parameter's first state: ``step`` (0), then what ``_init_state`` adds (torch's key order)."""
+        st = self.state[p]
+        st["step"] = _scalar_step(0.0)
+        self._init_state(p, st, group)
+        return st
+
+    def _group_options(self, group: dict):
+        """The group's options ``_update`` needs, read once per group (as scalars, in a tuple)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _group_options, _init_state and _update "
+                                  "(or override step())")
+
+    def _init_state(self, p: Tensor, st: dict, group: dict) -> None:
+        """Add the optimizer's state for ``p`` to ``st`` (which already holds ``step``)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _init_state")
+
+    def _update(self, p: Tensor, d: np.ndarray, g: np.ndarray, st: dict, step: float, opts) -> None:
+        """Update the parameter buffer ``d`` in place from the gradient ``g`` (maximize and weight decay
+        applied; ``g`` may be the gradient's own buffer, so never written) and the state ``st``, which is
+        at ``step`` (``st``/``step`` are None without a step counter)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _update")
 
     def _check_group(self, group: dict) -> None:
         """Reject the options ember does not implement (torch's GPU-only and autograd-through-step paths)."""
@@ -420,11 +487,6 @@ class Optimizer:
         if group.get("differentiable"):
             raise RuntimeError(f"{type(self).__name__}: differentiable=True (autograd through the optimizer step) "
                                "is not supported by ember; use differentiable=False")
-
-    @staticmethod
-    def _grad_array(p: Tensor, maximize: bool):
-        g = p.grad._data
-        return -g if maximize else g
 
     @staticmethod
     def _zeros_state(p: Tensor) -> Tensor:

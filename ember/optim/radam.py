@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_options, _lerp_, _scalar_step, _to_scalar
+from .optimizer import Optimizer, _check_options, _lerp_, _to_scalar
 
 __all__ = ["RAdam"]
 
@@ -19,51 +19,32 @@ class RAdam(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
+    def _group_options(self, group):
         b1, b2 = group["betas"]
-        eps, wd = group["eps"], group["weight_decay"]
-        decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
-        rho_inf = 2 / (1 - b2) - 1
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["exp_avg"] = self._zeros_state(p)
-                st["exp_avg_sq"] = self._zeros_state(p)
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            step_arr = st["step"]._data
-            step_arr += 1
-            step = float(step_arr)
-            if wd != 0:
-                if decoupled:
-                    d *= 1 - lr * wd
-                else:
-                    g = g + d * wd
-            m = st["exp_avg"]._data
-            v = st["exp_avg_sq"]._data
-            _lerp_(m, g, 1 - b1)
-            v *= b2
-            v += g * (1 - b2) * g
-            bc1 = 1 - b1 ** step
-            bc2 = 1 - b2 ** step
-            upd = m / bc1
-            upd *= lr
-            rho_t = rho_inf - 2 * step * (b2 ** step) / bc2
-            if rho_t > 5.0:
-                # variance is tractable: rectified adaptive step
-                rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                s = np.sqrt(v)
-                s += eps
-                adaptive = np.divide(bc2 ** 0.5, s, out=s)
-                upd *= adaptive
-                upd *= rect
-            d -= upd
-            p._bump()
+        return _to_scalar(group["lr"]), b1, b2, group["eps"], 2 / (1 - b2) - 1
+
+    def _init_state(self, p, st, group):
+        st["exp_avg"] = self._zeros_state(p)
+        st["exp_avg_sq"] = self._zeros_state(p)
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, b1, b2, eps, rho_inf = opts
+        m = st["exp_avg"]._data
+        v = st["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - b1)
+        v *= b2
+        v += g * (1 - b2) * g
+        bc1 = 1 - b1 ** step
+        bc2 = 1 - b2 ** step
+        upd = m / bc1
+        upd *= lr
+        rho_t = rho_inf - 2 * step * (b2 ** step) / bc2
+        if rho_t > 5.0:
+            # variance is tractable: rectified adaptive step
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            s = np.sqrt(v)
+            s += eps
+            adaptive = np.divide(bc2 ** 0.5, s, out=s)
+            upd *= adaptive
+            upd *= rect
+        d -= upd

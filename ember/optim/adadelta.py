@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_options, _scalar_step, _to_scalar
+from .optimizer import Optimizer, _check_options, _to_scalar
 
 __all__ = ["Adadelta"]
 
@@ -18,38 +18,26 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
-        rho, eps, wd, maximize = group["rho"], group["eps"], group["weight_decay"], group["maximize"]
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["square_avg"] = self._zeros_state(p)
-                st["acc_delta"] = self._zeros_state(p)
-            st["step"]._data += 1
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            if wd != 0:
-                g = g + d * wd
-            sq = st["square_avg"]._data
-            acc = st["acc_delta"]._data
-            sq *= rho
-            sq += g * (1 - rho) * g
-            std = sq + eps
-            np.sqrt(std, out=std)
-            delta = acc + eps
-            np.sqrt(delta, out=delta)
-            delta /= std
-            delta *= g
-            acc *= rho
-            acc += delta * (1 - rho) * delta
-            delta *= lr                            # param.add_(delta, alpha=-lr)
-            d -= delta
-            p._bump()
+    def _group_options(self, group):
+        return _to_scalar(group["lr"]), group["rho"], group["eps"]
+
+    def _init_state(self, p, st, group):
+        st["square_avg"] = self._zeros_state(p)
+        st["acc_delta"] = self._zeros_state(p)
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, rho, eps = opts
+        sq = st["square_avg"]._data
+        acc = st["acc_delta"]._data
+        sq *= rho
+        sq += g * (1 - rho) * g
+        std = sq + eps
+        np.sqrt(std, out=std)
+        delta = acc + eps
+        np.sqrt(delta, out=delta)
+        delta /= std
+        delta *= g
+        acc *= rho
+        acc += delta * (1 - rho) * delta
+        delta *= lr                            # param.add_(delta, alpha=-lr)
+        d -= delta

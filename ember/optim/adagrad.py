@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import wrap
-from .optimizer import Optimizer, _check_fused, _check_options, _scalar_step, _to_scalar
+from .optimizer import Optimizer, _check_fused, _check_options, _to_scalar
 
 __all__ = ["Adagrad"]
 
@@ -27,44 +27,25 @@ class Adagrad(Optimizer):
         _check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p, initial_accumulator_value)
+                self._start_state(p, group)
 
-    def _init_state(self, p, init_value) -> dict:
-        st = self.state[p]
-        st["step"] = _scalar_step(0.0)
-        st["sum"] = wrap(np.full_like(p._data, init_value), p._dtype)
-        return st
+    def _init_state(self, p, st, group):
+        # the constructor's value, also for parameters added later (whatever their group says), as torch
+        st["sum"] = wrap(np.full_like(p._data, self.defaults["initial_accumulator_value"]), p._dtype)
 
     def share_memory(self) -> None:
         """No-op (ember tensors live in one process); kept for API parity with torch."""
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
-        lr_decay, eps, wd, maximize = group["lr_decay"], group["eps"], group["weight_decay"], group["maximize"]
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            st = state[p]
-            if len(st) == 0:
-                # parameters added after construction use the constructor's initial value (as torch)
-                st = self._init_state(p, self.defaults["initial_accumulator_value"])
-            d = p._data
-            step_arr = st["step"]._data
-            step_arr += 1
-            step = float(step_arr)
-            g = grad._data
-            if maximize:
-                g = -g
-            if wd != 0:
-                g = g + d * wd
-            clr = lr / (1 + (step - 1) * lr_decay)
-            s = st["sum"]._data
-            s += g * g
-            std = np.sqrt(s)
-            std += eps
-            upd = g * -clr                         # param.addcdiv_(grad, std, value=-clr)
-            upd /= std
-            d += upd
-            p._bump()
+    def _group_options(self, group):
+        return _to_scalar(group["lr"]), group["lr_decay"], group["eps"]
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, lr_decay, eps = opts
+        clr = lr / (1 + (step - 1) * lr_decay)
+        s = st["sum"]._data
+        s += g * g
+        std = np.sqrt(s)
+        std += eps
+        upd = g * -clr                         # param.addcdiv_(grad, std, value=-clr)
+        upd /= std
+        d += upd

@@ -31,44 +31,29 @@ class ASGD(Optimizer):
                         if k in st and not isinstance(st[k], Tensor):
                             st[k] = _scalar_step(float(st[k]))
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
-        lambd, alpha, t0, wd = group["lambd"], group["alpha"], group["t0"], group["weight_decay"]
-        maximize = group["maximize"]
-        state = self.state
-        default_np = get_default_dtype().np.type
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["eta"] = _scalar_step(lr)
-                st["mu"] = _scalar_step(1.0)
-                st["ax"] = self._zeros_state(p)
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            step_arr = st["step"]._data
-            step_arr += 1
-            if wd != 0:
-                g = g + d * wd
-            eta_arr, mu_arr = st["eta"]._data, st["mu"]._data
-            eta = float(eta_arr)
-            d *= 1 - lambd * eta
-            d -= g * eta                           # param.add_(grad, alpha=-eta)
-            ax = st["ax"]._data
-            if float(mu_arr) != 1:
-                # (param - ax) * mu with mu a 0-dim tensor: computed in the parameter's dtype
-                t = d - ax
-                t *= mu_arr.astype(t.dtype)
-                ax += t
-            else:
-                ax[...] = d
-            step = float(step_arr)
-            # torch builds the new values as default-dtype tensors before copying them into the state
-            eta_arr[...] = default_np(lr / ((1 + lambd * lr * step) ** alpha))
-            mu_arr[...] = default_np(1 / max(1, step - t0))
-            p._bump()
+    def _group_options(self, group):
+        return (_to_scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"],
+                get_default_dtype().np.type)
+
+    def _init_state(self, p, st, group):
+        st["eta"] = _scalar_step(_to_scalar(group["lr"]))
+        st["mu"] = _scalar_step(1.0)
+        st["ax"] = self._zeros_state(p)
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, lambd, alpha, t0, default_np = opts
+        eta_arr, mu_arr = st["eta"]._data, st["mu"]._data
+        eta = float(eta_arr)
+        d *= 1 - lambd * eta
+        d -= g * eta                           # param.add_(grad, alpha=-eta)
+        ax = st["ax"]._data
+        if float(mu_arr) != 1:
+            # (param - ax) * mu with mu a 0-dim tensor: computed in the parameter's dtype
+            t = d - ax
+            t *= mu_arr.astype(t.dtype)
+            ax += t
+        else:
+            ax[...] = d
+        # torch builds the new values as default-dtype tensors before copying them into the state
+        eta_arr[...] = default_np(lr / ((1 + lambd * lr * step) ** alpha))
+        mu_arr[...] = default_np(1 / max(1, step - t0))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_options, _lerp_, _scalar_step, _to_scalar
+from .optimizer import Optimizer, _check_options, _lerp_, _to_scalar
 
 __all__ = ["RMSprop"]
 
@@ -23,50 +23,37 @@ class RMSprop(Optimizer):
                         differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
-        alpha, eps, wd, mom = group["alpha"], group["eps"], group["weight_decay"], group["momentum"]
-        centered, maximize = group["centered"], group["maximize"]
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            d = p._data
-            g = grad._data
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["square_avg"] = self._zeros_state(p)
-                if mom > 0:
-                    st["momentum_buffer"] = self._zeros_state(p)
-                if centered:
-                    st["grad_avg"] = self._zeros_state(p)
-            if maximize:
-                g = -g
-            st["step"]._data += 1
-            if wd != 0:
-                g = g + d * wd
-            sq = st["square_avg"]._data
-            sq *= alpha
-            sq += g * (1 - alpha) * g
-            if centered:
-                ga = st["grad_avg"]._data
-                _lerp_(ga, g, 1 - alpha)
-                avg = ga * -1.0                    # square_avg.addcmul(grad_avg, grad_avg, value=-1)
-                avg *= ga
-                avg += sq
-                np.sqrt(avg, out=avg)
-            else:
-                avg = np.sqrt(sq)
-            avg += eps
-            if mom > 0:
-                buf = st["momentum_buffer"]._data
-                buf *= mom
-                buf += g / avg
-                d -= buf * lr
-            else:
-                upd = g * -lr                      # param.addcdiv_(grad, avg, value=-lr)
-                upd /= avg
-                d += upd
-            p._bump()
+    def _group_options(self, group):
+        return _to_scalar(group["lr"]), group["alpha"], group["eps"], group["momentum"], group["centered"]
+
+    def _init_state(self, p, st, group):
+        st["square_avg"] = self._zeros_state(p)
+        if group["momentum"] > 0:
+            st["momentum_buffer"] = self._zeros_state(p)
+        if group["centered"]:
+            st["grad_avg"] = self._zeros_state(p)
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, alpha, eps, mom, centered = opts
+        sq = st["square_avg"]._data
+        sq *= alpha
+        sq += g * (1 - alpha) * g
+        if centered:
+            ga = st["grad_avg"]._data
+            _lerp_(ga, g, 1 - alpha)
+            avg = ga * -1.0                    # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+            avg *= ga
+            avg += sq
+            np.sqrt(avg, out=avg)
+        else:
+            avg = np.sqrt(sq)
+        avg += eps
+        if mom > 0:
+            buf = st["momentum_buffer"]._data
+            buf *= mom
+            buf += g / avg
+            d -= buf * lr
+        else:
+            upd = g * -lr                      # param.addcdiv_(grad, avg, value=-lr)
+            upd /= avg
+            d += upd

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import wrap
-from .optimizer import Optimizer, _check_options, _scalar_step, _to_scalar
+from .optimizer import Optimizer, _check_options, _to_scalar
 
 __all__ = ["Rprop"]
 
@@ -19,38 +19,28 @@ class Rprop(Optimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _step_group(self, group):
-        etaminus, etaplus = group["etas"]
-        smin, smax = group["step_sizes"]
-        maximize = group["maximize"]
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            st = state[p]
-            if len(st) == 0:
-                st["step"] = _scalar_step(0.0)
-                st["prev"] = self._zeros_state(p)
-                st["step_size"] = wrap(np.full_like(grad._data, _to_scalar(group["lr"])), grad._dtype)
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            st["step"]._data += 1
-            prev = st["prev"]._data
-            ss = st["step_size"]._data
-            sign = np.sign(g * prev)
-            pos, neg = sign > 0, sign < 0
-            sign[pos] = etaplus
-            sign[neg] = etaminus
-            sign[~(pos | neg)] = 1
-            ss *= sign
-            np.clip(ss, smin, smax, out=ss)
-            g = np.array(g, copy=True)
-            g[sign == etaminus] = 0                # no step (and no memory) right after a sign change
-            upd = np.sign(g)
-            upd *= ss
-            d -= upd
-            prev[...] = g
-            p._bump()
+    def _group_options(self, group):
+        return (*group["etas"], *group["step_sizes"])
+
+    def _init_state(self, p, st, group):
+        st["prev"] = self._zeros_state(p)
+        grad = p.grad
+        st["step_size"] = wrap(np.full_like(grad._data, _to_scalar(group["lr"])), grad._dtype)
+
+    def _update(self, p, d, g, st, step, opts):
+        etaminus, etaplus, smin, smax = opts
+        prev = st["prev"]._data
+        ss = st["step_size"]._data
+        sign = np.sign(g * prev)
+        pos, neg = sign > 0, sign < 0
+        sign[pos] = etaplus
+        sign[neg] = etaminus
+        sign[~(pos | neg)] = 1
+        ss *= sign
+        np.clip(ss, smin, smax, out=ss)
+        g = np.array(g, copy=True)
+        g[sign == etaminus] = 0                # no step (and no memory) right after a sign change
+        upd = np.sign(g)
+        upd *= ss
+        d -= upd
+        prev[...] = g

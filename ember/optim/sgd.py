@@ -15,6 +15,8 @@ class SGD(Optimizer):
     State per parameter (only with ``momentum != 0``): ``momentum_buffer``.
     """
 
+    _step_counter = False                       # no state['step']; the momentum buffer is seeded in _update
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         _check_options(lr=lr, momentum=momentum, weight_decay=weight_decay, reject_nan=False)
@@ -35,34 +37,23 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    def _step_group(self, group):
-        lr = _to_scalar(group["lr"])
-        mom, damp, wd = group["momentum"], group["dampening"], group["weight_decay"]
-        nesterov, maximize = group["nesterov"], group["maximize"]
-        state = self.state
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            d = p._data
-            g = grad._data
-            if maximize:
-                g = -g
-            if wd != 0:
-                g = g + d * wd                      # grad.add(param, alpha=wd)
-            if mom != 0:
-                st = state[p]
-                buf = st.get("momentum_buffer")
-                if buf is None:
-                    # the first step seeds the buffer with the gradient itself (no dampening)
-                    st["momentum_buffer"] = buf = wrap(np.array(g, copy=True), grad._dtype)
+    def _group_options(self, group):
+        return _to_scalar(group["lr"]), group["momentum"], group["dampening"], group["nesterov"]
+
+    def _update(self, p, d, g, st, step, opts):
+        lr, mom, damp, nesterov = opts
+        if mom != 0:
+            st = self.state[p]
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                # the first step seeds the buffer with the gradient itself (no dampening)
+                st["momentum_buffer"] = buf = wrap(np.array(g, copy=True), p.grad._dtype)
+            else:
+                b = buf._data
+                b *= mom
+                if damp != 0:
+                    b += g * (1 - damp)
                 else:
-                    b = buf._data
-                    b *= mom
-                    if damp != 0:
-                        b += g * (1 - damp)
-                    else:
-                        b += g
-                g = g + buf._data * mom if nesterov else buf._data
-            d -= g * lr                             # param.add_(grad, alpha=-lr)
-            p._bump()
+                    b += g
+            g = g + buf._data * mom if nesterov else buf._data
+        d -= g * lr                             # param.add_(grad, alpha=-lr)

@@ -29,6 +29,9 @@ class Adam(Optimizer):
     ``max_exp_avg_sq``.
     """
 
+    _group_fallbacks = dict(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                            decoupled_weight_decay=False, fused=None)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -41,17 +44,6 @@ class Adam(Optimizer):
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         _check_fused(fused, foreach, differentiable)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
 
     def _group_options(self, group):
         b1, b2 = (_to_scalar(b) for b in group["betas"])

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..dtypes import get_default_dtype
-from ..tensor import Tensor
 from .optimizer import Optimizer, _check_options, _scalar_step, _to_scalar
 
 __all__ = ["ASGD"]
@@ -14,22 +13,14 @@ class ASGD(Optimizer):
     State per parameter: ``step``, ``eta``, ``mu`` (float32 0-dim tensors) and ``ax`` (the average).
     """
 
+    _scalar_state = ("step", "eta", "mu")
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         _check_options(lr=lr, weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for p in group["params"]:
-                st = self.state.get(p)
-                if st:
-                    for k in ("eta", "mu"):
-                        if k in st and not isinstance(st[k], Tensor):
-                            st[k] = _scalar_step(float(st[k]))
 
     def _group_options(self, group):
         return (_to_scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"],

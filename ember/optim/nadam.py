@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
 from .optimizer import Optimizer, _check_options, _lerp_, _scalar_step, _to_scalar
 
 __all__ = ["NAdam"]
@@ -15,6 +14,8 @@ class NAdam(Optimizer):
     State per parameter: ``step``, ``mu_product`` (float32 0-dim tensors), ``exp_avg``, ``exp_avg_sq``.
     """
 
+    _scalar_state = ("step", "mu_product")
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
@@ -23,14 +24,6 @@ class NAdam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for p in group["params"]:
-                st = self.state.get(p)
-                if st and "mu_product" in st and not isinstance(st["mu_product"], Tensor):
-                    st["mu_product"] = _scalar_step(float(st["mu_product"]))
 
     def _group_options(self, group):
         b1, b2 = group["betas"]

@@ -154,6 +154,11 @@ class Optimizer:
     ``_init_state`` and ``_update``, or override ``step`` entirely.
     """
 
+    #: state entries torch keeps as 0-dim tensors, which older checkpoints stored as Python numbers
+    _scalar_state: tuple = ("step",)
+    #: options that param groups of older checkpoints may lack (and ``defaults`` too), with torch's fill-in
+    _group_fallbacks: dict = {}
+
     def __init__(self, params: Iterable, defaults: dict):
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
@@ -194,10 +199,14 @@ class Optimizer:
             for k, v in self.defaults.items():
                 if k != "params" and v is not required:
                     group.setdefault(k, v)
+            for k, v in self._group_fallbacks.items():
+                group.setdefault(k, v)
             for p in group["params"]:
                 st = self.state.get(p)
-                if st and "step" in st and not isinstance(st["step"], Tensor):
-                    st["step"] = _scalar_step(float(st["step"]))
+                if st:
+                    for k in self._scalar_state:
+                        if k in st and not isinstance(st[k], Tensor):
+                            st[k] = _scalar_step(float(st[k]))
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("

@@ -16,6 +16,7 @@ class SGD(Optimizer):
     """
 
     _step_counter = False                       # no state['step']; the momentum buffer is seeded in _update
+    _group_fallbacks = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
@@ -27,15 +28,6 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         _check_fused(fused, foreach, differentiable)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
 
     def _group_options(self, group):
         return _to_scalar(group["lr"]), group["momentum"], group["dampening"], group["nesterov"]

@@ -22,6 +22,18 @@ def _check_betas(betas) -> tuple:
     return (b0, b1)
 
 
+def _moments(st: dict, g: np.ndarray, b1, b2) -> tuple:
+    """Adam's moment estimates updated in place (``exp_avg.lerp_(grad, 1 - beta1)``,
+    ``exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)``); returns both buffers.
+    Shared by Adam/AdamW, NAdam and RAdam."""
+    m = st["exp_avg"]._data
+    v = st["exp_avg_sq"]._data
+    _lerp_(m, g, 1 - b1)
+    v *= b2
+    v += g * (1 - b2) * g
+    return m, v
+
+
 class Adam(Optimizer):
     """Adam (Kingma & Ba) with optional AMSGrad, as ``torch.optim.Adam``.
 
@@ -57,11 +69,7 @@ class Adam(Optimizer):
 
     def _update(self, p, d, g, st, step, opts):
         lr, b1, b2, eps, amsgrad = opts
-        m = st["exp_avg"]._data
-        v = st["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - b1)
-        v *= b2
-        v += g * (1 - b2) * g                  # addcmul_(grad, grad, value=1-beta2)
+        m, v = _moments(st, g, b1, b2)
         step_size = lr / (1 - b1 ** step)
         bc2_sqrt = math.sqrt(1 - b2 ** step)
         if amsgrad:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_options, _lerp_, _scalar_step, _to_scalar
+from .adam import _moments
+from .optimizer import Optimizer, _check_options, _scalar_step, _to_scalar
 
 __all__ = ["NAdam"]
 
@@ -43,11 +44,7 @@ class NAdam(Optimizer):
         mp *= mu                               # rounded to the state tensor's dtype, as torch
         mu_product = float(mp)
         mu_product_next = mu_product * mu_next
-        m = st["exp_avg"]._data
-        v = st["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - b1)
-        v *= b2
-        v += g * (1 - b2) * g
+        m, v = _moments(st, g, b1, b2)
         denom = v / bc2
         np.sqrt(denom, out=denom)
         denom += eps

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_options, _lerp_, _to_scalar
+from .adam import _moments
+from .optimizer import Optimizer, _check_options, _to_scalar
 
 __all__ = ["RAdam"]
 
@@ -29,11 +30,7 @@ class RAdam(Optimizer):
 
     def _update(self, p, d, g, st, step, opts):
         lr, b1, b2, eps, rho_inf = opts
-        m = st["exp_avg"]._data
-        v = st["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - b1)
-        v *= b2
-        v += g * (1 - b2) * g
+        m, v = _moments(st, g, b1, b2)
         bc1 = 1 - b1 ** step
         bc2 = 1 - b2 ** step
         upd = m / bc1

@@ -249,6 +249,66 @@ def test_in_place_ops_and_non_tensor_outputs():
     _check(M(), (ember.randn(4, 3), 3.0))
 
 
+_X = (2, 3, 4)
+_OP_CASES = {
+    "unary": (lambda x: [x.abs().rsqrt(), x.square(), x.abs().log1p(), x.expm1(), x.abs().log2(), x.exp2(),
+                         F.mish(x), F.logsigmoid(x), F.hardsigmoid(x), F.hardswish(x), x.frac(), x.trunc(),
+                         ember.sinc(x), x.round(), x.sign(), x.erf(), x.atan(), F.relu6(x), F.softshrink(x),
+                         F.hardshrink(x), F.threshold(x, 0.1, 20.0), F.selu(x), F.celu(x, 0.5),
+                         F.leaky_relu(x, 0.2), x.isfinite(), F.gelu(x)], "f"),
+    "integer": (lambda a: [a % 3, a // 3, ember.fmod(a, 3), a / 2, a.float().remainder(1.5),
+                           ember.div(a.float(), 1.5, rounding_mode="trunc"), a.sum(-1), a.float().mean()], "i"),
+    "compare": (lambda a, b: [a == b, a != b, a <= b, (a > 0) & (b > 0), (a > 0) ^ (b > 0), ~(a > 0),
+                              ember.maximum(a, b), a ** 2, 2 ** a, ember.lerp(a, b, 0.3),
+                              ember.addcdiv(a, a, b.abs() + 1, value=2)], "ff"),
+    "index": (lambda a: [a.index_select(1, ember.tensor([2, 0])), a.repeat(1, 2, 1), a.tril(1), a.triu(-1),
+                         a[:, None, 1:, -1], a[..., ::2], a.argmax(), a.argmin(-1, keepdim=True),
+                         a.sort(-1, descending=True)[0], a.amax(), a.prod(-1), (a > 0).all(), a.roll(0, 1) if False
+                         else a.transpose(0, 2).contiguous()], "f"),
+    "norms": (lambda a: [a.norm(p=1, dim=-1), a.norm(p=float("inf")), a.norm(p=3, dim=(0, 2)),
+                         F.normalize(a, dim=-1), F.rms_norm(a, (4,)), F.instance_norm(a), F.layer_norm(a, (3, 4)),
+                         ember.einsum("bij,bkj->bik", a, a), a.bmm(a.transpose(1, 2))], "f"),
+}
+
+
+@pytest.mark.parametrize("opset", [20, 14])
+@pytest.mark.parametrize("case", sorted(_OP_CASES))
+def test_op_coverage(case, opset):
+    fn, kinds = _OP_CASES[case]
+    args = tuple(ember.randint(-5, 5, _X) if k == "i" else ember.randn(*_X) for k in kinds)
+    mp = _check(fn, args, opset_version=opset)
+    assert [o.version for o in mp.opset_import] == [opset]
+
+
+def test_conv_transpose_conv1d_adaptive_pools():
+    _check(nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), ember.randn(1, 3, 5, 5))
+    m = _trained_bn(nn.Sequential(nn.Conv1d(3, 4, 3, padding=1), nn.BatchNorm1d(4), nn.ReLU(),
+                                  nn.AdaptiveAvgPool1d(1)), (4, 3, 8))
+    _check(m, ember.randn(2, 3, 8))
+    _check(nn.Sequential(nn.AdaptiveAvgPool2d((2, 2)), nn.AdaptiveMaxPool2d(1)), ember.randn(1, 2, 6, 6))
+
+
+def test_dynamic_sizes_used_as_numbers_and_aranges():
+    def f(x):
+        pos = ember.arange(x.shape[1]).float()[:, None]
+        causal = ember.triu(ember.ones(x.shape[1], x.shape[1]), 1)
+        return (x + pos) * x.shape[0] + ember.ones(x.shape[0], 1, 1) + causal @ x
+
+    x = ember.randn(2, 5, 3)
+    mp = _check(f, x, (ember.randn(4, 7, 3),), dynamic_axes={"x": {0: "n", 1: "t"}})
+    assert {"Range", "ConstantOfShape", "Shape", "Trilu"} <= {n.op_type for n in mp.graph.node}
+
+
+def test_dynamic_axis_the_exporter_cannot_express_is_an_error():
+    def f(x):
+        return x * ember.tensor([float(i) ** 2 for i in range(x.shape[1])])
+
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"constant tensor the model makes \(shape \[3\]"):
+        ember.onnx.export(f, ember.randn(2, 3), dynamic_axes={"x": {1: "t"}})
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match="argument 1 of op 'mul'"):
+        ember.onnx.export(lambda x: x * (1.0 / x.shape[0]), ember.randn(2, 3), dynamic_axes={"x": [0]})
+
+
 def test_unsupported_op_names_op_and_opset():
     class M(nn.Module):
         def forward(self, x):

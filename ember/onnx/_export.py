@@ -510,7 +510,9 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=False, input_names=No
                 raise UnsupportedOperatorError(f"ember.onnx.export: op '{node.op.name}' needs opset >= {need}; "
                                                f"opset {opset} was asked for")
             node2 = nodes2[id(node)] if nodes2 is not None else None
-            _check_static_attrs(node, node2, conv)
+            if node2 is not None:
+                _check_static_attrs(node, node2, conv)
+                _dynamic_numbers(b, node, node2)
             conv.fn(b, node, node2)
             if node.op.name in _VIEW_OPS:
                 for i in node.inputs:
@@ -603,6 +605,27 @@ def _check_static_attrs(node, node2, conv):
                 f"ember.onnx.export: attribute {k!r} of op '{node.op.name}' changes with the size of a dynamic "
                 f"axis ({v!r} vs {node2.attrs.get(k)!r}), which the exporter cannot express; export without "
                 "dynamic_axes for it")
+
+
+def _dynamic_numbers(b, node, node2):
+    """A Python int argument that follows a dynamic size (``x * x.shape[0]``) becomes a scalar computed from
+    the input's shape; any other number that differs between the captures is an error."""
+    from ..compiler.ir import Value
+    from .. import dtypes
+    for i, (a, c) in enumerate(zip(node.inputs, node2.inputs)):
+        if isinstance(a, Value) or _attr_equal(a, c):
+            continue
+        e = None
+        if isinstance(a, int) and isinstance(c, int) and not isinstance(a, bool):
+            e = b.dim_expr(a, c)
+        if e is None:
+            raise UnsupportedOperatorError(
+                f"ember.onnx.export: argument {i} of op '{node.op.name}' changes with the size of a dynamic axis "
+                f"({a!r} vs {c!r}) in a way the exporter cannot express; export without dynamic_axes for it")
+        v = Value(-1 - len(b.names), "dynamic", (), dtypes.int64)
+        b.set(v, b.squeeze(e, [0]))
+        node.inputs = list(node.inputs)
+        node.inputs[i] = v
 
 
 def _const_value(b, v) -> str:

@@ -107,14 +107,16 @@ def _arith(b, node, node2):
     name = node.op.name
     dt = _compute_dt(node)
     x, y = _inp(b, node, 0, dt), _inp(b, node, 1, dt)
+    if name.startswith("bitwise_"):
+        if dt == np.bool_:                  # on bools: the logical ops
+            _out(b, node, b.op(_LOGIC["logical_" + name[8:]], [x, y]), natural=dt)
+            return
+        if b.opset < 18:
+            raise _unsupported(b, node, "on integers, ONNX's Bitwise ops need opset >= 18")
     alpha = node.attrs.get("alpha", 1)
     if name in ("add", "sub") and alpha != 1:
         y = b.op("Mul", [y, _scalar(b, alpha, dt)])
     _out(b, node, b.op(_ARITH[name], [x, y]), natural=dt)
-
-
-for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    MIN_OPSET_OF[_n] = 18
 
 
 @conv(*_CMP)
@@ -168,7 +170,6 @@ _UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "l
           "erf": "Erf", "floor": "Floor", "ceil": "Ceil", "reciprocal": "Reciprocal", "sign": "Sign",
           "round": "Round", "clone": "Identity", "contiguous": "Identity", "hardswish": "HardSwish",
           "bitwise_not": "BitwiseNot"}
-MIN_OPSET_OF["bitwise_not"] = 18
 
 
 def _unary_in(b, node):
@@ -189,7 +190,12 @@ def _unary(b, node, node2):
         _out(b, node, b.op("Div", [b.op("Round", [b.op("Mul", [x, s])]), s]))
         return
     x, dt = _unary_in(b, node)
-    _out(b, node, b.op(_UNARY[node.op.name], [x]))
+    op = _UNARY[node.op.name]
+    if op == "BitwiseNot" and node.inputs[0].dtype.np == np.bool_:
+        op = "Not"
+    elif op == "BitwiseNot" and b.opset < 18:
+        raise _unsupported(b, node, "on integers, ONNX's BitwiseNot needs opset >= 18")
+    _out(b, node, b.op(op, [x]))
 
 
 @conv("rsqrt", "square", "log1p", "expm1", "log2", "log10", "exp2", "silu", "mish", "log_sigmoid",

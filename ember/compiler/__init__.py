@@ -1,6 +1,6 @@
 """ember.compile: capture PyTorch-style Python into graphs and run them as compiled programs.
 
-Pipeline (see ../../shared/ARCHITECTURE.md): capture (capture.py) -> program IR (ir.py) ->
+Pipeline (see docs/architecture.md): capture (capture.py) -> program IR (ir.py) ->
 ahead-of-time backward (api.py, traced from the same derivative rules as eager autograd) ->
 runtime (runtime.py: the eager and aot_eager interpreters) and, for backend="inductor", native code
 (native.py: decompose, fuse, generate C, build with the disk cache in build.py).

@@ -16,7 +16,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.module import Module
-from .lr_scheduler import LRScheduler, _per_group
+from ._schedulers.base import LRScheduler, _per_group
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]

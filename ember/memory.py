@@ -40,9 +40,23 @@ Peaks and limits
     machine's physical RAM (``os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")``). A new storage
     that would pass the cap first triggers a garbage collection and one retry (counted in
     ``num_alloc_retries``, as torch's allocator retries after freeing its cache); if it still does not
-    fit it raises ``ember.OutOfMemoryError`` naming the requested size, the limit, what is allocated and
-    cached, and the op that asked. The refused storage is dropped, nothing already allocated is touched,
-    and the process carries on.
+    fit it raises ``ember.OutOfMemoryError`` naming the requested size, shape and dtype, the limit, what
+    is allocated and cached, and the op that asked. Nothing already allocated is touched, and the
+    process carries on.
+
+    The check comes *before* the memory is allocated: factories size their result from their arguments
+    (``_alloc``/``_check_new``), and while a limit is set one dispatch hook (``_limit_hook``) sizes each
+    op's outputs with its meta rule (``ember.ops.meta``) before the kernel runs. An op without a rule is
+    checked when its result is wrapped, after its kernel ran. In-place ops write into their tensor
+    (``x.add_(1)`` uses NumPy's ``out=``); those that compute a temporary result first may pass the
+    limit by that temporary, at most their tensor's size (``_scratch``), so a legal in-place op is never
+    refused for memory it does not keep.
+
+Sizes no machine can hold
+    With or without a limit, a factory asking for more bytes than an int64 counts, or more than the
+    machine's RAM + swap, raises ``RuntimeError`` before allocating (torch's CPU allocator raises
+    ``RuntimeError`` too); an op whose NumPy kernel fails to allocate (``MemoryError``) raises
+    ``RuntimeError`` naming the op, shape, dtype and bytes.
 
 Reserved memory
     ember keeps no cache on the CPU: storages go back to the system allocator as soon as they are freed,
@@ -85,6 +99,9 @@ _FRACTION = [None]
 _LIVE: dict = {}              # id(owning array) -> _Ref
 _LISTENERS: list = []         # callables f(delta_bytes, current_bytes): the profiler's memory events
 _REASONS: set = set()         # why counting is on: "stats", "limit", "profiler"
+_SCRATCH = [0]                # bytes an in-place op's temporary result may pass the limit by (``_scratch``)
+_SYSTEM = [None]              # physical RAM + swap in bytes, read on first use (``_system_bytes``)
+_INT64_MAX = (1 << 63) - 1
 
 
 class _Ref(weakref.ref):
@@ -155,7 +172,9 @@ def _track(arr, check_limit=True):
             f(n, cur)
 
 
-def _over_limit(n, arr):
+def _over_limit(n, arr, shape=None, dtype=None):
+    if _C[0] + n <= _LIMIT[0] + _SCRATCH[0]:
+        return                  # the temporary result of an in-place op (see ``_scratch``)
     # like torch's allocator: free what can be freed (here: collect garbage cycles) and retry once
     _EXTRA["num_alloc_retries"] += 1
     gc.collect()
@@ -164,13 +183,132 @@ def _over_limit(n, arr):
     _EXTRA["num_ooms"] += 1
     op = _asking_op()
     total = _physical_memory()
+    if shape is None and arr is not None:
+        shape, dtype = arr.shape, arr.dtype
+    what = f" for a tensor of shape {list(shape)} and dtype {_dtype_name(dtype)}" if shape is not None else ""
     raise OutOfMemoryError(
-        f"CPU out of memory: ember op {op} tried to allocate {_human(n)} ({n} bytes), but the "
+        f"CPU out of memory: ember op {op} tried to allocate {_human(n)} ({n} bytes){what}, but the "
         f"per-process memory limit is {_human(_LIMIT[0])} ({_LIMIT[0]} bytes; "
         f"set_per_process_memory_fraction({_FRACTION[0]}) of {_human(total)} physical memory). "
         f"{_human(_C[0])} is already allocated by ember tensors and 0 bytes is cached "
         f"(reserved but unallocated). Free tensors you no longer need (del), or raise the limit with "
         f"ember.memory.set_per_process_memory_fraction().")
+
+
+def _reserve(n: int, shape=None, dtype=None) -> None:
+    """Refuse, before anything is allocated, ``n`` new bytes that would pass the per-process limit
+    (``ember.OutOfMemoryError``, after one garbage collection). Only called while a limit is set."""
+    if _C[0] + n > _LIMIT[0]:
+        _over_limit(n, None, shape, dtype)
+
+
+def _scratch(nbytes: int, fn, *args):
+    """Run ``fn(*args)`` letting ``nbytes`` more than the limit be held meanwhile: an in-place op computes
+    its result out of place and copies it into the tensor, so that temporary (at most the tensor's size)
+    must not make a legal in-place op fail. Anything else it allocates counts as usual."""
+    _SCRATCH[0] += nbytes
+    try:
+        return fn(*args)
+    finally:
+        _SCRATCH[0] -= nbytes
+
+
+def _check_new(shape, dtype) -> int:
+    """Check a new storage of ``shape`` and NumPy ``dtype`` before it is allocated and return its size in
+    bytes: a size that overflows int64 or exceeds the machine's RAM + swap raises ``RuntimeError`` (as
+    torch's CPU allocator does), one past the per-process limit ``ember.OutOfMemoryError``."""
+    n = np.dtype(dtype).itemsize
+    for s in shape:
+        n *= s
+    if n > _system_bytes():
+        raise _too_big(shape, dtype, n)
+    if _LIMIT[0] is not None and _C[0] + n > _LIMIT[0]:
+        _over_limit(n, None, shape, dtype)
+    return n
+
+
+def _alloc(shape, dtype, make, *args):
+    """``make(*args)``, a NumPy call creating a new array of ``shape`` and ``dtype``, after ``_check_new``;
+    NumPy's own allocation failures become torch's ``RuntimeError`` too."""
+    _check_new(shape, dtype)
+    try:
+        return make(*args)
+    except (MemoryError, ValueError) as e:
+        err = _alloc_failed(e, shape, dtype)
+        if err is None:
+            raise
+    raise err
+
+
+def _alloc_failed(e, shape=None, dtype=None, op=None):
+    """The ``RuntimeError`` for NumPy's failure ``e`` to allocate an array (``MemoryError``, or the
+    ``ValueError`` for a size past the address space), or None when ``e`` is another error."""
+    if isinstance(e, ValueError):
+        msg = str(e)
+        if "too big" not in msg and "Maximum allowed size" not in msg:
+            return None
+    shape = getattr(e, "shape", shape)           # NumPy's _ArrayMemoryError knows what it was asked for
+    dtype = getattr(e, "dtype", dtype)
+    n = None
+    if shape is not None and dtype is not None:
+        n = np.dtype(dtype).itemsize
+        for s in shape:
+            n *= int(s)
+    err = _too_big(shape, dtype, n, op, system=False)
+    err.__cause__ = e
+    return err
+
+
+def _too_big(shape, dtype, n, op=None, system=True) -> RuntimeError:
+    op = f"'{op}'" if op is not None else _asking_op()
+    what = f"a tensor of shape {list(shape)} and dtype {_dtype_name(dtype)}" if shape is not None else "a tensor"
+    if n is not None and n > _INT64_MAX:
+        return RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}: ember op {op} asked "
+                            f"for {what}, {n} bytes, more than an int64 can count")
+    size = f"{n} bytes ({_human(n)})" if n is not None else "more memory than the system could give"
+    why = (f", more than this machine's {_human(_system_bytes())} of physical memory and swap" if system
+           else " (the system refused it)")
+    return RuntimeError(f"DefaultCPUAllocator: can't allocate memory: ember op {op} tried to allocate {size} "
+                        f"for {what}{why}")
+
+
+def _dtype_name(dtype) -> str:
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return str(dtype)
+
+
+def _system_bytes() -> int:
+    """Physical RAM + swap: no single allocation bigger than this can ever be backed."""
+    n = _SYSTEM[0]
+    if n is None:
+        try:
+            n = _physical_memory()
+        except RuntimeError:
+            n = _SYSTEM[0] = _INT64_MAX         # unknown: let the allocator decide
+            return n
+        try:
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("SwapTotal:"):
+                        n += int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        n = _SYSTEM[0] = n
+    return n
+
+
+def _limit_hook(op, args, attrs, run):
+    """The dispatch hook installed while a limit is set: size the op's new outputs with its meta rule
+    (``ember.ops.meta``) and refuse them before the kernel runs."""
+    meta = op.meta
+    if meta is not None and _LIMIT[0] is not None:
+        from .ops.meta import output_bytes
+        n, shape, dtype = output_bytes(op, args, attrs)
+        if n and _C[0] + n > _LIMIT[0]:
+            _over_limit(n, None, shape, dtype)
+    return run()
 
 
 def _asking_op() -> str:
@@ -199,9 +337,16 @@ def _asking_op() -> str:
 
 
 def _function_name(code, site: str) -> str:
-    # several functions can share one code object (factories): pick the one the call names
-    fns = [r for r in gc.get_referrers(code) if type(r).__name__ == "function"]
-    names = sorted({fn.__name__ for fn in fns})
+    # several functions can share one code object (factories): pick the one the call names. The
+    # public functions and Tensor methods are looked up first: gc.get_referrers misses functions that
+    # gc.freeze() has moved out of the collector's reach
+    from .ops.registry import FUNCTIONS
+    from .tensor import Tensor
+    names = sorted({n for table in (FUNCTIONS, vars(Tensor)) for n, fn in list(table.items())
+                    if getattr(fn, "__code__", None) is code})
+    if not names:
+        fns = [r for r in gc.get_referrers(code) if type(r).__name__ == "function"]
+        names = sorted({fn.__name__ for fn in fns})
     if len(names) == 1:
         return names[0]
     for n in names:
@@ -469,6 +614,10 @@ def set_per_process_memory_fraction(fraction: float, device=None) -> None:
     _FRACTION[0] = fraction
     _LIMIT[0] = int(fraction * _physical_memory())
     _enable("limit")
+    from .ops import registry, meta  # noqa: F401 - importing meta attaches the size rules to the ops
+    if _limit_hook not in registry.HOOKS:
+        registry.HOOKS.append(_limit_hook)
+        registry.QUIET_HOOKS.add(_limit_hook)
 
 
 def get_per_process_memory_fraction(device=None) -> float:
@@ -481,6 +630,9 @@ def _clear_limit() -> None:
     """Remove the limit (tests and tools; torch has no public way back besides setting 1.0)."""
     _LIMIT[0] = _FRACTION[0] = None
     _disable("limit")
+    from .ops import registry
+    if _limit_hook in registry.HOOKS:
+        registry.HOOKS.remove(_limit_hook)
 
 
 def mem_get_info(device=None) -> tuple:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _check_device
+from ..memory import _alloc
 from .registry import attach, FACTORY
 from ._util import shape_arg
 
@@ -134,7 +135,7 @@ def _factory(fill):
             if s < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
         dt = dtype or _dt.get_default_dtype()
-        arr = fill(shape, dt.np)
+        arr = _alloc(shape, dt.np, fill, shape, dt.np)
         r = _finish(arr, dt, requires_grad, device)
         if out is not None:
             from .inplace import copy_out
@@ -157,7 +158,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         dtype = _dt.scalar_dtype(fill_value)
     elif isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    r = _finish(np.full(shape, fill_value, dtype=dtype.np), dtype, requires_grad, device)
+    r = _finish(_alloc(shape, dtype.np, np.full, shape, fill_value, dtype.np), dtype, requires_grad, device)
     if out is not None:
         from .inplace import copy_out
         return copy_out(r, out)
@@ -167,31 +168,35 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 def _like(fn_fill):
     def f(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
         dt = dtype or input._dtype
-        return _finish(fn_fill(input._data.shape, dt.np), dt, requires_grad, device)
+        shape = input._data.shape
+        return _finish(_alloc(shape, dt.np, fn_fill, shape, dt.np), dt, requires_grad, device)
     return f
 
 
 zeros_like = _like(lambda s, d: np.zeros(s, dtype=d))
 ones_like = _like(lambda s, d: np.ones(s, dtype=d))
 empty_like = _like(lambda s, d: np.empty(s, dtype=d))
+zeros_like.__name__, ones_like.__name__, empty_like.__name__ = "zeros_like", "ones_like", "empty_like"
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     dt = dtype or input._dtype
-    return _finish(np.full(input._data.shape, fill_value, dtype=dt.np), dt, requires_grad, device)
+    shape = input._data.shape
+    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad, device)
 
 
 def _new(fill):
     def f(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         shape = shape_arg(size)
         dt = dtype or self._dtype
-        return _finish(fill(shape, dt.np), dt, requires_grad, device)
+        return _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad, device)
     return f
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     dt = dtype or self._dtype
-    return _finish(np.full(tuple(size), fill_value, dtype=dt.np), dt, requires_grad, device)
+    shape = tuple(size)
+    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad, device)
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
@@ -212,9 +217,10 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in vals) else _dt.int64
     n = builtins.max(0, math.ceil((end - start) / step))
     if dtype.is_floating_point:
-        arr = (start + np.arange(n, dtype=np.float64) * step).astype(dtype.np)
+        arr = _alloc((n,), dtype.np, lambda: (start + np.arange(n, dtype=np.float64) * step).astype(dtype.np))
     else:
-        arr = np.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dtype.np)
+        arr = _alloc((n,), dtype.np,
+                     lambda: np.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dtype.np))
     r = _finish(arr, dtype, requires_grad, device)
     if out is not None:
         from .inplace import copy_out
@@ -229,6 +235,7 @@ for _n, _f in [("tensor", tensor), ("as_tensor", as_tensor), ("from_numpy", from
 for _n, _fill in [("new_zeros", lambda s, d: np.zeros(s, dtype=d)), ("new_ones", lambda s, d: np.ones(s, dtype=d)),
                   ("new_empty", lambda s, d: np.empty(s, dtype=d))]:
     attach(_n, _new(_fill), function=False)
+    getattr(Tensor, _n).__name__ = _n      # names the op in memory errors
 attach("new_full", new_full, function=False)
 attach("new_tensor", new_tensor, function=False)
 
@@ -246,7 +253,8 @@ def legacy_new(self, *args, device=None) -> Tensor:
         return args[0].detach()
     if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or (
             len(args) == 1 and isinstance(args[0], tuple) and type(args[0]).__name__ == "Size"):
-        return wrap(np.empty(shape_arg(args), dtype=dt.np), dt)
+        shape = shape_arg(args)
+        return wrap(_alloc(shape, dt.np, np.empty, shape, dt.np), dt)
     if len(args) == 1 and not isinstance(args[0], (int, float, bool)):
         return tensor(args[0], dtype=dt)
     raise TypeError(f"new() received an invalid combination of arguments - got ({', '.join(type(a).__name__ for a in args)})")

@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _check_device
 from ..random import _gen
+from ..memory import _alloc, _check_new
 from .registry import register, apply, attach, dtype_name, FACTORY
 from ._util import shape_arg, fmt_shape
 from .shape_more import overwrite, _size_mismatch
@@ -81,6 +82,7 @@ RANDOM_DRAW = register("random_draw", _draw_kernel, differentiable=False)
 def draw(gen, kind, shape, dt, a=None, b=None) -> Tensor:
     """``RANDOM_DRAW`` applied: a new tensor of ``shape`` and ember dtype ``dt`` (``gen``: an ember
     Generator or None for the default one)."""
+    _check_new(shape, dt.np)           # a size no machine holds, or past the memory limit: refused first
     return apply(RANDOM_DRAW, (), {"gen": gen, "kind": kind, "shape": tuple(shape), "dt": dt, "a": a, "b": b})
 
 
@@ -624,7 +626,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     dt = _dtype_for(dtype, out, _dt.get_default_dtype())
     if dt is _dt.bool:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
-    vals = _linspace_values(start, end, steps, dt) if steps else np.zeros(0)
+    vals = _alloc((steps,), dt.np, _linspace_values, start, end, steps, dt) if steps else np.zeros(0)
     return _finish_range(vals, dt, requires_grad, device, out)
 
 
@@ -641,7 +643,7 @@ def logspace(start, end, steps, base: float = 10.0, *, out=None, dtype=None, lay
     if steps == 0:
         vals = np.zeros(0)
     else:
-        exps = _linspace_values(float(start), float(end), steps, _dt.float64)
+        exps = _alloc((steps,), dt.np, _linspace_values, float(start), float(end), steps, _dt.float64)
         vals = np.power(float(base), exps.astype(np.float64))
     return _finish_range(vals, dt, requires_grad, device, out)
 
@@ -656,7 +658,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dt = _dtype_for(dtype, out, _dt.get_default_dtype())
-    return _result(np.eye(n, m, dtype=dt.np), dt, requires_grad, device, out)
+    return _result(_alloc((n, m), dt.np, np.eye, n, m, 0, dt.np), dt, requires_grad, device, out)
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -676,7 +678,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     _check_device(device)
     numel = math.prod(size)
     storage = 0 if numel == 0 else 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride))
-    buf = np.empty(builtins.max(storage, 1), dtype=dt.np)
+    buf = _alloc((builtins.max(storage, 1),), dt.np, np.empty, builtins.max(storage, 1), dt.np)
     isz = buf.itemsize
     arr = np.lib.stride_tricks.as_strided(buf, shape=size, strides=tuple(st * isz for st in stride))
     t = wrap(arr, dt)

@@ -23,6 +23,7 @@ from ..autograd.views import track as _track_view
 
 REGISTRY: dict[str, "OpDef"] = {}
 HOOKS: list = []
+QUIET_HOOKS: set = set()  # hooks in HOOKS that only check (the memory limit's), not watch or record ops
 FACTORY = [None]          # set by ember.compiler while capturing: sees arrays made by constant factories          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
 _EMPTY: dict = {}
 
@@ -88,7 +89,11 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
     """Run ``op`` eagerly on ``args`` (Tensors and Python values) and record autograd if needed."""
     if HOOKS:
         return _apply_hooked(op, args, attrs)
-    res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
+    try:
+        res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
+    except (MemoryError, ValueError) as e:
+        _alloc_failed(op, e)
+        raise
     if op.nout == 1:
         out = wrap(res if type(res) is np.ndarray else np.asarray(res))
         if GRAD[0] and op.differentiable:
@@ -104,6 +109,21 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
                 Node.record(op, args, attrs, outs)
                 break
     return outs
+
+
+def _alloc_failed(op, e):
+    # NumPy could not allocate an output (MemoryError, or ValueError past the address space): raise
+    # torch's RuntimeError naming the op; any other error goes on as it is
+    from ..memory import _alloc_failed as failed
+    err = failed(e, op=op.name)
+    if err is not None:
+        raise err from e
+
+
+def observed() -> bool:
+    """Whether a hook that watches ops (profiler, capture, saved-tensor hooks) is installed: shortcuts
+    that bypass ``apply`` must not be taken then. The memory limit's size check does not count."""
+    return any(h not in QUIET_HOOKS for h in HOOKS)
 
 
 def apply_unhooked(op, args, attrs=_EMPTY):

@@ -316,6 +316,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
     # a constant count is a view + expand + copy: its derivative (a sum over the copies) comes for free
     shp = x._data.shape
     y = x.unsqueeze(axis + 1).expand(shp[:axis + 1] + (r,) + shp[axis + 1:])
+    y = y.contiguous() if r > 1 else y.clone()     # always a new tensor, never a (stride-0) view of input
     return rename(reshape(y, shp[:axis] + (r * size,) + shp[axis + 1:]), _VIEW_NODE)   # torch: clone, then view
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
+from ...memory import _alloc
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
@@ -267,7 +268,8 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
             raise RuntimeError("Class values must be non-negative.")
         if a.max() >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    out = np.zeros(a.shape + (num_classes,), np.int64)
+    shape = a.shape + (num_classes,)
+    out = _alloc(shape, np.int64, np.zeros, shape, np.int64)     # sized (and limit-checked) first
     np.put_along_axis(out, a[..., None], 1, axis=-1)
     return wrap(out, _dt.int64)
 

@@ -167,12 +167,9 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None) -> Tensor:
     """He uniform: U(-bound, bound) with bound = gain * sqrt(3 / fan) (``fan`` chosen by ``mode``)."""
-    if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
 
@@ -180,13 +177,32 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonline
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None) -> Tensor:
     """He normal: N(0, std**2) with std = gain / sqrt(fan)."""
-    if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
+
+
+def _kaiming_std(tensor: Tensor, a, mode: str, nonlinearity: str):
+    """gain / sqrt(fan) of He initialisation; None (after torch's warning) for a zero-element tensor."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return None
+    return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+
+
+def _layer_default_(weight: Tensor, bias, skip_bias_without_fan_in: bool = False) -> None:
+    """torch's default initialisation of Linear and the convolutions: kaiming_uniform_(weight, a=sqrt(5)),
+    bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)); with no fan-in the bias is left as it is (convolutions,
+    ``skip_bias_without_fan_in``) or zeroed (Linear), as torch does."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is None:
+        return
+    fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+    if fan_in == 0 and skip_bias_without_fan_in:
+        return
+    bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+    uniform_(bias, -bound, bound)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:

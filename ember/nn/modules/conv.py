@@ -5,32 +5,13 @@ follow torch. Non-zero ``padding_mode`` pads with ``F.pad`` first and convolves 
 """
 from __future__ import annotations
 
-import math
 
-from ..parameter import Parameter
 from .module import Module
 from .. import functional as F
 from .. import init
-from ...ops.creation import empty
+from .utils import _single, _pair, _reverse_repeat_tuple, _weight_and_bias
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
-
-
-def _ntuple(n: int):
-    def parse(x):
-        if isinstance(x, (list, tuple)):
-            return tuple(x)
-        return (x,) * n
-    return parse
-
-
-_single = _ntuple(1)
-_pair = _ntuple(2)
-
-
-def _reverse_repeat_tuple(t, n: int) -> tuple:
-    """(a, b) -> (b, b, a, a) for n=2: F.pad's order (last dim first) of a per-dim padding."""
-    return tuple(x for x in reversed(t) for _ in range(n))
 
 
 class _ConvNd(Module):
@@ -78,21 +59,12 @@ class _ConvNd(Module):
             self._reversed_padding_repeated_twice = _reverse_repeat_tuple(padding, 2)
         shape = ((in_channels, out_channels // groups) if transposed else
                  (out_channels, in_channels // groups)) + tuple(kernel_size)
-        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, shape, bias, out_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """torch's default: kaiming_uniform_(weight, a=sqrt(5)); bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._layer_default_(self.weight, self.bias, skip_bias_without_fan_in=True)
 
     def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import math
 
-from ..parameter import Parameter
 from .module import Module
+from .utils import _weight_and_bias
 from .. import functional as F
 from .. import init
-from ...ops.creation import empty
 
 __all__ = ["Identity", "Linear", "Bilinear"]
 
@@ -36,20 +35,12 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in_features), bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Re-draw weight and bias with torch's default scheme."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._layer_default_(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -67,11 +58,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features), dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -3,18 +3,11 @@ from __future__ import annotations
 
 from .module import Module
 from .. import functional as F
+from .utils import _ntuple
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
            "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]
-
-
-def _ntuple(n: int):
-    def parse(x):
-        if isinstance(x, (list, tuple)):
-            return tuple(x)
-        return (x,) * n
-    return parse
 
 
 class _ConstantPadNd(Module):

@@ -3,17 +3,10 @@ from __future__ import annotations
 
 from .module import Module
 from .. import functional as F
+from .utils import _single, _pair
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d"]
-
-
-def _single(x):
-    return tuple(x) if isinstance(x, (list, tuple)) else (x,)
-
-
-def _pair(x):
-    return tuple(x) if isinstance(x, (list, tuple)) else (x, x)
 
 
 class _MaxPoolNd(Module):

@@ -2,7 +2,8 @@
 
 Under ``set_per_process_memory_fraction`` a refused allocation must not allocate (or fill) anything
 first: each case below asks for 64 MiB past a 2 MiB headroom, and tracemalloc (which NumPy reports its
-allocations to) must see no more than a few KiB during the refused call. Without a limit, sizes no machine can hold
+allocations to) must see no more than a few KiB during the refused call. In-place ops need no new
+memory and must pass under a limit their tensor nearly fills. Without a limit, sizes no machine can hold
 raise ``RuntimeError`` (as torch's CPU allocator does), never NumPy's ``MemoryError``/``ValueError``.
 """
 import contextlib
@@ -182,6 +183,66 @@ def test_size_rules_match_the_kernels():
     wrong = [s for s in seen if s[1] != s[2]]
     assert not wrong, wrong
     assert len({s[0] for s in seen}) >= 40
+
+
+# ---- in-place ops need no new memory --------------------------------------------------------------
+
+
+def test_inplace_ops_pass_under_a_limit():
+    n = 5 * MiB                                         # 20 MiB of float32 under a 25.6 MiB limit
+    x = ember.zeros(n)
+    _limit_at(int(5.6 * MiB))
+    before = mem.memory_allocated()
+    with _peak() as peak:
+        x.add_(1)
+        x += 2
+        x.mul_(3.0)
+        x.sub_(ember.ones(1))
+        x.div_(2)
+    assert peak[0] < 256 * 1024                         # computed in place: no temporary at all
+    assert float(x[0]) == float(x[-1]) == 4.0
+    x.clamp_(0, 3.5)                                    # a temporary of x's size is allowed ...
+    x.fill_(0.5)
+    x.exp_()
+    assert float(x[7]) == pytest.approx(np.exp(0.5))
+    assert mem.memory_allocated() == before
+    with pytest.raises(ember.OutOfMemoryError):
+        x + 1                                           # ... but a second tensor of x's size is not
+    with pytest.raises(ember.OutOfMemoryError):
+        ember.ones(n)
+
+
+def test_inplace_direct_path_matches_torch():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((4, 6)).astype(np.float32)
+    row = rng.standard_normal(6).astype(np.float32)
+    ints = rng.integers(-100, 100, (4, 6)).astype(np.int32)
+
+    def run(lib):
+        x = lib.tensor(base.copy())
+        x.add_(lib.tensor(row))                         # broadcast
+        x[:, ::2].mul_(2.5)                             # strided view: writes reach the base
+        x.sub_(x.flip(0))                               # operand overlapping the output
+        x /= 3
+        h = lib.tensor(base.copy()).half()
+        h.add_(0.1)
+        i = lib.tensor(ints.copy())
+        i.mul_(lib.tensor(ints.copy()))
+        i -= lib.tensor(ints.copy()).flip(1)
+        return x.numpy(), h.float().numpy(), i.numpy()
+
+    for got, want in zip(run(ember), run(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    # the version counter still moves, and autograd still sees in-place writes
+    x = ember.ones(3)
+    v = x._version
+    x.add_(1)
+    assert x._version == v + 1
+    w = ember.ones(3, requires_grad=True)
+    y = w * 1
+    y.mul_(3.0)
+    y.sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0, 3.0]
 
 
 def test_no_hook_on_the_hot_path_without_a_limit():

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, attach, HOOKS, dtype_name, node_class, rename
+from .registry import register, apply, attach, HOOKS, dtype_name, node_class, rename, observed
 from ._util import broadcast_error, can_cast
 
 _FLOAT = 2
@@ -88,7 +88,35 @@ def inplace(self: Tensor, fn, other, name: str, **kw) -> Tensor:
     if not can_cast(rt, self._dtype):
         raise RuntimeError(f"result type {dtype_name(rt)} can't be cast to the desired output type "
                            f"{dtype_name(self._dtype)}")
+    if not kw and rt is self._dtype and fn in _UFUNC_OF and _direct_ok(self, other):
+        # nothing records or watches this write: compute straight into self's buffer (no temporary)
+        from .inplace import _writable
+        _writable(self, name)
+        _UFUNC_OF[fn](self._data, other._data if isinstance(other, Tensor) else other, out=self._data)
+        self._bump()
+        return self
     return write_result(self, lambda s: fn(s, other, **kw), name)
+
+
+def _direct_ok(self: Tensor, other) -> bool:
+    """Whether ``self op= other`` may run as one NumPy ufunc with ``out=self``: same dtype throughout
+    (or a Python number into a float tensor), no autograd record, no hook watching ops."""
+    d = self._dtype
+    if d is _dt.bool or d is _dt.bfloat16 or (HOOKS and observed()):
+        return False
+    if isinstance(other, Tensor):
+        if other._dtype is not d or (GRAD[0] and (self._rg or other._rg)):
+            return False
+        shp = self._data.shape
+        return other._data.shape == shp or _broadcasts_to(other._data.shape, shp)
+    t = type(other)
+    return (t is float or t is int) and d.category == _FLOAT and not (GRAD[0] and self._rg)
+
+
+def _broadcasts_to(src, dst) -> bool:
+    if len(src) > len(dst):
+        return False
+    return all(s == 1 or s == t for s, t in zip(reversed(src), reversed(dst)))
 
 
 # ---- add / sub / mul / div ------------------------------------------------------------------------
@@ -267,6 +295,8 @@ def neg(input, *, out=None) -> Tensor:
 
 
 negative = neg
+
+_UFUNC_OF = {add: np.add, sub: np.subtract, mul: np.multiply, div: np.true_divide}   # for inplace()
 
 for _n, _f in [("add", add), ("sub", sub), ("mul", mul), ("div", div), ("neg", neg),
                ("negative", neg), ("floor_divide", floor_divide), ("true_divide", true_divide)]:

@@ -13,6 +13,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node
 from ..autograd.views import refresh as refresh_views
+from .. import memory as _mem
 from .registry import dtype_name, apply
 
 # set by ember.compiler while capturing: called as hook(target, value) after each in-place write
@@ -41,7 +42,8 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
     _writable(self, name)
     if GRAD[0] and self._rg:
         check_inplace_allowed(self, name)
-    r = fn(self)
+    # under a memory limit the out-of-place result is a temporary: it may pass the limit by self's size
+    r = fn(self) if _mem._LIMIT[0] is None else _mem._scratch(self._data.nbytes, fn, self)
     if r._data.shape != self._data.shape:
         try:
             np.broadcast_to(r._data, self._data.shape)

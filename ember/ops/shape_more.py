@@ -792,9 +792,9 @@ def overwrite(self: Tensor, src, name: str = "copy_") -> Tensor:
 def _plain_write(self: Tensor, src=None) -> bool:
     """True when a write needs no autograd record and no hook sees it: then copy the bytes directly."""
     from ..autograd.grad_mode import GRAD
-    from .registry import HOOKS
+    from .registry import HOOKS, observed
     from .inplace import _writable
-    if HOOKS or (GRAD[0] and (self._rg or (isinstance(src, Tensor) and src._rg))):
+    if (HOOKS and observed()) or (GRAD[0] and (self._rg or (isinstance(src, Tensor) and src._rg))):
         return False
     _writable(self, "copy_")
     return True

@@ -10,7 +10,30 @@ from ..parameter import Parameter
 from ...tensor import Tensor
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: modules keyed "0".."n-1" (renumbered after a deletion, as
+    torch does), length, iteration, append and pop."""
+
+    def _renumber(self):
+        self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+
+class Sequential(_ModuleSequence):
     """Modules called in order; ``Sequential(OrderedDict(...))`` names them; slicing gives a Sequential."""
 
     def __init__(self, *args):
@@ -46,15 +69,7 @@ class Sequential(Module):
         else:
             key = self._get_item_by_idx(self._modules.keys(), idx)
             delattr(self, key)
-        # keep keys numbered 0..n-1 as torch does
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(list(zip(str_indices, self._modules.values())))
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+        self._renumber()
 
     def __add__(self, other):
         if not isinstance(other, Sequential):
@@ -63,10 +78,6 @@ class Sequential(Module):
         for layer in chain(self, other):
             ret.append(layer)
         return ret
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
 
     def insert(self, index, module):
         n = len(self._modules)
@@ -84,18 +95,13 @@ class Sequential(Module):
             self.append(layer)
         return self
 
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
-
     def forward(self, input):
         for module in self._modules.values():
             input = module(input)
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of modules, registered so their parameters are visible."""
 
     def __init__(self, modules=None):
@@ -123,14 +129,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._idx(idx))
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(list(zip(str_indices, self._modules.values())))
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+        self._renumber()
 
     def __iadd__(self, modules):
         return self.extend(modules)
@@ -145,15 +144,6 @@ class ModuleList(Module):
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def pop(self, key):
-        v = self[key]
-        del self[key]
-        return v
 
     def extend(self, modules):
         if isinstance(modules, (str, bytes)) or not hasattr(modules, "__iter__"):

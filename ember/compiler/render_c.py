@@ -69,6 +69,31 @@ class Options:
                 f"gemm_split_min={self.gemm_split_min}, timing={self.timing}, native_gemm={self.native_gemm})")
 
 
+class CDialect:
+    """What the target language decides about the loop IR's text: expression templates of the
+    primitives, reduction accumulator types, and loop headers (a parallel loop here is an OpenMP loop).
+    ``render_cl.CLDialect`` gives the same IR as OpenCL C (the outermost parallel loop over work-items)."""
+
+    # reductions over leading dims accumulate this many kept-inner positions at once (render_special)
+    colreduce_block = 256
+
+    def render(self, prim, dtype, operands) -> str:
+        return P.render(prim, dtype, operands)
+
+    def accumulator_type(self, op, dtype) -> str:
+        return P.accumulator_type(op, dtype)
+
+    def loop(self, var, ext, step=1, parallel_work=None, simd=None) -> tuple:
+        """(header, pragma or None) of ``for var in range(0, ext, step)``; ``parallel_work`` (the
+        kernel's element count) marks the parallel loop, ``simd`` an OpenMP simd-reduction pragma."""
+        inc = f"{var}++" if step == 1 else f"{var} += {step}"
+        pragma = f"EMBER_PARALLEL_FOR({parallel_work}LL)" if parallel_work is not None else simd
+        return f"for (int64_t {var} = 0; {var} < {ext}LL; {inc})", pragma
+
+
+C_DIALECT = CDialect()
+
+
 class _ElideMiss(Exception):
     """A read of an elided buffer found no stored register to forward (the kernel is rendered again with
     that buffer stored)."""
@@ -81,7 +106,8 @@ class _ElideMiss(Exception):
 class KernelGen:
     """Generates the C function of one kernel."""
 
-    def __init__(self, k, sched, slot_of, errors, options):
+    def __init__(self, k, sched, slot_of, errors, options, dialect=None):
+        self.dialect = C_DIALECT if dialect is None else dialect
         self.k = k
         self.sched = sched
         self.slot_of = slot_of
@@ -225,7 +251,7 @@ class KernelGen:
                 expr = f"({t})({ops[0]})"
         else:
             cdt = n.inputs[0].dtype if n.op != "where" else n.inputs[1].dtype
-            expr = P.render(n.op, cdt, ops)
+            expr = self.dialect.render(n.op, cdt, ops)
             if n.dtype.kind == "b":
                 expr = f"(uint8_t)({expr})"
         name = self.tmp()
@@ -331,12 +357,10 @@ class KernelGen:
             for gi in range(len(opened) - 1, -1, -1):
                 gname, ext, sc = opened[gi]
                 self.scopes.pop()
-                pragma = None
-                if gi == 0 and parallel_work is not None:
-                    pragma = f"EMBER_PARALLEL_FOR({parallel_work}LL)"
-                elif gi == len(opened) - 1 and simd_reduction:
-                    pragma = simd_reduction
-                blk = Block(f"for (int64_t {gname} = 0; {gname} < {ext}LL; {gname}++)", sc, pragma)
+                par = parallel_work if gi == 0 else None
+                simd = simd_reduction if gi == len(opened) - 1 and par is None else None
+                header, pragma = self.dialect.loop(gname, ext, parallel_work=par, simd=simd or None)
+                blk = Block(header, sc, pragma)
                 self.scopes[-1].lines.append(blk)
                 inner = blk
             return inner
@@ -373,6 +397,7 @@ class KernelGen:
                 order.append(bid)
         names = {f"b{bid}": f"p{i}" for i, bid in enumerate(order)}
         body = re.sub(r"\bb\d+\b", lambda m: names.get(m.group(0), m.group(0)), body)
+        self.order, self.body = order, body       # (the OpenCL renderer declares the parameters itself)
         params = ["void **bufs"] + [f"{P.ctype(self.used[bid].dtype)} *restrict {names[f'b{bid}']}" for bid in order]
         args = ["bufs"] + [f"({P.ctype(self.used[bid].dtype)} *)({self.slot_of(self.used[bid])})" for bid in order]
         pre = "  int64_t *restrict em_err = (int64_t *)bufs[1];\n" if self.has_check else ""
@@ -511,7 +536,7 @@ class KernelGen:
     def reduce_init(self, n, level):
         op = n.attrs["op"]
         x = n.inputs[0]
-        at = P.accumulator_type(op, x.dtype)
+        at = self.dialect.accumulator_type(op, x.dtype)
         acc = self.tmp("acc")
         self.emit(level, f"{at} {acc} = {P.reduce_init(op, x.dtype)};", acc)
         idx = None
@@ -560,12 +585,12 @@ class KernelGen:
 
 
 
-def _gen_kernel(k, sched, slot_of, errors, options, elide):
+def _gen_kernel(k, sched, slot_of, errors, options, elide, dialect=None, gen_class=None):
     """Render kernel ``k`` dropping the stores to ``elide`` (buffer ids); a buffer whose reads cannot
     all be forwarded is stored after all."""
     elide = set(elide)
     while True:
-        g = KernelGen(k, sched, slot_of, errors, options)
+        g = (gen_class or KernelGen)(k, sched, slot_of, errors, options, dialect)
         g.elide = elide
         try:
             g.result = g.gen()

@@ -167,7 +167,7 @@ def gen_colreduce(g, dry, records=None):
     kin = [d for d in range(last_red + 1, nd)]
     kout = [d for d in range(nd) if d not in axes and d not in kin]
     out = g.bufname(st.buffer)
-    at = P.accumulator_type(op, x.dtype)
+    at = g.dialect.accumulator_type(op, x.dtype)
     init = P.reduce_init(op, x.dtype)
     xidx = [None] * nd
     for d in range(nd):
@@ -188,7 +188,7 @@ def gen_colreduce(g, dry, records=None):
     t = P.ctype(n.dtype)
     oidx_base = [xidx[d] if d not in axes else Aff() for d in range(nd)]
     if kin:
-        BLK = 256
+        BLK = g.dialect.colreduce_block
         # the flattened kept-inner index v = kb + q
         g.ranges["q"] = (0, BLK - 1)
         g.ranges["kb"] = (0, max(kin_ext - 1, 0))
@@ -247,8 +247,8 @@ def gen_colreduce(g, dry, records=None):
         g.emit(kb_level, f"for (int64_t q = 0; q < nq; q++) {{ const int64_t kv = kb + q; "
                             f"{out}[{g.render_aff(ooff)}] = {res}; }}")
         sc = g.scopes.pop()
-        par = f"EMBER_PARALLEL_FOR({total}LL)" if not kout else None
-        g.scopes[-1].lines.append(Block(f"for (int64_t kb = 0; kb < {kin_ext}LL; kb += {BLK})", sc, par))
+        header, par = g.dialect.loop("kb", kin_ext, step=BLK, parallel_work=total if not kout else None)
+        g.scopes[-1].lines.append(Block(header, sc, par))
     else:
         # last dim reduced: a scalar accumulator per kept position
         acc = g.tmp("acc")
@@ -275,8 +275,8 @@ def gen_colreduce(g, dry, records=None):
     for i in range(len(kout) - 1, -1, -1):
         d = kout[i]
         sc = g.scopes.pop()
-        par = f"EMBER_PARALLEL_FOR({total}LL)" if i == 0 else None
-        g.scopes[-1].lines.append(Block(f"for (int64_t c{d} = 0; c{d} < {x.shape[d]}LL; c{d}++)", sc, par))
+        header, par = g.dialect.loop(f"c{d}", x.shape[d], parallel_work=total if i == 0 else None)
+        g.scopes[-1].lines.append(Block(header, sc, par))
 
 def reduce_update_at(g, op, a, ai, v, level, sfx, ridx, R):
     if op == "sum":

@@ -29,6 +29,18 @@ from .node import node_class, rename
 
 NODE_HOOKS: list = []   # the profiler: hook(node, run) -> gradients wraps each derivative; checked once per node
 
+# final callbacks of the running backward passes (innermost last): queue_callback appends to the last list
+_FINAL_CALLBACKS: list = []
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the running backward pass has finished (every leaf's ``.grad`` written and
+    its hooks run): ``Variable._execution_engine.queue_callback``, as torch's DistributedDataParallel uses
+    it to wait for its gradient all-reduces. Only valid while a backward pass runs (from a hook)."""
+    if not _FINAL_CALLBACKS:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _FINAL_CALLBACKS[-1].append(callback)
+
 
 def _as_tuple(x):
     if x is None:
@@ -264,6 +276,8 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
 
     prev_mode = _gm.GRAD[0]
     _gm.GRAD[0] = bool(create_graph)
+    callbacks: list = []
+    _FINAL_CALLBACKS.append(callbacks)
     try:
         for t, g in seeds:
             if t.grad_fn is None:
@@ -294,7 +308,12 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
             for t, g in zip(targets, results):
                 if t.grad_fn is not None and g is not None:
                     _accumulate(t, g, create_graph)
+        i = 0
+        while i < len(callbacks):        # a callback may queue more
+            callbacks[i]()
+            i += 1
     finally:
+        _FINAL_CALLBACKS.pop()
         _gm.GRAD[0] = prev_mode
     return results
 

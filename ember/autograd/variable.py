@@ -18,8 +18,19 @@ class _VariableMeta(type):
         return isinstance(other, Tensor)
 
 
+class _ExecutionEngine:
+    """``Variable._execution_engine``: what torch code reaches of the autograd engine."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        from .engine import queue_callback
+        queue_callback(callback)
+
+
 class Variable(metaclass=_VariableMeta):
     """Deprecated: tensors are Variables. ``Variable(t, requires_grad=False, volatile=False)``."""
+
+    _execution_engine = _ExecutionEngine()
 
     def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
         if volatile:

@@ -1,7 +1,6 @@
-"""``DataParallel`` and ``DistributedDataParallel`` as ember can run them: on the CPU, with no accelerator
-devices, torch's DataParallel calls the wrapped module directly; ember does the same (``.module`` holds
-it and state_dict keys gain the ``module.`` prefix). DistributedDataParallel needs a process group,
-which ember cannot create, and raises torch's error."""
+"""``DataParallel`` as ember can run it: on the CPU, with no accelerator devices, torch's DataParallel
+calls the wrapped module directly; ember does the same (``.module`` holds it and state_dict keys gain the
+``module.`` prefix). ``DistributedDataParallel`` lives in ``ember/nn/parallel/distributed.py``."""
 from __future__ import annotations
 
 from .module import Module
@@ -24,15 +23,6 @@ class DataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         return self.module(*inputs, **kwargs)
-
-
-class DistributedDataParallel(Module):
-    """Refused without a process group (always the case in ember), with torch's message."""
-
-    def __init__(self, module: Module, *args, **kwargs) -> None:
-        super().__init__()
-        raise ValueError("Default process group has not been initialized, please make sure to call "
-                         "init_process_group.")
 
 
 def data_parallel(module, inputs, device_ids=None, output_device=None, dim: int = 0, module_kwargs=None):

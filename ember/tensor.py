@@ -672,10 +672,20 @@ def _c_contig(a: np.ndarray) -> bool:
 
 def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
     n = ndim if ndim > 0 else 1
+    if type(dim) is not int:
+        dim = _dim_int(dim, op)
     if not -n <= dim < n:
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def _dim_int(dim, op: str = "") -> int:
+    """A dim that is not a Python int: a NumPy int or a one-element integer tensor, never a float, bool or str."""
+    if isinstance(dim, np.integer) or (isinstance(dim, Tensor) and dim._data.size == 1 and dim._dtype.category == 1):
+        return int(dim)
+    name = "Tensor" if isinstance(dim, Tensor) else type(dim).__name__
+    raise TypeError(f"{op + '(): ' if op else ''}argument 'dim' must be int, not {name}")
 
 
 class _RemovableHandle:

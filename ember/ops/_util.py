@@ -1,6 +1,9 @@
 """Small helpers shared by the op families: argument normalisation and torch-style error text."""
 from __future__ import annotations
 
+import math
+
+import ml_dtypes
 import numpy as np
 
 from ..tensor import Tensor, _wrap_dim, wrap
@@ -15,26 +18,93 @@ def dims_arg(dim, ndim: int):
     """Normalise a ``dim`` argument (None, int, or sequence) to a sorted tuple of positive dims."""
     if dim is None:
         return tuple(range(ndim))
+    if isinstance(dim, Tensor):
+        dim = dim.tolist()
     if isinstance(dim, (int, np.integer)):
         return (_wrap_dim(int(dim), ndim),)
-    out = tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
+    if isinstance(dim, (str, bytes)) or not hasattr(dim, "__iter__"):
+        raise TypeError(f"argument 'dim' must be tuple of ints, not {type(dim).__name__}")
+    out = tuple(sorted(_wrap_dim(d, ndim) for d in dim))
     if len(set(out)) != len(out):
         dup = next(d for d in out if out.count(d) > 1)
         raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     return out
 
 
-def shape_arg(args) -> tuple:
-    """Accept ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(ember.Size)`` as a shape."""
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+def shape_arg(args, op: str = "size", arg: str = "size") -> tuple:
+    """Accept ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(ember.Size)`` as a shape; as torch, a size is
+    made of ints (NumPy ints and one-element integer tensors too), never of floats, bools or strings."""
+    if len(args) == 1 and type(args[0]) is not int:
         a = args[0]
         if isinstance(a, Tensor):
-            return tuple(int(x) for x in a.tolist()) if a.ndim else (int(a.item()),)
-        args = a
-    try:
-        return tuple(int(a) if not isinstance(a, Tensor) else int(a.item()) for a in args)
-    except TypeError:
-        raise TypeError(f"expected a sequence of integers as a shape, got {args!r}") from None
+            if a._dtype.is_floating_point or a._dtype is _dt.bool or a.ndim:
+                raise TypeError(f"{op}(): argument '{arg}' (position 1) must be tuple of ints, not Tensor")
+            return (int(a.item()),)
+        if isinstance(a, (str, bytes, bool, float, np.floating)) or a is None or not hasattr(a, "__iter__"):
+            if not isinstance(a, np.integer):
+                raise TypeError(f"{op}(): argument '{arg}' (position 1) must be tuple of ints, not {type(a).__name__}")
+        else:
+            args = a
+    for a in args:
+        if type(a) is not int:
+            break
+    else:
+        return tuple(args)
+    out = []
+    for i, a in enumerate(args):
+        if type(a) is int or isinstance(a, np.integer):
+            out.append(int(a))
+        elif isinstance(a, Tensor) and a._data.size == 1 and not (a._dtype.is_floating_point or a._dtype is _dt.bool):
+            out.append(int(a.item()))
+        else:
+            what = "Tensor" if isinstance(a, Tensor) else type(a).__name__
+            raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, but found element of type {what} "
+                            f"at pos {i}")
+    return tuple(out)
+
+
+# torch's C++ names for a dtype in "value cannot be converted to type ... without overflow"
+SCALAR_C_NAMES = {_dt.uint8: "uint8_t", _dt.int8: "int8_t", _dt.int16: "int16_t", _dt.int32: "int", _dt.int64: "int64_t",
+                  _dt.float16: "c10::Half", _dt.bfloat16: "c10::BFloat16", _dt.float32: "float", _dt.float64: "double"}
+VALUE_RANGE = {d: ((int(np.iinfo(d.np).min), int(np.iinfo(d.np).max)) if d.category == 1 else
+               (float(ml_dtypes.finfo(d.np).min), float(ml_dtypes.finfo(d.np).max)))
+           for d in _dt.ALL if d is not _dt.bool}
+
+
+def scalar_overflows(value, dt) -> bool:
+    """torch's ``c10::overflows``: would converting the Python number ``value`` to ``dt`` overflow? NaN and inf
+    overflow an integral type; a finite value beyond a float type's range overflows it; a negative int
+    may wrap into an unsigned type down to ``-max``. Nothing overflows bool."""
+    if dt is _dt.bool or isinstance(value, (bool, np.bool_)):
+        return False
+    lo, hi = VALUE_RANGE[dt]
+    if isinstance(value, (int, np.integer)):
+        if dt.category != 1:
+            return False
+        v = int(value)
+        if lo == 0:
+            return v > hi or v < -hi
+        return v < lo or v > hi
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if dt.category != 1:
+            return math.isfinite(v) and (v < lo or v > hi)
+        return not math.isfinite(v) or v < lo or v > hi
+    return False
+
+
+def wrap_unsigned(value, dt):
+    """A negative Python int written into an unsigned dtype wraps (two's complement), as in torch."""
+    if dt is _dt.uint8 and isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value < 0:
+        return int(value) % 256
+    return value
+
+
+def check_scalar_fits(value, dt, c_name: str | None = None) -> None:
+    """Raise torch's RuntimeError when a fill value (``full``, ``fill_``, ``masked_fill``, ``x[i] = v``) does
+    not fit ``dt`` instead of letting NumPy wrap it or turn NaN into INT_MIN."""
+    if scalar_overflows(value, dt):
+        raise RuntimeError(f"value cannot be converted to type {c_name or SCALAR_C_NAMES[dt]} without overflow")
 
 
 def fmt_shape(s) -> str:
@@ -73,6 +143,22 @@ def scalar_type_name(d) -> str:
 
 def zeros_like_t(t: Tensor) -> Tensor:
     return wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype)
+
+
+def int_arg(v, op: str, arg: str) -> int:
+    """An integer argument: a Python or NumPy int or a one-element integer tensor (never a float or str)."""
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, Tensor) and v._data.size == 1 and v._dtype.category == 1:
+        return int(v.item())
+    raise TypeError(f"{op}(): argument '{arg}' must be int, not {type(v).__name__}")
+
+
+def dtype_arg(dtype, op: str):
+    """``dtype`` if it is None or an ember dtype, else torch's TypeError (``zeros(3, dtype='float32')``)."""
+    if dtype is not None and not isinstance(dtype, _dt.dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    return dtype
 
 
 def check_tensor(x, op: str, arg: str = "input") -> Tensor:

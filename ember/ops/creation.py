@@ -14,7 +14,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _check_device
 from ..memory import _alloc
 from .registry import attach, FACTORY
-from ._util import shape_arg
+from ._util import shape_arg, check_scalar_fits, check_tensor, dtype_arg, wrap_unsigned
 
 
 def _finish(arr, dtype, requires_grad, device=None, derived=False):
@@ -60,8 +60,10 @@ def _infer_dtype(data):
             kind = builtins.max(kind, 1 if d is not _dt.bool else 0)
         elif isinstance(x, complex):
             raise TypeError("ember does not support complex tensors yet")
+        elif isinstance(x, str):
+            raise TypeError("new(): invalid data type 'str'")
         else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
     if not leaves:
         return _dt.get_default_dtype()
     return _dt.int64 if kind == 1 else _dt.bool
@@ -74,8 +76,27 @@ def _to_array(data, dtype):
         data = [_to_array(x, dtype) if isinstance(x, (Tensor, list, tuple)) else x for x in data]
     try:
         return np.array(data, dtype=dtype.np)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
+        if dtype.category == 1:
+            _check_int_leaves(data, dtype)
+            if isinstance(e, OverflowError):      # negative ints wrapping into uint8, as torch lets them
+                return np.array(data, dtype=np.int64).astype(dtype.np)
         raise ValueError(f"expected sequence of equal-length lists to build a tensor: {e}") from None
+
+
+def _check_int_leaves(data, dtype):
+    """Why NumPy could not store ``data`` as the integer ``dtype``: torch's errors for values beyond int64
+    (ValueError) and for NaN, inf and out-of-range numbers (RuntimeError)."""
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and not (
+                -2 ** 63 <= int(x) < 2 ** 63):
+            raise ValueError("Overflow when unpacking long long")
+        elif isinstance(x, (int, float, np.number)):
+            check_scalar_fits(x, dtype, dtype.name)
 
 
 def _has_tensor(data) -> bool:
@@ -88,6 +109,7 @@ def _has_tensor(data) -> bool:
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Build a tensor by copying ``data`` (nested lists, numbers, ndarrays, tensors)."""
+    dtype_arg(dtype, "tensor")
     if isinstance(data, Tensor):
         dt = dtype or data._dtype
         arr = data._data.astype(dt.np, copy=True)
@@ -130,11 +152,11 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 def _factory(fill):
     def f(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None, generator=None):
-        shape = shape_arg(size)
+        shape = shape_arg(size, f.__name__)
         for s in shape:
             if s < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
-        dt = dtype or _dt.get_default_dtype()
+        dt = dtype_arg(dtype, f.__name__) or _dt.get_default_dtype()
         arr = _alloc(shape, dt.np, fill, shape, dt.np)
         r = _finish(arr, dt, requires_grad, device)
         if out is not None:
@@ -151,13 +173,18 @@ zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    shape = shape_arg((size,)) if not isinstance(size, int) else (size,)
-    if dtype is None:
-        if isinstance(fill_value, Tensor):
-            fill_value = fill_value.item()
-        dtype = _dt.scalar_dtype(fill_value)
-    elif isinstance(fill_value, Tensor):
+    if isinstance(size, (int, np.integer)):
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    shape = shape_arg((size,), "full")
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    dtype_arg(dtype, "full")
+    if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    if dtype is None:
+        dtype = _dt.scalar_dtype(fill_value)
+    _check_fill(fill_value, dtype, "full")
+    fill_value = wrap_unsigned(fill_value, dtype)
     r = _finish(_alloc(shape, dtype.np, np.full, shape, fill_value, dtype.np), dtype, requires_grad, device)
     if out is not None:
         from .inplace import copy_out
@@ -167,7 +194,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
 
 def _like(fn_fill):
     def f(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-        dt = dtype or input._dtype
+        check_tensor(input, f.__name__)
+        dt = dtype_arg(dtype, f.__name__) or input._dtype
         shape = input._data.shape
         return _finish(_alloc(shape, dt.np, fn_fill, shape, dt.np), dt, requires_grad, device)
     return f
@@ -180,22 +208,39 @@ zeros_like.__name__, ones_like.__name__, empty_like.__name__ = "zeros_like", "on
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    dt = dtype or input._dtype
+    check_tensor(input, "full_like")
+    dt = dtype_arg(dtype, "full_like") or input._dtype
+    _check_fill(fill_value, dt, "full_like")
+    fill_value = wrap_unsigned(fill_value, dt)
     shape = input._data.shape
     return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad, device)
 
 
 def _new(fill):
     def f(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        shape = shape_arg(size)
-        dt = dtype or self._dtype
+        shape = shape_arg(size, f.__name__)
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+        dt = dtype_arg(dtype, f.__name__) or self._dtype
         return _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad, device)
     return f
 
 
+def _check_fill(value, dt, op):
+    if isinstance(value, Tensor):
+        return
+    if not isinstance(value, (bool, int, float, np.bool_, np.number)):
+        raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
+    check_scalar_fits(value, dt)
+
+
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    dt = dtype or self._dtype
-    shape = tuple(size)
+    dt = dtype_arg(dtype, "new_full") or self._dtype
+    _check_fill(fill_value, dt, "new_full")
+    fill_value = wrap_unsigned(fill_value, dt)
+    shape = shape_arg((size,), "new_full")
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
     return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad, device)
 
 
@@ -203,14 +248,33 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad)
 
 
+def _num(v) -> str:
+    """A number as torch's C++ stream prints it (``0``, ``0.5``, ``nan``, ``-inf``)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    for v in vals:
+        if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
+            raise TypeError(f"arange() received an invalid combination of arguments - got "
+                            f"({', '.join(type(x).__name__ for x in vals)})")
+    dtype_arg(dtype, "arange")
+    if dtype is _dt.bool:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    if dtype is _dt.int64 and any(isinstance(v, (float, np.floating)) for v in vals) and all(
+            math.isfinite(v) for v in vals):
+        vals = [int(v) for v in vals]       # torch reads the bounds and the step as int64 first
+        if vals[2] == 0:
+            raise ValueError("step must be nonzero")
     start, end, step = vals
-    if step == 0:
+    if not (step > 0 or step < 0):
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_num(start)} -> {_num(end)}")
     if (end - start) * step < 0 and end != start:
         raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
     if dtype is None:

@@ -29,7 +29,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD, no_grad
 from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY, node_class, rename
-from ._util import wrap_dim, broadcast_error, fmt_shape
+from ._util import wrap_dim, broadcast_error, fmt_shape, check_scalar_fits
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, copy_out, _writable, CAPTURE_WRITE as _CAPTURING
 
@@ -221,6 +221,8 @@ def _seq_to_index(seq) -> np.ndarray:
         raise IndexError("an index sequence must be rectangular (equal-length nested lists)") from None
     if arr.dtype == np.bool_:
         return arr
+    if arr.dtype.kind == "U":
+        raise TypeError("new(): invalid data type 'str'")
     if arr.dtype.kind not in "biuf":
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
                          f"valid indices (got {type(seq).__name__})")
@@ -260,6 +262,8 @@ def _classify(k):
     if isinstance(k, (list, tuple)):
         arr = _seq_to_index(k)
         return _classify_tensor(_literal(arr))
+    if t is str:
+        raise TypeError("new(): invalid data type 'str'")     # (torch tries to build an index tensor of it)
     name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
     raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                      f"indices (got {name})")
@@ -516,7 +520,7 @@ def _setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor):
         pass
     elif isinstance(value, _NUMBER):
-        pass
+        check_scalar_fits(value, self._dtype)
     else:
         t = type(value)
         name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
@@ -1194,6 +1198,8 @@ def _index_source_checks(op, x, d, index, source, long_only=False):
                                f"dimension. Got self.shape = {fmt_shape(x._data.shape)} source.shape = "
                                f"{fmt_shape(source._data.shape)}")
     bad = _first_bad(index._data, xshape[d], False)
+    if bad is not None and op == "index_add_" and nd <= 1:
+        raise IndexError("index out of range in self")     # torch's 1-D index_add_ kernel words it so
     if bad is not None:
         prefix = "index_copy_(): " if op == "index_copy_" else ""
         exc = IndexError if op == "index_copy_" else RuntimeError
@@ -1298,6 +1304,8 @@ def index_fill(input, dim: int, index, value) -> Tensor:
                                f"{value._data.ndim} dimension(s).")
     elif not isinstance(value, _NUMBER):
         raise TypeError(f"index_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
+    else:
+        check_scalar_fits(value, input._dtype)
     x = input.reshape((1,)) if nd == 0 else input
     size = x._data.shape[d]
     bad = _first_bad(index._data, size, True)
@@ -1378,6 +1386,8 @@ def masked_fill(input, mask, value) -> Tensor:
                                f"{value._data.ndim} dimension(s).")
     elif not isinstance(value, _NUMBER):
         raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
+    else:
+        check_scalar_fits(value, input._dtype)
     _bshape("masked_fill", input._data.shape, mask._data.shape)
     return apply(MASKED_FILL, (input, mask, value))
 

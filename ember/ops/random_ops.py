@@ -23,7 +23,7 @@ from ..tensor import Tensor, wrap, _check_device
 from ..random import _gen
 from ..memory import _alloc, _check_new
 from .registry import register, apply, attach, dtype_name, FACTORY
-from ._util import shape_arg, fmt_shape
+from ._util import shape_arg, fmt_shape, SCALAR_C_NAMES, VALUE_RANGE
 from .shape_more import overwrite, _size_mismatch
 
 _MANTISSA = {_dt.float16: 11, _dt.bfloat16: 8, _dt.float32: 24, _dt.float64: 53}
@@ -303,7 +303,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         shape = _shape((size,), "normal")
         dt = _dtype_for(dtype, out, _dt.get_default_dtype())
         _need_float(dt, "normal_kernel_cpu")
-        if std < 0:
+        if not std >= 0:        # (NaN too)
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
         arr = mean + std * _standard_normal(_gen(generator), shape, dt)
         return _result(arr, dt, requires_grad, device, out)
@@ -315,9 +315,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if isinstance(t, Tensor):
             _need_float(t._dtype, "normal_kernel_cpu")
     if ts:
-        if std._data.size and (std._data < 0).any():
+        if std._data.size and not (std._data >= 0).all():     # (NaN too)
             raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif std < 0:
+    elif not std >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
     ms = mean._data.shape if tm else ()
     ss = std._data.shape if ts else ()
@@ -464,8 +464,15 @@ def uniform_(self, *args, generator=None, **kw) -> Tensor:
     frm = 0.0 if frm is None else float(frm)
     to = 1.0 if to is None else float(to)
     _need_float(self._dtype, "check_uniform_bounds")
+    lo, hi = VALUE_RANGE[self._dtype]
+    for what, v in (("from", frm), ("to", to)):
+        if not lo <= v <= hi:       # (NaN and inf too)
+            raise RuntimeError(f"{what} is out of bounds for {SCALAR_C_NAMES[self._dtype]}")
     if frm > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_fmt(frm)} > to={_fmt(to)}")
+    if to - frm > hi:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{dtype_name(self._dtype)}>::max(), but "
+                           f"found to={_fmt(to)} and from={_fmt(frm)} which result in to-from to exceed the limit")
     u = _uniform01(_gen(generator), self._data.shape, self._dtype)
     return _fill_random(self, frm + (to - frm) * u.astype(np.float64), "uniform_")
 
@@ -473,7 +480,7 @@ def uniform_(self, *args, generator=None, **kw) -> Tensor:
 def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with normal samples N(mean, std**2)."""
     _need_float(self._dtype, "normal_kernel_cpu")
-    if std < 0:
+    if not std >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
     z = _standard_normal(_gen(generator), self._data.shape, self._dtype)
     return _fill_random(self, mean + std * z.astype(np.float64), "normal_")
@@ -576,6 +583,10 @@ def _range_endpoints(start, end, op):
                                f"dimension(s) and end with {ed} dimension(s).")
     s = start.item() if isinstance(start, Tensor) else start
     e = end.item() if isinstance(end, Tensor) else end
+    for v in (s, e):
+        if not isinstance(v, (int, float, np.number, np.bool_)):
+            raise TypeError(f"{op}() received an invalid combination of arguments - got ({type(start).__name__}, "
+                            f"{type(end).__name__}, ...), but expected (Number start, Number end, int steps)")
     return s, e
 
 

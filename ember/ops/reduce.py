@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, node_class, rename
-from ._util import dims_arg
+from ._util import dims_arg, dtype_arg
 
 
 def _expand_back(g, in_shape, dims, keepdim):
@@ -43,12 +43,12 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noq
     if isinstance(dim, _dt.dtype):      # sum(x, ember.float64)
         dtype, dim = dim, None
     nd = input._data.ndim
-    axis = dims_arg(dim, nd) if nd else ()
-    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+    axis = dims_arg(dim, nd) if nd else (dims_arg(dim, 0), ())[1]    # (a 0-dim tensor still checks dim)
+    if isinstance(dim, (list, tuple)) and len(dim) == 0:
         axis = tuple(range(nd))
     attrs = {"axis": axis, "keepdims": keepdim}
     if dtype is not None:
-        attrs["dtype"] = dtype.np
+        attrs["dtype"] = dtype_arg(dtype, "sum").np
     r = apply(SUM, (input,), attrs)
     if dim is not None:
         rename(r, _SUM_DIM)      # torch's sum.dim_IntList overload
@@ -79,14 +79,14 @@ _MEAN_DIM = node_class("MeanBackward1")
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
     if isinstance(dim, _dt.dtype):
         dtype, dim = dim, None
-    dt = dtype or input._dtype
+    dt = dtype_arg(dtype, "mean") or input._dtype
     if not dt.is_floating_point:
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_name(input._dtype)}")
     nd = input._data.ndim
-    axis = dims_arg(dim, nd) if nd else ()
-    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+    axis = dims_arg(dim, nd) if nd else (dims_arg(dim, 0), ())[1]
+    if isinstance(dim, (list, tuple)) and len(dim) == 0:
         axis = tuple(range(nd))
     x = input if dtype is None else input.to(dtype)
     r = apply(MEAN, (x,), {"axis": axis, "keepdims": keepdim})

@@ -28,7 +28,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD, no_grad
 from ..autograd.node import _version_error
 from .registry import register, apply, attach, dtype_name, FUNCTIONS, node_class, rename
-from ._util import dims_arg, wrap_dim
+from ._util import dims_arg, wrap_dim, int_arg
 from .reduce import _expand_back, sum as _sum, mean as _mean, SUM
 from .shape import PUT_FLAT
 from .index import SCATTER, SCATTER_ADD
@@ -101,10 +101,19 @@ def _out_dtype(dtype, out):
     return dtype
 
 
+_C_TYPE = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+           "int8": "signed char", "uint8": "unsigned char", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "bool": "bool"}
+
+
 def _out_tuple(results, out, rtype):
     """``out=(a, b)`` for ops with two results."""
     if not isinstance(out, (tuple, list)) or len(out) != len(results):
         raise TypeError(f"argument 'out' must be a tuple of {len(results)} Tensors")
+    for r, o in zip(results, out):      # (all checked before anything is written)
+        if isinstance(o, Tensor) and o._dtype is not r._dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {_C_TYPE.get(r._dtype.name, r._dtype.name)}, "
+                               f"but got {_C_TYPE.get(o._dtype.name, o._dtype.name)} instead")
     return rtype(*(_out(r, o) for r, o in zip(results, out)))
 
 
@@ -113,7 +122,7 @@ def _reduce_axes(dim, nd: int, empty_means_all: bool = True) -> tuple:
     if nd == 0:
         if dim is not None:
             for d in ((dim,) if isinstance(dim, (int, np.integer)) else dim):
-                wrap_dim(int(d), 0)
+                wrap_dim(d, 0)
         return ()
     if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) == 0:
         return tuple(range(nd)) if empty_means_all else ()
@@ -744,7 +753,7 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     if input._dtype is _dt.bool:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     d = _one_dim(input, -1 if dim is None else dim, "topk")
-    k = int(k)
+    k = int_arg(k, "topk", "k")
     n = input._data.shape[d] if input._data.ndim else 1
     if not 0 <= k <= n or (input._data.ndim == 0 and k == 0):
         raise RuntimeError("selected index k out of range")
@@ -1042,7 +1051,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     if isinstance(dim, (int, np.integer)) or len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
     nd = A._data.ndim
-    d0, d1 = (wrap_dim(int(d), nd) for d in dim)
+    d0, d1 = (wrap_dim(d, nd) for d in dim)
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     if dtype is not None:
@@ -1331,10 +1340,16 @@ def _unique_result(res, return_inverse, return_counts):
     return out[0] if len(out) == 1 else out
 
 
+def _check_unique_dim(input, axis):
+    if axis is not None and builtins.any(n == 0 for k, n in enumerate(input._data.shape) if k != axis):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+
+
 def unique(input, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
            dim=None):
     """Unique elements (always sorted), optionally with inverse indices and counts; ``dim`` for slices."""
     axis = None if dim is None else wrap_dim(_int_dim(dim, "unique"), input._data.ndim)
+    _check_unique_dim(input, axis)
     res = apply(UNIQUE, (input,), {"axis": axis, "consecutive": False})
     return _unique_result(res, return_inverse, return_counts)
 
@@ -1342,6 +1357,7 @@ def unique(input, sorted: bool = True, return_inverse: bool = False, return_coun
 def unique_consecutive(input, return_inverse: bool = False, return_counts: bool = False, dim=None):
     """Collapse runs of equal consecutive elements (or slices along ``dim``)."""
     axis = None if dim is None else wrap_dim(_int_dim(dim, "unique_consecutive"), input._data.ndim)
+    _check_unique_dim(input, axis)
     res = apply(UNIQUE, (input,), {"axis": axis, "consecutive": True})
     return _unique_result(res, return_inverse, return_counts)
 

@@ -15,8 +15,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, Size
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, apply_view, attach, export, node_class, rename
-from ._util import wrap_dim, shape_arg, fmt_shape
+from .registry import register, apply, apply_view, attach, export, node_class, rename, dtype_name
+from ._util import wrap_dim, shape_arg, fmt_shape, int_arg
 
 # ---- view / reshape --------------------------------------------------------------------------------
 
@@ -75,10 +75,25 @@ def view(self, *shape):
 
 
 def _view_dtype(self, dt):
-    if self._dtype.itemsize != dt.itemsize and self._data.ndim == 0:
-        raise RuntimeError("self.dim() cannot be 0 to view a tensor as a dtype with a different element size")
+    a, b = self._dtype.itemsize, dt.itemsize
+    if a != b:
+        if self._data.ndim == 0:
+            raise RuntimeError("self.dim() cannot be 0 to view a tensor as a dtype with a different element size")
+        what = f"to view {dtype_name(self._dtype)} as {dtype_name(dt)} (different element sizes)"
+        if self._data.shape[-1] != 1 and self._data.strides[-1] != a:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {self._data.strides[-1] // a}")
+        if b > a and self._data.shape[-1] % (b // a):
+            raise RuntimeError(f"self.size(-1) must be divisible by {b // a} {what}, but got {self._data.shape[-1]}")
+        if b > a and self.storage_offset() % (b // a):
+            raise RuntimeError(f"self.storage_offset() must be divisible by {b // a} {what}, but got "
+                               f"{self.storage_offset()}")
     from .registry import view_of
-    return view_of(self, self._data.view(dt.np), dt)
+    try:
+        arr = self._data.view(dt.np)
+    except ValueError as e:
+        raise RuntimeError(f"view(): cannot view {dtype_name(self._dtype)} as {dtype_name(dt)} for a tensor of "
+                           f"shape {fmt_shape(self._data.shape)}: {e}") from None
+    return view_of(self, arr, dt)
 
 
 def reshape(input, *shape):
@@ -405,7 +420,7 @@ def narrow(input, dim: int, start, length: int):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, nd)
     size = input._data.shape[d]
-    start = int(start)
+    start = int_arg(start, "narrow", "start")
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
@@ -421,7 +436,7 @@ def select(input, dim: int, index: int):
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, nd)
     size = input._data.shape[d]
-    index = int(index)
+    index = int_arg(index, "select", "index")
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at dimension {d}")
     return getitem_basic(input, (slice(None),) * d + (index if index >= 0 else index + size,))
@@ -435,7 +450,8 @@ def split(tensor, split_size_or_sections, dim: int = 0):
         s = split_size_or_sections
         if s <= 0 and not (s == 0 and size == 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        sections = [s] * (size // s) + ([size % s] if size % s else []) if s else [0]
+        # (an empty dim still splits into one empty piece, as in torch)
+        sections = [s] * (size // s) + ([size % s] if size % s else []) if size else [0]
     else:
         sections = [int(x) for x in split_size_or_sections]
         if builtins.sum(sections) != size:
@@ -592,10 +608,18 @@ def view_geometry(base: Tensor, v: Tensor) -> np.ndarray:
 
 def as_strided(input, size, stride, storage_offset=None):
     """A view with explicit sizes and strides (in elements) over the input's storage."""
-    size = tuple(int(s) for s in size)
-    stride = tuple(int(s) for s in stride)
+    size = shape_arg((size,), "as_strided")
+    stride = shape_arg((stride,), "as_strided", "stride")
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {fmt_shape(size)}")
+    if builtins.min(stride, default=0) < 0:
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{fmt_shape(stride)}")
+    if storage_offset is not None and storage_offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
     base = input._base if input._base is not None else input
     bd = input._storage_root()._data
     if not bd.flags.c_contiguous:
@@ -682,6 +706,9 @@ CLONE = register("clone", lambda x: np.array(x, copy=True, order="K"), lambda ct
 
 
 def clone(input, *, memory_format=None):
+    if memory_format is not None and memory_format != "memory_format":     # (ember's formats are one placeholder)
+        raise TypeError(f"clone(): argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(memory_format).__name__}")
     return apply(CLONE, (input,))
 
 
@@ -837,6 +864,8 @@ def transpose_(self, dim0: int, dim1: int):
 
 def t_(self):
     """In-place ``t``."""
+    if self._data.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self._data.ndim}D")
     return _inplace_view(self, lambda x: rename(t(x), _INPLACE_VIEW_NODES["TBackward1"]) if x._data.ndim == 2 else x,
                          "t_")
 

@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, Size, wrap
 from .registry import register, apply, attach, dtype_name, node_class, rename
-from ._util import wrap_dim, fmt_shape, can_cast
+from ._util import wrap_dim, fmt_shape, can_cast, check_scalar_fits, wrap_unsigned
 from .shape import reshape, narrow, diagonal, TAKE_FLAT
 
 
@@ -46,12 +46,22 @@ def _varargs_tensors(tensors, op: str) -> list:
 
 
 def _int_list(x, op: str, arg: str) -> tuple:
+    """An int or a sequence of ints (NumPy ints and integer tensors too); floats and strings are torch's
+    TypeError, never truncated."""
     if isinstance(x, (int, np.integer)):
         return (int(x),)
-    try:
-        return tuple(int(v) for v in x)
-    except TypeError:
-        raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, not {type(x).__name__}") from None
+    if isinstance(x, Tensor) and x._dtype.category == 1:
+        x = x.tolist()
+        return (x,) if isinstance(x, int) else tuple(x)
+    if isinstance(x, (str, bytes, Tensor)) or not hasattr(x, "__iter__"):
+        raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, not {type(x).__name__}")
+    out = []
+    for i, v in enumerate(x):
+        if not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, but found element of type "
+                            f"{type(v).__name__} at pos {i}")
+        out.append(int(v))
+    return tuple(out)
 
 
 def _out(result: Tensor, out) -> Tensor:
@@ -113,7 +123,7 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     sizes = [0] * len(tensors)
     if keep:
         ref = tensors[keep[0]]._data.shape
-        d = wrap_dim(int(dim), len(ref))
+        d = wrap_dim(dim, len(ref))
         for i in keep:
             shp = tensors[i]._data.shape
             if len(shp) != len(ref):
@@ -125,7 +135,7 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
                         f"size {shp[k]} for tensor number {i} in the list.")
             sizes[i] = shp[d]
     else:
-        wrap_dim(int(dim), 1)
+        wrap_dim(dim, 1)
     r = apply(CAT, tuple(tensors), {"axis": d, "dt": dt.np, "keep": keep, "sizes": tuple(sizes)})
     return r if out is None else _out(r, out)
 
@@ -140,7 +150,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
         if t._data.shape != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {fmt_shape(ref)} at entry 0 "
                                f"and {fmt_shape(t._data.shape)} at entry {i}")
-    d = wrap_dim(int(dim), len(ref) + 1)
+    d = wrap_dim(dim, len(ref) + 1)
     r = cat([t.unsqueeze(d) for t in tensors], d, out=out)
     return r if out is not None else rename(r, _STACK)
 
@@ -291,7 +301,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
             if isinstance(repeats, Tensor):
                 raise IndexError(f"Dimension specified as {int(dim)} but tensor has no dimensions")
             raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-        axis = wrap_dim(int(dim), input._data.ndim)
+        axis = wrap_dim(dim, input._data.ndim)
     size = x._data.shape[axis]
     if isinstance(repeats, Tensor):
         counts = _check_repeats_tensor(repeats)
@@ -339,7 +349,7 @@ def flip(input, dims) -> Tensor:
     if isinstance(dims, (int, np.integer)):
         raise TypeError("flip(): argument 'dims' (position 2) must be tuple of ints, not int")
     nd = input._data.ndim
-    axes = [wrap_dim(int(d), nd) for d in dims]
+    axes = [wrap_dim(d, nd) for d in dims]
     seen = set()
     for a in axes:
         if a in seen:
@@ -559,7 +569,7 @@ DIAG_EMBED = register("diag_embed", _diag_embed_kernel,
 def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Matrices (in dims ``dim1``, ``dim2``) whose ``offset`` diagonal is the last dim of ``input``."""
     nd = input._data.ndim + 1
-    a, b = wrap_dim(int(dim1), nd), wrap_dim(int(dim2), nd)
+    a, b = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return apply(DIAG_EMBED, (input,), {"offset": int(offset), "dim1": a, "dim2": b})
@@ -848,6 +858,7 @@ def fill_(self, value) -> Tensor:
                                f"{value._data.ndim} dimensions.")
     elif isinstance(value, (bool, int, float, np.number, np.bool_)):
         _check_fits(value, self._dtype, "fill_")
+        value = wrap_unsigned(value, self._dtype)
     else:
         raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__}), "
                         "but expected one of: (Number value) or (Tensor value)")
@@ -860,13 +871,7 @@ def fill_(self, value) -> Tensor:
 
 
 def _check_fits(value, dt, name):
-    if dt.category == 1 and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        info = np.iinfo(dt.np)
-        if not info.min <= int(value) <= info.max:
-            raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dt, dt.c_name)} without overflow")
-
-
-_C_NAMES = {_dt.uint8: "uint8_t", _dt.int8: "int8_t", _dt.int16: "int16_t", _dt.int32: "int32_t", _dt.int64: "int64_t"}
+    check_scalar_fits(value, dt)
 
 
 def zero_(self) -> Tensor:

@@ -217,7 +217,7 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 def _with_alpha(op, a, b, alpha):
     dt = _dt.result_type(a, b)
     attrs = {"alpha": alpha}
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype is dt):
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype is dt) or dt is _dt.bool:
         attrs.update(dt=dt.np, out_dt=dt.np)
     return _run(op, (a, b), attrs)
 
@@ -260,11 +260,11 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
         return _out(div(input, other, rounding_mode=rounding_mode), out)
     if rounding_mode is None:
         return binary(DIV, input, other, kind="float", name="div")
-    if rounding_mode == "floor":
-        return binary(DIV_FLOOR, input, other, name="div")
-    if rounding_mode == "trunc":
-        return binary(DIV_TRUNC, input, other, name="div")
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    if rounding_mode in ("floor", "trunc"):
+        if getattr(input, "_dtype", None) is _dt.bool and _dt.result_type(input, other) is _dt.bool:
+            raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
+        return binary(DIV_FLOOR if rounding_mode == "floor" else DIV_TRUNC, input, other, name="div")
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
 def floor_divide(input, other, *, out=None) -> Tensor:
@@ -287,6 +287,8 @@ NEG = register("neg", np.negative, lambda ctx, g: (-g,))
 
 
 def neg(input, *, out=None) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"neg(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input._dtype is _dt.bool:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -306,6 +308,17 @@ attach("rsub", rsub, method=False)      # torch has no Tensor.rsub
 attach("multiply", mul)
 attach("divide", div)
 
+def _mk_div_(f, n):
+    def method(self, other, **kw):
+        # true division makes a float: an integral self cannot hold it (checked before anything is written)
+        if kw.get("rounding_mode") is None and self._dtype.category != _FLOAT:
+            raise RuntimeError(f"result type {dtype_name(_dt.get_default_dtype())} can't be cast to the desired "
+                               f"output type {dtype_name(self._dtype)}")
+        return inplace(self, f, other, n, **kw)
+    method.__name__ = n
+    return method
+
+
 for _n, _f in [("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("floor_divide_", floor_divide),
                ("true_divide_", true_divide), ("subtract_", sub), ("multiply_", mul), ("divide_", div)]:
     def _mk(f, n):
@@ -313,7 +326,7 @@ for _n, _f in [("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div), ("flo
             return inplace(self, f, other, n, **kw)
         method.__name__ = n
         return method
-    attach(_n, _mk(_f, _n), function=False)
+    attach(_n, _mk(_f, _n) if _f not in (div, true_divide) else _mk_div_(_f, _n), function=False)
 
 
 def _neg_(self):
@@ -336,7 +349,7 @@ Tensor.__rmul__ = lambda self, other: binary(MUL, other, self, name="mul")
 Tensor.__imul__ = lambda self, other: inplace(self, mul, other, "mul_")
 Tensor.__truediv__ = lambda self, other: binary(DIV, self, other, kind="float", name="div")
 Tensor.__rtruediv__ = lambda self, other: rename(binary(DIV, other, self, kind="float", name="div"), _MUL)
-Tensor.__itruediv__ = lambda self, other: inplace(self, div, other, "div_")
+Tensor.__itruediv__ = lambda self, other: Tensor.div_(self, other)
 Tensor.__floordiv__ = lambda self, other: floor_divide(self, other)
 Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)
 Tensor.__ifloordiv__ = lambda self, other: inplace(self, floor_divide, other, "floor_divide_")

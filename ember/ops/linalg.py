@@ -23,6 +23,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name, FACTORY, node_class, rename
+from ._util import int_arg
 from ..amp.state import AUTOCAST as _AUTOCAST, cast_args as _autocast_args
 
 _LOW = (_dt.float16, _dt.bfloat16)
@@ -914,7 +915,7 @@ def tril(input, diagonal: int = 0, *, out=None) -> Tensor:
     """The lower triangle of the last two dims (``diagonal`` shifts the border)."""
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    r = apply(TRIL, (input,), {"k": int(diagonal)})
+    r = apply(TRIL, (input,), {"k": int_arg(diagonal, "tril", "diagonal")})
     return r if out is None else _out(r, out)
 
 
@@ -922,7 +923,7 @@ def triu(input, diagonal: int = 0, *, out=None) -> Tensor:
     """The upper triangle of the last two dims (``diagonal`` shifts the border)."""
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    r = apply(TRIU, (input,), {"k": int(diagonal)})
+    r = apply(TRIU, (input,), {"k": int_arg(diagonal, "triu", "diagonal")})
     return r if out is None else _out(r, out)
 
 
@@ -1043,16 +1044,24 @@ def _lu_zero_pivot(a: np.ndarray) -> int:
 
 def _chol_fail_order(a: np.ndarray) -> int:
     """Order of the first leading minor that is not positive-definite (potrf's info), or 0."""
+    return _chol_partial(a)[1]
+
+
+def _chol_partial(a: np.ndarray):
+    """LAPACK's unblocked Cholesky (potf2, lower) -> (L, info): where it stops at a pivot that is not positive
+    (or NaN), that pivot holds the failing value and the columns after it keep A's lower triangle, which
+    is what torch's ``cholesky_ex`` returns for a matrix that is not positive-definite."""
     a = np.asarray(a, dtype=np.float64)
     n = a.shape[0]
-    L = np.zeros_like(a)
+    L = np.tril(a)
     for j in range(n):
         d = a[j, j] - L[j, :j] @ L[j, :j]
         if not d > 0:
-            return j + 1
+            L[j, j] = d
+            return L, j + 1
         L[j, j] = math.sqrt(d)
         L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
-    return 0
+    return L, 0
 
 
 def _first_failure(A: np.ndarray, find):
@@ -1088,7 +1097,23 @@ def _not_pd_error(op: str, A: np.ndarray) -> LinAlgError:
                        f"not positive-definite (the leading minor of order {info} is not positive-definite).")
 
 
+def _nan_matrices(a: np.ndarray):
+    """The batch mask of matrices holding a NaN (None when there are none). LAPACK's LU runs through a NaN
+    and torch returns NaN for those matrices (all of inv, solve, det), where NumPy may call them singular
+    or, for det, return 0; the kernels below solve the others and fill these with NaN."""
+    if a.size == 0 or not np.isnan(a).any():
+        return None
+    return np.isnan(a).any(axis=(-2, -1))
+
+
+def _without_nan_matrices(a: np.ndarray, mask) -> np.ndarray:
+    return np.where(mask[..., None, None], np.eye(a.shape[-1], dtype=a.dtype), a)
+
+
 def _inv_kernel(a, op="linalg.inv"):
+    mask = _nan_matrices(a)
+    if mask is not None:
+        return np.where(mask[..., None, None], np.nan, _inv_kernel(_without_nan_matrices(a, mask), op)).astype(a.dtype)
     try:
         return np.linalg.inv(a)
     except np.linalg.LinAlgError:
@@ -1105,6 +1130,10 @@ INV = register("linalg_inv", _inv_kernel, _inv_bw, save="o")
 
 
 def _solve_kernel(a, b):
+    mask = _nan_matrices(a)
+    if mask is not None:
+        x = _solve_kernel(_without_nan_matrices(a, mask), b)
+        return np.where(mask[..., None, None], np.nan, x).astype(x.dtype)
     try:
         return np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
@@ -1144,11 +1173,20 @@ def _det_bw(ctx, g):
     return (g.unsqueeze(-1).unsqueeze(-1) * _const(_adjugate_T(A._data), A._dtype),)
 
 
-DET = register("linalg_det", lambda a: np.asarray(np.linalg.det(a), dtype=a.dtype), _det_bw, save="io")
+def _det_kernel(a):
+    d = np.asarray(np.linalg.det(a), dtype=a.dtype)
+    mask = _nan_matrices(a)
+    return d if mask is None else np.where(mask, np.nan, d).astype(a.dtype)
+
+
+DET = register("linalg_det", _det_kernel, _det_bw, save="io")
 
 
 def _slogdet_kernel(a):
     s, l = np.linalg.slogdet(a)
+    mask = _nan_matrices(a)
+    if mask is not None:
+        s, l = np.where(mask, 0, s), np.where(mask, np.nan, l)
     return np.asarray(s, dtype=a.dtype), np.asarray(l, dtype=a.dtype)
 
 
@@ -1164,9 +1202,12 @@ SLOGDET = register("linalg_slogdet", _slogdet_kernel, _slogdet_bw, save="i", nou
 
 def _cholesky_kernel(a, op="linalg.cholesky"):
     try:
-        return np.linalg.cholesky(a)
+        L = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
         raise _not_pd_error(op, a) from None
+    if L.size and np.isnan(np.diagonal(L, axis1=-2, axis2=-1)).any() and _first_failure(a, _chol_fail_order)[0] is not None:
+        raise _not_pd_error(op, a)      # a NaN pivot fails potrf's check, as a non-positive one does
+    return L
 
 
 def _solve_right(X, A):
@@ -1255,6 +1296,17 @@ EIGH = register("linalg_eigh", _eigh_kernel, _eigh_bw, save="o", nout=2)
 
 
 def _svd_kernel(a, full_matrices, compute_uv):
+    try:
+        return _svd_np(a, full_matrices, compute_uv)
+    except np.linalg.LinAlgError:
+        if not np.isfinite(a).all():
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.") from None
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix is "
+                          "ill-conditioned or has too many repeated singular values.") from None
+
+
+def _svd_np(a, full_matrices, compute_uv):
     if not compute_uv:
         s = np.linalg.svd(a, compute_uv=False)
         return np.zeros((0,), dtype=a.dtype), s.astype(a.dtype, copy=False), np.zeros((0,), dtype=a.dtype)
@@ -1441,7 +1493,10 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None)
     if not info.any() or check_errors:
         res = CholeskyExResult(cholesky(A, upper=upper), _const(info, _dt.int32))
     else:
-        res = CholeskyExResult(_const(np.zeros(A._data.shape), A._dtype), _const(info, _dt.int32))
+        a = A._data
+        part = np.stack([_chol_partial(m)[0] for m in a.reshape((-1,) + a.shape[-2:])]).reshape(a.shape)
+        L = _const(part.astype(a.dtype), A._dtype)
+        res = CholeskyExResult(L.mT if upper else L, _const(info, _dt.int32))
     return res if out is None else _out_tuple(res, out, "linalg.cholesky_ex")
 
 
@@ -1555,7 +1610,7 @@ def _pinv_kernel(a, atol, rtol, hermitian):
         mag = np.abs(w)
         winv = _safe_recip(w, mag > _pinv_tol(mag, m, n, atol, rtol, a.dtype))
         return np.matmul(v * winv[..., None, :], np.swapaxes(v, -1, -2))
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    u, s, vh = _svd_kernel(a, False, True)
     sinv = _safe_recip(s, s > _pinv_tol(s, m, n, atol, rtol, a.dtype))
     return np.matmul(np.swapaxes(vh, -1, -2) * sinv[..., None, :], np.swapaxes(u, -1, -2))
 
@@ -1639,7 +1694,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -
     if hermitian:
         S = np.abs(np.linalg.eigvalsh(A._data))
     else:
-        S = np.linalg.svd(A._data, compute_uv=False)
+        S = _svd_kernel(A._data, False, False)[1]
     r = _const((S > _pinv_tol(S, m, n, _tol_arg(atol), _tol_arg(rtol), A._dtype.np)).sum(-1), _dt.int64)
     return r if out is None else _out(r, out)
 
@@ -1689,7 +1744,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     else:
         atol = None
     X = matmul_raw(apply(PINV, (A,), {"atol": atol, "rtol": rtol, "hermitian": False}), Bm)
-    S = np.linalg.svd(A._data, compute_uv=False)
+    S = _svd_kernel(A._data, False, False)[1]
     keep = S > _pinv_tol(S, m, n, atol, rtol, A._dtype.np)
     rank_np = keep.sum(-1).astype(np.int64)
     empty = _const(np.zeros((0,)), A._dtype)
@@ -1863,9 +1918,9 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None, out=None) 
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
     nd = A._data.ndim
-    if nd == 1:
+    if nd == 1 and not isinstance(ord, str):       # ('fro' and 'nuc' are matrix norms: a 1-D input fails there)
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
-    if nd == 2:
+    if nd <= 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {nd}D.")
 

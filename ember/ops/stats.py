@@ -196,7 +196,35 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
 # ---- searchsorted / bucketize -------------------------------------------------------------------------------
 
 
-def _searchsorted_kernel(seq, vals, sorter, side, odt):
+def _torch_bsearch(seq, vals, side):
+    """torch's binary search (``!(mid >= v)`` moves right, ``mid > v`` for side='right'), vectorised over
+    ``vals``. It differs from NumPy's only around NaN: NumPy sorts NaN last, torch's comparisons with NaN
+    are false, so a NaN value lands at the end and values above the last number skip the NaNs."""
+    n = seq.shape[0]
+    lo = np.zeros(vals.shape, np.int64)
+    hi = np.full(vals.shape, n, np.int64)
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = lo + ((hi - lo) >> 1)
+        mv = seq[np.minimum(mid, n - 1)]
+        right = ~(mv >= vals) if side == "left" else ~(mv > vals)
+        lo = np.where(active & right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+
+
+def _searchsorted_kernel(seq, vals, sorter, side, odt, nan_last=False):
+    # (nan_last: NumPy's order, NaN after everything; isin relies on it)
+    if not nan_last and seq.dtype.kind == "f" and seq.size and vals.size and (np.isnan(seq).any() or np.isnan(vals).any()):
+        if sorter is not None:
+            seq = np.take_along_axis(seq, sorter, axis=-1)
+        if seq.ndim == 1:
+            return _torch_bsearch(seq, vals, side).astype(odt, copy=False)
+        s2 = seq.reshape(-1, seq.shape[-1])
+        v2 = vals.reshape(s2.shape[0], -1)
+        r = np.stack([_torch_bsearch(s2[i], v2[i], side) for i in range(s2.shape[0])])
+        return r.reshape(seq.shape[:-1] + vals.shape[-1:]).astype(odt, copy=False)
     if seq.ndim == 1:
         r = np.searchsorted(seq, vals, side=side, sorter=sorter)
     else:
@@ -304,7 +332,8 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         # binary search in the sorted test values (NaN sorts last and never equals anything)
         from .reduce_more import sort
         srt = sort(flat).values
-        idx = searchsorted(srt, e).clamp(max=flat._data.size - 1)
+        idx = apply(SEARCHSORTED, (srt, e, None), {"side": "left", "odt": np.int64, "nan_last": True})
+        idx = idx.clamp(max=flat._data.size - 1)
         found = srt[idx] == e
     if invert:
         found = found.logical_not()

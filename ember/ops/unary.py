@@ -323,7 +323,10 @@ SIGMOID, sigmoid = _float_unary("sigmoid", _half_in_float32(_sigmoid_kernel), _s
 
 def _logit_kernel(x, eps=None):
     if eps is not None:
-        x = np.clip(x, eps, 1.0 - eps)
+        if eps <= 0.5:
+            x = np.clip(x, eps, 1.0 - eps)
+        else:   # an empty range: torch's kernel tests the lower bound first, NumPy's clip the upper one
+            x = np.where(x < eps, eps, np.where(x > 1.0 - eps, 1.0 - eps, x)).astype(x.dtype, copy=False)
     return np.log(x / (1.0 - x))
 
 

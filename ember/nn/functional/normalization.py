@@ -260,6 +260,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     shp = tuple(input.shape)
     n, c = shp[0], shp[1]
+    if num_groups == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")   # (torch's Python check divides first)
     if num_groups <= 0 or c % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {_shape_list(shp)} and num_groups={num_groups}")

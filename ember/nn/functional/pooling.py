@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...tensor import Tensor, wrap
+from ...tensor import Tensor, wrap, _wrap_dim
 from ...autograd.grad_mode import GRAD
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.linalg import matmul_raw
@@ -350,6 +350,8 @@ AVG_POOL_BW = register("avg_pool2d_backward", _avg_pool_bw_kernel, _avg_pool_bw_
 
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nsp, op):
+    if nsp == 2 and isinstance(input, Tensor) and input._data.ndim < 3:
+        _wrap_dim(-3, input._data.ndim)      # torch's avg_pool2d reads input.size(-3) first: an IndexError
     _check_input(input, op, nsp)
     if input._dtype.category < 2 and input._dtype is not _dt.int64:
         raise NotImplementedError(f"\"{op}\" not implemented for '{dtype_name(input._dtype)}'")

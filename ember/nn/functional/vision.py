@@ -20,6 +20,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...ops.registry import register, apply, dtype_name, node_class, rename, FACTORY
+from ...ops._util import shape_arg
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
@@ -79,7 +80,7 @@ def pad(input, pad, mode: str = "constant", value=None):
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"pad(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    pad = tuple(int(p) for p in pad)
+    pad = shape_arg((pad,), "pad", "pad")
     nd = input._data.ndim
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")

@@ -18,9 +18,9 @@ __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits"]
 def _bce_kernel(x, t, w, reduction):
     od = x.dtype
     x, t, w = _up(x), _up(t), _up(w)
-    if ((x < 0) | (x > 1)).any():
+    if not ((x >= 0) & (x <= 1)).all():         # (NaN too)
         raise RuntimeError("all elements of input should be between 0 and 1")
-    if ((t < 0) | (t > 1)).any():
+    if not ((t >= 0) & (t <= 1)).all():
         raise RuntimeError("all elements of target should be between 0 and 1")
     # torch clamps each log at -100 so that x = 0 or 1 gives a finite loss
     loss = t * _clamp(np.log(x), lo=-100)

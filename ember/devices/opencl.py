@@ -120,6 +120,7 @@ _RUNTIMES: dict = {}             # index -> _Runtime
 _SMALL_LIMIT = 1 << 20     # requests up to this size round to _SMALL_ROUND, larger ones to _LARGE_ROUND
 _SMALL_ROUND = 512
 _LARGE_ROUND = 1 << 20
+_CPU_COPY_CHUNK = 64       # see _Runtime.copy_chunk
 _PENDING_FLUSH = 256       # profiling records delivered at the latest when this many are pending
 _CACHE_MAGIC = b"EMBER-OPENCL-PROGRAM 1\n"
 _ITEM_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "ulong2"}
@@ -240,6 +241,9 @@ class _Runtime:
         self.total_memory = int(device.global_mem_size)
         self.max_alloc = int(device.max_mem_alloc_size)
         self.has_fp64 = "cl_khr_fp64" in device.extensions
+        # elements per work item of the strided copy: CPUs run work items in loops, where dividing the
+        # index once per chunk pays; GPUs want one element per work item (coalesced accesses)
+        self.copy_chunk = _CPU_COPY_CHUNK if device.type & cl.device_type.CPU else 1
         self.lock = threading.RLock()
         self.free: dict = {}                       # size class -> [cl.Buffer], LIFO
         self.pending_free = collections.deque()    # (buffer, size) from Block.__del__, drained under lock
@@ -346,7 +350,7 @@ class _Runtime:
     def copy_kernel(self, ndim: int, itemsize: int):
         k = self.copy_kernels.get((ndim, itemsize))
         if k is None:
-            prg = build(_copy_source(ndim), device=self.index)
+            prg = build(_copy_source(ndim, self.copy_chunk), device=self.index)
             k = self.copy_kernels[(ndim, itemsize)] = self.kernel(prg, f"ember_copy_{itemsize}")
         return k
 
@@ -695,20 +699,30 @@ def _coalesce(shape, *stride_lists) -> tuple:
             tuple(tuple(sts[j] for _, sts in merged) for j in range(len(stride_lists))))
 
 
-def _copy_source(ndim: int) -> str:
-    """OpenCL C for strided copies of ``ndim`` dims, one kernel per item size (raw bits)."""
+def _copy_source(ndim: int, chunk: int) -> str:
+    """OpenCL C for strided copies of ``ndim`` dims, one kernel per item size (raw bits). Each work
+    item copies ``chunk`` consecutive elements: it splits its first index into per-dim indices once
+    (divisions are slow) and then steps through the rest with carries."""
     dims = range(ndim)
+    last = ndim - 1
     params = ", ".join([f"long n{k}" for k in dims] + [f"long ds{k}" for k in dims] +
                        [f"long ss{k}" for k in dims])
-    body = "".join(f"    q = r % n{k}; r /= n{k}; d += q * ds{k}; s += q * ss{k};\n"
-                   for k in reversed(dims))
-    parts = [f"/* ember strided copy, {ndim} dims */\n"]
+    split = "".join(f"    long i{k} = r % n{k}; r /= n{k};\n" for k in range(last, 0, -1)) + "    long i0 = r;\n"
+    offsets = "".join(f"    d += i{k} * ds{k}; s += i{k} * ss{k};\n" for k in dims)
+    step = ""
+    for k in range(last, 0, -1):
+        step += (f"        if (++i{k} < n{k}) {{ d += ds{k}; s += ss{k}; continue; }}\n"
+                 f"        i{k} = 0; d -= (n{k} - 1) * ds{k}; s -= (n{k} - 1) * ss{k};\n")
+    step += "        ++i0; d += ds0; s += ss0;\n"
+    parts = [f"/* ember strided copy, {ndim} dims, {chunk} elements per work item */\n"]
     for size, t in _ITEM_TYPES.items():
         parts.append(
             f"__kernel void ember_copy_{size}(__global {t} *dst, long dst_off, __global const {t} *src,\n"
             f"        long src_off, long numel, {params})\n{{\n"
-            f"    long i = get_global_id(0);\n    if (i >= numel) return;\n"
-            f"    long r = i, d = dst_off, s = src_off, q;\n{body}    dst[d] = src[s];\n}}\n")
+            f"    long first = (long)get_global_id(0) * {chunk};\n    if (first >= numel) return;\n"
+            f"    long stop = min(first + {chunk}L, numel);\n"
+            f"    long r = first, d = dst_off, s = src_off;\n{split}{offsets}"
+            f"    for (long t = first; t < stop; ++t) {{\n        dst[d] = src[s];\n{step}    }}\n}}\n")
     return "".join(parts)
 
 
@@ -725,7 +739,7 @@ def _strided_copy(rt, dst_buf, dst_off, dst_strides, src_buf, src_off, src_strid
     i64 = np.int64
     k.set_args(dst_buf, i64(dst_off), src_buf, i64(src_off), i64(n),
                *[i64(x) for x in shape], *[i64(x) for x in ds], *[i64(x) for x in ss])
-    evt = cl.enqueue_nd_range_kernel(rt.queue, k, _global_size(n), None)
+    evt = cl.enqueue_nd_range_kernel(rt.queue, k, _global_size(-(-n // rt.copy_chunk)), None)
     if KERNEL_HOOKS:
         _note_kernel(rt, f"ember_copy_{itemsize}", evt, time.perf_counter_ns())
     return evt
@@ -1089,10 +1103,11 @@ def launch(program, name: str, global_size, local_size=None, args=(), device=Non
     k.set_args(*[_arg(a) for a in args])
     if 0 in gs:
         return None
+    if not KERNEL_HOOKS:
+        return cl.enqueue_nd_range_kernel(rt.queue, k, gs, None if local_size is None else tuple(local_size))
     host_ns = time.perf_counter_ns()
     evt = cl.enqueue_nd_range_kernel(rt.queue, k, gs, None if local_size is None else tuple(local_size))
-    if KERNEL_HOOKS:
-        _note_kernel(rt, name, evt, host_ns)
+    _note_kernel(rt, name, evt, host_ns)
     return evt
 
 

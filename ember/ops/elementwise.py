@@ -80,7 +80,7 @@ def _run(op, args, attrs):
 
 def inplace(self: Tensor, fn, other, name: str, **kw) -> Tensor:
     """Run ``fn(self, other, **kw)`` out of place and write the result into ``self`` (torch's ``op_``)."""
-    from .inplace import write_result
+    from .inplace import write_result, _writable
     if isinstance(other, Tensor):
         rt = _dt.result_type(self, other)
     else:
@@ -90,7 +90,6 @@ def inplace(self: Tensor, fn, other, name: str, **kw) -> Tensor:
                            f"{dtype_name(self._dtype)}")
     if not kw and rt is self._dtype and fn in _UFUNC_OF and _direct_ok(self, other):
         # nothing records or watches this write: compute straight into self's buffer (no temporary)
-        from .inplace import _writable
         _writable(self, name)
         _UFUNC_OF[fn](self._data, other._data if isinstance(other, Tensor) else other, out=self._data)
         self._bump()

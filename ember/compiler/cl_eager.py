@@ -1,0 +1,149 @@
+"""Eager ops on an OpenCL device as generated kernels: one small compiled program per op instance.
+
+``kernel_for(op, arg_specs, attrs)`` is what the op dispatcher calls for a device tensor op. It builds a
+one-op ``Program`` (the same IR ``ember.compile`` captures: ``arg`` values of the given shapes and dtypes,
+one ``OpNode``, its outputs), runs it through the compiler's pipeline (decompose -> schedule ->
+``render_cl``) and returns ``run(inputs) -> outputs`` (lists of ``cl_device.DeviceArray``), or None when
+the op has no decomposition into primitives for these dtypes (or it needs a host step): the dispatcher
+then falls back. Results are cached in memory per (op, argument specs, attributes) -- a miss costs a
+pipeline run and a program build, which the binary cache (``cl_device.Runtime.build``) turns into a load
+in later processes -- and a declined instance is remembered too.
+
+``arg_specs`` holds one entry per positional argument of the op: ``(shape, dtype)`` for a tensor (inputs
+are contiguous; dtype an ember or NumPy dtype), any other value (a Python scalar, None, a tuple of
+ints) as it is. Output shapes and dtypes come from running the op's NumPy kernel once on zeros of those
+shapes (zeros are valid indices for gather-like ops). In-place ops are not generated here: the
+dispatcher computes the out-of-place op and copies.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .ir import Value, OpNode, Graph, Program
+from .decompose import DECOMPOSITIONS, Declined
+
+STATS = {"hits": 0, "built": 0, "declined": 0}
+_CACHE: dict = {}
+_MISSING = object()
+
+
+class _Spec:
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype if hasattr(dtype, "np") else _dt.from_numpy_dtype(np.dtype(dtype))
+
+
+def _is_spec(x) -> bool:
+    if not (isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list))):
+        return False
+    d = x[1]
+    if hasattr(d, "np"):
+        return True
+    try:
+        return isinstance(d, (np.dtype, type, str)) and np.dtype(d) is not None
+    except TypeError:
+        return False
+
+
+def _key_of(x):
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, dict):
+        return ("dict",) + tuple((k, _key_of(v)) for k, v in sorted(x.items()))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__,) + tuple(_key_of(v) for v in x)
+    if hasattr(x, "np"):                      # an ember dtype
+        return ("dtype", x.name)
+    if isinstance(x, float) and x != x:
+        return ("nan",)
+    hash(x)
+    return (type(x).__name__, x)
+
+
+def kernel_for(op, arg_specs, attrs=None, rt=None):
+    """A cached ``run(inputs) -> [outputs]`` for ``op`` on these argument specs, or None (the dispatcher
+    falls back). ``inputs`` are the DeviceArrays of the tensor arguments, in order."""
+    from ..ops.registry import REGISTRY
+    if isinstance(op, str):
+        op = REGISTRY[op]
+    attrs = dict(attrs or {})
+    specs = [(_Spec(*a) if _is_spec(a) else a) for a in arg_specs]
+    try:
+        key = (op.name, tuple(("T", s.shape, s.dtype.name) if isinstance(s, _Spec) else ("P", _key_of(s))
+                              for s in specs), _key_of(attrs))
+    except TypeError:
+        key = None                            # unhashable attributes: not cached
+    if key is not None:
+        hit = _CACHE.get(key, _MISSING)
+        if hit is not _MISSING:
+            STATS["hits"] += 1
+            return hit
+    fn = _make(op, specs, attrs, rt)
+    if fn is None:
+        STATS["declined"] += 1
+    else:
+        STATS["built"] += 1
+    if key is not None:
+        _CACHE[key] = fn
+    return fn
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def one_op_program(op, specs, attrs) -> Program | None:
+    """The Program of one call of ``op`` (None when its NumPy kernel rejects zeros of these shapes)."""
+    values = []
+
+    def new(kind, shape, dtype, ref=None):
+        v = Value(len(values), kind, tuple(shape), dtype, ref)
+        values.append(v)
+        return v
+    args, inputs, np_args = [], [], []
+    for i, s in enumerate(specs):
+        if isinstance(s, _Spec):
+            v = new("arg", s.shape, s.dtype, (i,))
+            args.append(v)
+            inputs.append(v)
+            np_args.append(np.zeros(s.shape, dtype=s.dtype.np))
+        else:
+            inputs.append(s)
+            np_args.append(s)
+    try:
+        with np.errstate(all="ignore"):
+            res = op.kernel(*np_args, **attrs)
+    except Exception:
+        return None
+    outs = (res,) if op.nout == 1 else tuple(res)
+    out_values = []
+    for r in outs:
+        r = np.asarray(r)
+        try:
+            dt = _dt.from_numpy_dtype(r.dtype)
+        except Exception:
+            return None
+        out_values.append(new("node", r.shape, dt))
+    node = OpNode(op, inputs, dict(attrs), out_values, "<eager>", "forward", False)
+    return Program(values, [Graph(nodes=[node])], list(out_values), args, [], [], [])
+
+
+def _make(op, specs, attrs, rt):
+    if op.name not in DECOMPOSITIONS:
+        return None
+    prog = one_op_program(op, specs, attrs)
+    if prog is None:
+        return None
+    from .cl_runner import CLRunner
+    try:
+        runner = CLRunner(prog, name=f"eager_{op.name}", rt=rt, require_native=True)
+    except Declined:
+        return None
+
+    def run(inputs):
+        return list(runner(list(inputs)).outputs)
+    run.runner = runner
+    return run

@@ -1,0 +1,320 @@
+"""Running a captured program on an OpenCL device: the device counterpart of ``native.NativeRunner``.
+
+``CLRunner(program)`` runs the compiler's pipeline (decompose -> schedule -> ``render_cl``) on the forward
+program and its ahead-of-time backward, renders both into ONE OpenCL program and builds it (binary
+cache: ``cl_device.Runtime.build``). A call binds device arrays and enqueues every kernel of a segment
+back to back: each launch has its own ``cl.Kernel`` object whose arguments were set when the runner
+was built (the arena and constants) or when they last changed (inputs, fresh outputs), so between two
+enqueues there is only the comparison that finds an argument unchanged. Nothing waits for the device
+unless a step needs the host:
+
+- an ``extern`` step (an op without a decomposition, or one the renderer declined) runs the op's NumPy
+  kernel on host copies of its inputs and uploads the results: counted in ``STATS["host_fallbacks"]``;
+- a kernel with an index check (gather, scatter-add) reads the error record after its segment.
+
+Programs that read tensor values in Python (graph breaks) are refused (:class:`Declined`): their guards
+would need the device's values between segments.
+
+Inputs are bound as :class:`cl_device.DeviceArray` s: ``args`` in the order of ``program.args``, ``lifted``
+in the order of ``program.lifted`` (parameters, buffers, optimizer state: written in place when the
+program writes them). Inputs must be contiguous. Outputs, new ``.grad`` arrays and the values the
+backward reads are fresh device arrays (views of them where the program returns a view).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import prims as P
+from .decompose import decompose, Declined
+from .schedule import schedule
+from .lower import strided_layout
+from .ir import map_struct, Value
+from . import render_cl
+from .cl_device import DeviceArray, runtime
+
+STATS = {"programs": 0, "launches": 0, "host_fallbacks": 0}
+
+
+class _Part:
+    """One program (forward or backward) on the device: its schedule, launches and fixed buffers."""
+
+    def __init__(self, program, fwd_values, renderer, name):
+        self.program = program
+        pg = self.pg = decompose(program, fwd_values)
+        for x in pg.items:
+            if not isinstance(x, P.PNode) and x.kind == "read":
+                raise Declined("the program reads tensor values in Python (a graph break)")
+        self.sched = schedule(pg, log_name=name)
+        self.segments = renderer.render_schedule(self.sched, pg.errors)
+        buffers = {b.id: b for b in pg.buffers}
+        for b in self.sched.node_buffer.values():
+            buffers[b.id] = b
+        for e in self.sched.setgrads:
+            if e.grad_buffer is not None:
+                buffers[e.grad_buffer.id] = e.grad_buffer
+        self.buffers = buffers
+        self.inputs = [(buf, v) for vid, buf in pg.inputs.items() if buf.kind != "const"
+                       for v in [buf.value]]
+        self.consts = [buf for buf in pg.inputs.values() if buf.kind == "const"]
+        self.fresh = [b for b in buffers.values() if b.kind == "out" or (b.kind == "temp" and b.escapes)]
+        self.arena_temps = [b for b in buffers.values() if b.kind == "temp" and not b.escapes]
+        self.has_checks = any(ln.check for ls, _ in self.segments for ln in ls)
+
+    def bind(self, rt, prg):
+        """Per-launch kernel objects with the fixed arguments set; the arena; baked constants."""
+        cl = rt.cl
+        self.rt = rt
+        self.arena = rt.alloc(max(int(self.sched.arena_size), 64))
+        self.err = rt.alloc(16) if self.has_checks else None
+        fixed = {}
+        for b in self.arena_temps:
+            off = b.data[1] if isinstance(b.data, tuple) else 0
+            fixed[b.id] = DeviceArray(self.arena, off, b.shape, _cstr(b.shape), b.dtype)
+        self.per_call_consts = []
+        for b in self.consts:
+            if b.data is not None:
+                fixed[b.id] = rt.to_device(b.data)
+            else:
+                self.per_call_consts.append(b)
+        self.fixed = fixed
+        self.plan = []
+        for launches, step in self.segments:
+            seg = []
+            for ln in launches:
+                k = cl.Kernel(prg, ln.fn)
+                varying = []
+                for i, b in enumerate(ln.bufs):
+                    d = fixed.get(b.id)
+                    if d is not None:
+                        k.set_arg(2 * i, d.block)
+                        k.set_arg(2 * i + 1, np.int64(d.elem_offset))
+                    else:
+                        varying.append((2 * i, b.id))
+                if ln.check:
+                    k.set_arg(2 * len(ln.bufs), self.err)
+                elif not ln.bufs:
+                    k.set_arg(0, np.int64(0))
+                seg.append((k, ln.gsize, ln.lsize, varying, [None] * len(varying)))
+            checked = any(ln.check for ln in launches)
+            self.plan.append((seg, None if step is None else step.effect, checked))
+
+    # ---- a call ---------------------------------------------------------------------------------------
+    def run(self, bound: dict) -> dict:
+        """Run every segment over ``bound`` (buffer id -> DeviceArray for the inputs); returns the
+        buffer map (inputs, fresh buffers, extern results)."""
+        rt = self.rt
+        cl = rt.cl
+        q = rt.queue
+        arrs = dict(self.fixed)
+        arrs.update(bound)
+        for b in self.per_call_consts:
+            arrs[b.id] = rt.to_device(np.asarray(b.value.ref))
+        for b in self.fresh:
+            arrs[b.id] = rt.empty(b.shape, b.dtype)
+        if self.err is not None:
+            cl.enqueue_fill_buffer(q, self.err, np.zeros(1, np.int64), 0, 16)
+        enqueue = cl.enqueue_nd_range_kernel
+        for seg, step, checked in self.plan:
+            for k, gs, ls, varying, last in seg:
+                for j, (ai, bid) in enumerate(varying):
+                    d = arrs[bid]
+                    key = (d.block, d.offset)
+                    lk = last[j]
+                    if lk is None or lk[0] is not key[0] or lk[1] != key[1]:
+                        k.set_arg(ai, d.block)
+                        k.set_arg(ai + 1, np.int64(d.elem_offset))
+                        last[j] = key
+                enqueue(q, k, gs, ls)
+            STATS["launches"] += len(seg)
+            if checked:
+                self._check_errors()
+            if step is not None:
+                self._extern(step, arrs)
+        return arrs
+
+    def _check_errors(self):
+        e = np.zeros(2, np.int64)
+        self.rt.cl.enqueue_copy(self.rt.queue, e, self.err, is_blocking=True)
+        if e[0]:
+            from .native import _raise_native_error
+            _raise_native_error(_ErrCtx(self.pg), e)
+
+    def view(self, n, arrs) -> DeviceArray:
+        """The device array of primitive value ``n``: its buffer, or a strided view of its root's."""
+        sched = self.sched
+        b = sched.node_buffer.get(n.id)
+        if b is not None:
+            return _shaped(arrs[b.id], n.shape)
+
+        def is_leaf(x):
+            return x.op == "load" or x.id in sched.mat
+        lay = strided_layout(n, is_leaf)
+        if lay is None:
+            raise RuntimeError(f"ember.compile: internal: no device array for t{n.id}")
+        leaf, strides, off = lay
+        buf = leaf.buffer if leaf.op == "load" else sched.node_buffer[leaf.id]
+        base = arrs[buf.id]
+        return base.view(n.shape, strides, off)
+
+    def _extern(self, e, arrs):
+        """Host fallback: the op's NumPy kernel on host copies; results uploaded."""
+        rt = self.rt
+        STATS["host_fallbacks"] += 1
+
+        def arg(a):
+            if isinstance(a, P.PNode):
+                return rt.to_host(self.view(a, arrs))
+            return a
+        args = [arg(a) for a in e.args]
+        attrs = {k: arg(v) for k, v in e.attrs.items()}
+        op = e.op_node.op
+        res = op.kernel(*args, **attrs)
+        outs = (res,) if op.nout == 1 else res
+        for buf, r in zip(e.outs, outs):
+            r = np.asarray(r)
+            if r.shape != buf.shape:
+                raise RuntimeError(f"ember.compile: {op.name} returned shape {r.shape}, compiled for {buf.shape}")
+            arrs[buf.id] = rt.to_device(np.ascontiguousarray(r, dtype=buf.dtype))
+
+    def escaping(self, n, arrs) -> DeviceArray:
+        """``view(n)``, copied out of the arena if it lies there (the planner should not let it)."""
+        d = self.view(n, arrs)
+        if d.block is self.arena:
+            d = self.rt.copy(d)
+        return d
+
+
+class _ErrCtx:
+    def __init__(self, pg):
+        self.pg = pg
+
+
+def _shaped(d: DeviceArray, shape) -> DeviceArray:
+    shape = tuple(shape)
+    if d.shape == shape:
+        return d
+    return DeviceArray(d.block, d.offset, shape, _cstr(shape), d.dtype)
+
+
+def _cstr(shape):
+    from .lower import cstrides
+    return cstrides(shape)
+
+
+class CLResult:
+    """What a forward call produced: ``outputs`` (the program's output structure, DeviceArrays in place
+    of tensors), ``grads`` (leaf Value -> DeviceArray or None: the ``.grad`` arrays the program set, in
+    order), and ``saved`` (what ``CLRunner.backward`` reads)."""
+
+    __slots__ = ("outputs", "grads", "saved")
+
+    def __init__(self, outputs, grads, saved):
+        self.outputs = outputs
+        self.grads = grads
+        self.saved = saved
+
+
+class CLRunner:
+    """A captured program (and its ahead-of-time backward) compiled to OpenCL; see the module docstring.
+
+    ``runner(args, lifted)`` -> :class:`CLResult`; ``runner.backward(result, grad_outputs, lifted)`` ->
+    gradients (DeviceArrays or None) in the order of ``program.backward.grad_targets``. ``source`` is
+    the OpenCL C, ``launches`` the number of kernel launches per forward call, ``extern_count`` the host
+    fallback steps. Raises ``decompose.Declined`` when the program cannot run on the device (a graph
+    break, float64 without device support; with ``require_native``, any host step)."""
+
+    def __init__(self, program, name="graph", rt=None, require_native=False):
+        self.rt = rt = rt or runtime()
+        self.program = program
+        self.name = name
+        renderer = render_cl.Renderer(render_cl.Device.of(rt))
+        bw = program.backward
+        fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
+        try:
+            self.fwd = _Part(program, fwd_values, renderer, f"{name}/cl_f")
+            self.bwd = _Part(bw, set(), renderer, f"{name}/cl_b") if bw is not None else None
+        except render_cl.Unsupported as e:
+            raise Declined(str(e)) from e
+        if require_native:
+            for part in (self.fwd, self.bwd):
+                for _, st in (part.segments if part is not None else ()):
+                    if st is not None:
+                        raise Declined(f"{st.effect.op_node.op.name} runs on the host: {st.effect.reason}")
+        self.source = renderer.source()
+        prg = rt.build(self.source, renderer.options())
+        for part in (self.fwd, self.bwd):
+            if part is not None:
+                part.bind(rt, prg)
+        self.launches = sum(len(ls) for ls, _ in self.fwd.segments)
+        self.extern_count = sum(1 for _, st in self.fwd.segments if st is not None)
+        self.arg_pos = {v.id: i for i, v in enumerate(program.args)}
+        self.lifted_pos = {v.id: i for i, v in enumerate(program.lifted)}
+        self.bw_lifted_pos = {v.id: i for i, v in enumerate(bw.lifted)} if bw is not None else {}
+        STATS["programs"] += 1
+
+    def _bind(self, part, args, lifted, lifted_pos, extra=None) -> dict:
+        bound = {}
+        for buf, v in part.inputs:
+            if v.kind == "arg":
+                d = args[self.arg_pos[v.id]]
+            elif v.kind == "lifted":
+                d = lifted[lifted_pos[v.id]]
+            else:
+                d = extra(v, buf)
+            if not isinstance(d, DeviceArray):
+                raise TypeError(f"ember.compile(OpenCL): input {v} is a {type(d).__name__}, not a DeviceArray")
+            if d.shape != buf.shape or d.dtype != buf.dtype:
+                raise ValueError(f"ember.compile(OpenCL): input {v} is {d.dtype}{list(d.shape)}, compiled for "
+                                 f"{buf.dtype}{list(buf.shape)}")
+            if not d.is_contiguous():
+                raise ValueError(f"ember.compile(OpenCL): input {v} is not contiguous")
+            bound[buf.id] = d
+        return bound
+
+    def __call__(self, args, lifted=(), grad_enabled=True) -> CLResult:
+        p = self.program
+        part = self.fwd
+        arrs = part.run(self._bind(part, args, lifted, self.lifted_pos))
+        pg = part.pg
+
+        def out(v):
+            if v.kind == "arg":
+                return args[self.arg_pos[v.id]]
+            if v.kind == "lifted":
+                return lifted[self.lifted_pos[v.id]]
+            return part.escaping(pg.outputs[v.id], arrs)
+        outputs = map_struct(p.outputs, lambda v: isinstance(v, Value), out)
+        grads = {}
+        for e in part.sched.setgrads:
+            if e.source is None or e.grad_buffer is None:
+                grads[e.leaf] = None
+            else:
+                grads[e.leaf] = _shaped(arrs[e.grad_buffer.id], e.source.shape)
+        saved = None
+        if self.bwd is not None and grad_enabled:
+            saved = {vid: part.escaping(n, arrs) for vid, n in pg.fwd_needed.items()}
+        return CLResult(outputs, grads, saved)
+
+    def backward(self, result: CLResult, grad_outputs, lifted=()) -> list:
+        """Gradients of ``program.backward.grad_targets`` given the gradients of the differentiable
+        outputs (``grad_outputs``, DeviceArrays or None for zeros, in the order of
+        ``program.backward.grad_outputs``); ``lifted`` in the order of ``program.backward.lifted``."""
+        if self.bwd is None:
+            raise RuntimeError("ember.compile(OpenCL): this program has no compiled backward")
+        bw = self.program.backward
+        rt = self.rt
+        part = self.bwd
+        gpos = {v.id: i for i, v in enumerate(bw.grad_outputs)}
+
+        def extra(v, buf):
+            if v.kind == "grad_in":
+                g = grad_outputs[gpos[v.id]]
+                return rt.zeros(buf.shape, buf.dtype) if g is None else g
+            if v.kind == "fwd":
+                return result.saved[v.ref]
+            raise RuntimeError(f"ember.compile(OpenCL): internal: unbound backward input of kind {v.kind}")
+        arrs = part.run(self._bind(part, (), lifted, self.bw_lifted_pos, extra))
+        res = []
+        for v in bw.outputs:
+            res.append(None if v is None else part.escaping(part.pg.outputs[v.id], arrs))
+        return res

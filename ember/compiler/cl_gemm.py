@@ -268,7 +268,7 @@ def _bench(rt, cfg, M, N, K, reps=5, dtype=np.float32, trans_a=False):
     dc = rt.empty((M, N), dtype)
     gs, ls = sizes(cfg, 1, M, N)
     z = np.int64(0)
-    k.set_args(dc.block, z, da.block, z, db.block, z)
+    k.set_args(dc.block.buffer, z, da.block.buffer, z, db.block.buffer, z)
     rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
     rt.finish()
     ts = []
@@ -299,7 +299,7 @@ def _bench_vec(rt, M, N, K, reps=5, trans=False):
     dc = rt.empty((M, N), np.float32)
     gs, ls = vector_sizes(kind, 1, M, N)
     z = np.int64(0)
-    k.set_args(dc.block, z, da.block, z, db.block, z)
+    k.set_args(dc.block.buffer, z, da.block.buffer, z, db.block.buffer, z)
     rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
     rt.finish()
     ts = []

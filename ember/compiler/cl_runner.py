@@ -64,12 +64,14 @@ class _Part:
         """Per-launch kernel objects with the fixed arguments set; the arena; baked constants."""
         cl = rt.cl
         self.rt = rt
-        self.arena = rt.alloc(max(int(self.sched.arena_size), 64))
-        self.err = rt.alloc(16) if self.has_checks else None
+        self.arena = rt.alloc(max(int(self.sched.arena_size), 64), "compiled program arena")
+        # (the Block is kept: dropping it would hand its buffer to the next allocation)
+        self.err_block = rt.alloc(16, "compiled program error record") if self.has_checks else None
+        self.err = None if self.err_block is None else self.err_block.buffer
         fixed = {}
         for b in self.arena_temps:
             off = b.data[1] if isinstance(b.data, tuple) else 0
-            fixed[b.id] = DeviceArray(self.arena, off, b.shape, _cstr(b.shape), b.dtype)
+            fixed[b.id] = rt.array(self.arena, off, b.shape, b.dtype)
         self.per_call_consts = []
         for b in self.consts:
             if b.data is not None:
@@ -86,8 +88,8 @@ class _Part:
                 for i, b in enumerate(ln.bufs):
                     d = fixed.get(b.id)
                     if d is not None:
-                        k.set_arg(2 * i, d.block)
-                        k.set_arg(2 * i + 1, np.int64(d.elem_offset))
+                        k.set_arg(2 * i, d.block.buffer)
+                        k.set_arg(2 * i + 1, np.int64(d.element_offset))
                     else:
                         varying.append((2 * i, b.id))
                 if ln.check:
@@ -121,8 +123,8 @@ class _Part:
                     key = (d.block, d.offset)
                     lk = last[j]
                     if lk is None or lk[0] is not key[0] or lk[1] != key[1]:
-                        k.set_arg(ai, d.block)
-                        k.set_arg(ai + 1, np.int64(d.elem_offset))
+                        k.set_arg(ai, d.block.buffer)
+                        k.set_arg(ai + 1, np.int64(d.element_offset))
                         last[j] = key
                 enqueue(q, k, gs, ls)
             STATS["launches"] += len(seg)
@@ -154,7 +156,7 @@ class _Part:
         leaf, strides, off = lay
         buf = leaf.buffer if leaf.op == "load" else sched.node_buffer[leaf.id]
         base = arrs[buf.id]
-        return base.view(n.shape, strides, off)
+        return base.view(base.offset + off * base.dtype.itemsize, n.shape, strides)
 
     def _extern(self, e, arrs):
         """Host fallback: the op's NumPy kernel on host copies; results uploaded."""
@@ -193,7 +195,7 @@ def _shaped(d: DeviceArray, shape) -> DeviceArray:
     shape = tuple(shape)
     if d.shape == shape:
         return d
-    return DeviceArray(d.block, d.offset, shape, _cstr(shape), d.dtype)
+    return DeviceArray(d.block, d.offset, shape, _cstr(shape), d.dtype, d.device)
 
 
 def _cstr(shape):

@@ -6,6 +6,10 @@ Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
 - ``train``: training steps of an MLP (batch 64/512) and a small CNN with SGD and Adam;
 - ``compile``: whole training steps (MLP, small GPT) under ``ember.compile`` against ember eager, torch
   and ``torch.compile``, plus the time to the first compiled step with a cold and a warm kernel cache.
+- ``distributed``: ``ember.distributed`` in processes started by mpiexec: all-reduce bandwidth by
+  message size, and MLP/GPT training steps/s on 1 and 2 processes with the share of the gradient
+  all-reduce hidden behind backward (such a suite exposes ``results(repeat, name_filter, threads)``
+  instead of cases).
 
 A suite may also expose ``report(results) -> dict``: called after the results table to print more
 (``compile`` prints speed-ups and first-step times); what it returns is saved by ``--json``.
@@ -14,4 +18,4 @@ A suite may also expose ``report(results) -> dict``: called after the results ta
 against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
 performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead", "train", "compile"]
+SUITES = ["overhead", "train", "compile", "distributed"]

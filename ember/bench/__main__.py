@@ -29,8 +29,11 @@ def _run(args) -> int:
         print(f"unknown suite(s): {', '.join(unknown)}; available: {', '.join(SUITES)}", file=sys.stderr)
         return 2
     cases = []
+    measured: list[Result] = []
     for s in suites:
         mod = importlib.import_module(f"{__package__}.{s}")
+        if hasattr(mod, "results"):      # suites that measure in their own processes (distributed)
+            measured.extend(mod.results(repeat=args.repeat, name_filter=args.filter, threads=args.threads))
         # suites whose cases are costly to build (compile) take the filter, to build only those
         takes_filter = "name_filter" in inspect.signature(mod.cases).parameters
         cases.extend(mod.cases(name_filter=args.filter) if takes_filter else mod.cases())
@@ -41,7 +44,7 @@ def _run(args) -> int:
         it = tqdm(cases, desc="bench", unit="case", disable=not sys.stderr.isatty() and not args.progress)
     except ImportError:
         it = cases
-    results: list[Result] = []
+    results: list[Result] = list(measured)
     for c in it:
         if hasattr(it, "set_postfix_str"):
             it.set_postfix_str(f"{c.suite}/{c.name}")

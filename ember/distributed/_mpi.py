@@ -20,6 +20,7 @@ import traceback
 
 _MPI = None
 _FAULT_TAG = 7301
+_SPIN = 2e-3           # seconds a wait polls (yielding the core) before it starts sleeping between polls
 _GRACE = 1.0           # seconds a failing rank waits for the others to report its error before aborting
 
 
@@ -120,14 +121,20 @@ class Runtime:
 RUNTIME: Runtime | None = None
 
 
-def wait(poll, what: str, timeout: float) -> None:
-    """Call ``poll()`` until it returns True; raise on a peer's failure report or after ``timeout`` s."""
+def wait(poll, what: str, timeout: float, nbytes: int = 0) -> None:
+    """Call ``poll()`` until it returns True; raise on a peer's failure report or after ``timeout`` s.
+
+    MPI moves data only inside MPI calls, so while a transfer of ``nbytes`` can still be under way
+    (estimated at 0.5 GB/s) the loop keeps polling, yielding the core between polls; after that it
+    sleeps between polls, longer and longer (up to 1 ms), as the peer is late."""
     if poll():
         return
     rt = RUNTIME
     start = time.monotonic()
     deadline = start + timeout
+    spin = _SPIN + nbytes / 0.5e9
     nap = 0.0
+    yield_ = os.sched_yield if hasattr(os, "sched_yield") else (lambda: None)
     while True:
         if poll():
             return
@@ -139,14 +146,18 @@ def wait(poll, what: str, timeout: float) -> None:
                 f"ember.distributed: {what} on rank {rt.rank if rt else 0} did not complete within "
                 f"{timeout:g} s (the process group's timeout): another rank may have died, hung, or not "
                 "called this operation")
-        if now - start > 5e-5:           # spin briefly (fast peers), then back off up to 0.5 ms
-            nap = min(nap * 2 if nap else 1e-5, 5e-4)
+        waited = now - start
+        if waited < spin:
+            if waited > 3e-4:
+                yield_()                 # stay runnable (low latency) but let other processes have the core
+        else:                            # a slow peer: sleep, longer and longer (up to 1 ms)
+            nap = min(nap * 2 if nap else 5e-5, 1e-3)
             time.sleep(nap)
 
 
-def wait_requests(reqs: list, what: str, timeout: float) -> None:
+def wait_requests(reqs: list, what: str, timeout: float, nbytes: int = 0) -> None:
     MPI = _MPI
-    wait(lambda: MPI.Request.Testall(reqs), what, timeout)
+    wait(lambda: MPI.Request.Testall(reqs), what, timeout, nbytes)
 
 
 def summarize(exc: BaseException) -> str:

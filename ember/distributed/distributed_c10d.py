@@ -578,8 +578,9 @@ class Work:
     failed or the timeout passed), ``is_completed()`` asks without blocking, ``result()`` gives the
     output tensors."""
 
-    def __init__(self, poll, what: str, timeout: float, finish=None, result=None):
+    def __init__(self, poll, what: str, timeout: float, finish=None, result=None, nbytes: int = 0):
         self._poll = poll
+        self._nbytes = nbytes
         self._what = what
         self._timeout = timeout
         self._finish = finish
@@ -597,7 +598,7 @@ class Work:
         if not self._done:
             secs = self._timeout if timeout is None else _timeout_seconds(timeout, default_pg_timeout)
             try:
-                _mpi.wait(self._poll, self._what, secs)
+                _mpi.wait(self._poll, self._what, secs, self._nbytes)
             except Exception as e:
                 self._exc = e
                 raise
@@ -628,7 +629,8 @@ class Work:
 
 def _run(reqs: list, what: str, pg: ProcessGroup, async_op: bool, finish=None, result=None):
     MPI = _mpi._MPI
-    work = Work(lambda: MPI.Request.Testall(reqs), what, pg._timeout, finish, result)
+    nbytes = sum(t.numel() * t.dtype.itemsize for t in result or ())
+    work = Work(lambda: MPI.Request.Testall(reqs), what, pg._timeout, finish, result, nbytes)
     work._reqs = reqs          # keep buffers' requests reachable
     if async_op:
         return work

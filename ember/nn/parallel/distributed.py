@@ -131,6 +131,7 @@ class _Reducer:
                 off += params[i].numel()
             bucket.flat = np.zeros(off, np.dtype(key))
             self.buckets.append(bucket)
+        self.overlap = True        # False: every bucket waits for the end of backward (benchmarks compare)
         self.active = False
         self.marked = [False] * len(params)
         self.next_launch = 0
@@ -181,7 +182,7 @@ class _Reducer:
         self.marked[i] = True
         self.copy_in(i)
         bucket.pending -= 1
-        if bucket.pending == 0:
+        if bucket.pending == 0 and self.overlap:
             self.launch_ready()
         self.progress()
 
@@ -250,7 +251,8 @@ class _Reducer:
                 reqs.append(ureq)
             tw = time.perf_counter()
             if reqs:
-                _mpi.wait_requests(reqs, "DistributedDataParallel gradient all-reduce", self.pg._timeout)
+                _mpi.wait_requests(reqs, "DistributedDataParallel gradient all-reduce", self.pg._timeout,
+                                   sum(b.flat.nbytes for b in self.buckets if b.req is not None))
             self.stats["wait_s"] += time.perf_counter() - tw
             for i, p in enumerate(self.params):
                 if used_any is not None and not used_any[i]:

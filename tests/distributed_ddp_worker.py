@@ -108,6 +108,7 @@ def main(out_path):
         ddp = DDP(model, bucket_cap_mb=0.1)            # several buckets
         if len(ddp._bucket_sizes()) < 3:
             return f"buckets {ddp._bucket_sizes()}"
+        ddp._reset_ddp_stats()
         loss_fn = ember.nn.CrossEntropyLoss()
         with ddp.no_sync():
             for s in range(2):
@@ -121,6 +122,11 @@ def main(out_path):
         for s in range(3):
             x, y = data(100 + s, n)
             loss_fn(ref(x), y).backward()
+        st = ddp._ddp_stats()
+        if (st["backward_syncs"], st["launched_in_backward"] + st["launched_at_end"]) != (1, len(ddp._bucket_sizes())):
+            return f"one synchronised backward expected, all buckets launched once: {st}"
+        if st["launched_in_backward"] < len(ddp._bucket_sizes()) - 1:
+            return f"buckets should start while backward runs (only the last may wait for its end): {st}"
         g = params_grads(model)
         if not all_equal_across_ranks(g):
             return "gradients differ across ranks after the synchronised backward"

@@ -137,7 +137,9 @@ class _Reducer:
         self.next_launch = 0
         self.sync_next = None      # DDP's forward sets it (True/False); None: decide at backward time
         self.error = None
-        self.stats = {"backward_syncs": 0, "wait_s": 0.0, "finalize_s": 0.0, "bytes": 0}
+        self.stats = {"backward_syncs": 0, "wait_s": 0.0, "finalize_s": 0.0, "bytes": 0, "launched_in_backward": 0,
+                      "launched_at_end": 0}
+        self.finalizing = False
         self.handles = []
         ref = weakref.ref(self)
         for i, p in enumerate(params):
@@ -217,6 +219,7 @@ class _Reducer:
 
     def launch(self, b: _Bucket) -> None:
         b.launched = True
+        self.stats["launched_at_end" if self.finalizing else "launched_in_backward"] += 1
         if self.world == 1:
             return
         from ...distributed import _mpi
@@ -235,6 +238,7 @@ class _Reducer:
     def finalize(self) -> None:
         t0 = time.perf_counter()
         from ...distributed import _mpi
+        self.finalizing = True
         try:
             unused = [i for i, m in enumerate(self.marked) if not m]
             for i in unused:                     # their slots: the current .grad (or zeros)
@@ -262,6 +266,7 @@ class _Reducer:
                 self.copy_out(i)
         finally:
             self.active = False
+            self.finalizing = False
             self.sync_next = None
         self.stats["backward_syncs"] += 1
         self.stats["finalize_s"] += time.perf_counter() - t0
@@ -433,12 +438,13 @@ class DistributedDataParallel(Module):
 
     def _ddp_stats(self) -> dict:
         """Counters of the gradient all-reduce: backward passes synced, seconds spent waiting for
-        buckets at the end of backward, bytes reduced (for benchmarks)."""
+        buckets at the end of backward, bytes reduced, buckets started while backward ran and at its
+        end (for tests and benchmarks)."""
         return dict(self._reducer.stats)
 
     def _reset_ddp_stats(self) -> None:
-        for k in self._reducer.stats:
-            self._reducer.stats[k] = 0 if k in ("backward_syncs", "bytes") else 0.0
+        for k, v in self._reducer.stats.items():
+            self._reducer.stats[k] = type(v)(0)
 
     def _bucket_sizes(self) -> list:
         """Bytes per gradient bucket, in launch order."""

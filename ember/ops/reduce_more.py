@@ -1059,7 +1059,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     if ord == "fro":
         r = vector_norm(A, 2, (d0, d1), keepdim)
     elif ord in ("nuc", 2, -2) and not isinstance(ord, builtins.bool):
-        from .linalg import svdvals      # singular values (and their derivatives) live in ember.linalg
+        from .linalg_decompositions import svdvals      # singular values (and their derivatives) live in ember.linalg
         sv = svdvals(A.movedim((d0, d1), (-2, -1)))
         r = _sum(sv, -1) if ord == "nuc" else (amax if ord == 2 else amin)(sv, -1)
         if keepdim:

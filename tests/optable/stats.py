@@ -78,7 +78,7 @@ CASES = [
     Case("renorm_p1_dim1", lambda m, a: a.renorm(1, 1, 2.0), shapes=((4, 5),)),
 ]
 
-# linalg.matrix_exp (ember/ops/linalg.py), a composition of matmul and solve: values and gradients
+# linalg.matrix_exp (ember/ops/linalg_solvers.py), a composition of matmul and solve: values and gradients
 CASES += [
     Case("matrix_exp", lambda m, a: m.linalg.matrix_exp(a), shapes=((4, 4),), double_backward=True),
     Case("matrix_exp_batched_scaled", lambda m, a: (a * 4).matrix_exp(), shapes=((2, 3, 3),)),

@@ -25,7 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
-from ...ops.linalg import matmul_raw
+from ...ops.linalg_products import matmul_raw
 
 __all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
 

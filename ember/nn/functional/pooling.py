@@ -22,7 +22,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, wrap, _wrap_dim
 from ...autograd.grad_mode import GRAD
 from ...ops.registry import register, apply, dtype_name, node_class, rename
-from ...ops.linalg import matmul_raw
+from ...ops.linalg_products import matmul_raw
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",

@@ -74,8 +74,10 @@ class CDialect:
     primitives, reduction accumulator types, and loop headers (a parallel loop here is an OpenMP loop).
     ``render_cl.CLDialect`` gives the same IR as OpenCL C (the outermost parallel loop over work-items)."""
 
-    # reductions over leading dims accumulate this many kept-inner positions at once (render_special)
-    colreduce_block = 256
+    def colreduce_block(self, kept: int) -> int:
+        """How many kept-inner positions a reduction over leading dims accumulates at once
+        (render_special.gen_colreduce; ``kept`` of them in all)."""
+        return 256
 
     def render(self, prim, dtype, operands) -> str:
         return P.render(prim, dtype, operands)

@@ -107,12 +107,23 @@ class Unsupported(Exception):
 
 
 class CLDialect(CDialect):
-    colreduce_block = 1
+    """OpenCL C. ``cpu``: the device runs work-items as loops on CPU cores (PoCL), where each work-item
+    should walk contiguous memory (chunks, vectorised within the work-item); on GPUs neighbouring
+    work-items take neighbouring elements (grid-stride loops, coalesced accesses)."""
 
-    def __init__(self, fp64: bool, owner=None):
+    def __init__(self, fp64: bool, owner=None, cpu=False, units=1):
         self.fp64 = fp64
         self.owner = owner
-        self.parallel = []          # (ext, step) of parallel loops of the final rendering pass
+        self.cpu = cpu
+        self.units = max(1, int(units))
+        self.parallel = []          # (ext, step, work-items) of parallel loops of the final rendering pass
+
+    def colreduce_block(self, kept: int) -> int:
+        if not self.cpu:
+            return 1                # one kept column per work-item, neighbours reading neighbours
+        # CPU: blocks of contiguous columns (vectorised), two blocks per core when there are columns enough
+        b = -(-kept // (2 * self.units))
+        return max(8, min(256, -(-b // 8) * 8))
 
     def render(self, prim, dtype, operands) -> str:
         cls = P.dclass(dtype)
@@ -134,18 +145,30 @@ class CLDialect(CDialect):
         if parallel_work is None:
             inc = f"{var}++" if step == 1 else f"{var} += {step}"
             return f"for (int64_t {var} = 0; {var} < {ext}L; {inc})", None
+        items = max(1, -(-int(ext) // step))
+        if self.cpu:
+            # a few work-items per core, each a contiguous chunk (tiny kernels: one work-item)
+            n = max(1, min(items, 4 * self.units, int(parallel_work) // 4096))
+            chunk = -(-items // n) * step
+            header = (f"for (int64_t {var} = (int64_t)get_global_id(0) * {chunk}, {var}_end = min({var} + {chunk}L, "
+                      f"{ext}L); {var} < {var}_end; {var} += {step})")
+        else:
+            n = min(items, 1 << 16)
+            s = "" if step == 1 else f" * {step}"
+            header = (f"for (int64_t {var} = (int64_t)get_global_id(0){s}; {var} < {ext}L; "
+                      f"{var} += (int64_t)get_global_size(0){s})")
         if self.owner is None or self.owner.record is None:     # (not the dry run of KernelGen.gen)
-            self.parallel.append((int(ext), int(step)))
-        s = "" if step == 1 else f" * {step}"
-        return (f"for (int64_t {var} = (int64_t)get_global_id(0){s}; {var} < {ext}L; "
-                f"{var} += (int64_t)get_global_size(0){s})", None)
+            self.parallel.append((int(ext), int(step), n))
+        return header, None
 
 
 class CLKernelGen(KernelGen):
     """KernelGen with the OpenCL dialect (one per kernel: the dialect records the parallel loop)."""
 
-    def __init__(self, k, sched, slot_of, errors, options, dialect=None, fp64=True):
-        super().__init__(k, sched, slot_of, errors, options, CLDialect(fp64))
+    def __init__(self, k, sched, slot_of, errors, options, dialect=None, dev=None):
+        dev = dev or Device()
+        super().__init__(k, sched, slot_of, errors, options, CLDialect(dev.fp64, cpu=dev.is_cpu,
+                                                                       units=dev.compute_units))
         self.dialect.owner = self
 
     def gen(self):
@@ -237,16 +260,12 @@ class Renderer:
             self.parts.append(text.replace("__FNAME__", fn))
         return fn
 
-    def _grid(self, ext, step):
-        """(global, local) sizes for a grid-stride loop over ``ext`` in steps of ``step``."""
-        items = max(1, -(-ext // step))
+    def _grid(self, items):
+        """(global, local) sizes for ``items`` work-items of a parallel loop."""
         if self.dev.is_cpu:
-            local = 16 if items >= 16 else 1
-            groups = min(-(-items // local), 8 * max(1, self.dev.compute_units))
-        else:
-            local = min(128, self.dev.max_work_group) if items >= 128 else (32 if items >= 32 else 1)
-            groups = min(-(-items // local), 4096)
-        return (groups * local,), (local,)
+            return (items,), (1,)
+        local = min(128, self.dev.max_work_group) if items >= 128 else (32 if items >= 32 else 1)
+        return (-(-items // local) * local,), (local,)
 
     def render_schedule(self, sched, errors=()) -> list:
         """[(launches, step or None)] per segment of ``sched`` (kernels are added to this program)."""
@@ -274,9 +293,8 @@ class Renderer:
         return launches
 
     def _loop_like(self, k, sched, errors, elide) -> Launch:
-        fp64 = self.dev.fp64
-        g = _gen_kernel(k, sched, lambda b: "", errors, None, elide,
-                        gen_class=lambda *a: CLKernelGen(*a, fp64=fp64))
+        dev = self.dev
+        g = _gen_kernel(k, sched, lambda b: "", errors, None, elide, gen_class=lambda *a: CLKernelGen(*a, dev=dev))
         bufs = [g.used[bid] for bid in g.order]
         params = []
         decls = []
@@ -290,8 +308,7 @@ class Renderer:
                 + "\n".join(decls) + ("\n" if decls else "") + g.body + "\n}")
         fn = self._function(text)
         if g.dialect.parallel:
-            ext, step = g.dialect.parallel[0]
-            gs, ls = self._grid(ext, step)
+            gs, ls = self._grid(g.dialect.parallel[0][2])
         else:
             gs, ls = (1,), (1,)
         return Launch(fn, bufs, gs, ls, g.has_check, k.describe())

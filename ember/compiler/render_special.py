@@ -188,7 +188,7 @@ def gen_colreduce(g, dry, records=None):
     t = P.ctype(n.dtype)
     oidx_base = [xidx[d] if d not in axes else Aff() for d in range(nd)]
     if kin:
-        BLK = g.dialect.colreduce_block
+        BLK = g.dialect.colreduce_block(kin_ext)
         # the flattened kept-inner index v = kb + q
         g.ranges["q"] = (0, BLK - 1)
         g.ranges["kb"] = (0, max(kin_ext - 1, 0))

@@ -580,7 +580,7 @@ def test_nonzero_shapes_and_out():
 
 
 def test_where_single_argument_equals_nonzero_as_tuple():
-    from ember.ops.index import _where_single
+    from ember.ops.index_masked import _where_single
     c = ember.tensor([[0.0, 1.0], [2.0, 0.0]])
     for a, b in zip(ember.where(c), _where_single(c)):
         np.testing.assert_array_equal(a._data, b._data)

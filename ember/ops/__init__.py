@@ -2,8 +2,9 @@
 import importlib
 
 FAMILIES = ["elementwise", "shape", "reduce", "creation", "inplace", "unary", "binary", "compare",
-            "reduce_more", "index", "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers",
-            "linalg_decompositions", "linalg_norms", "shape_more", "random_ops", "stats"]
+            "reduce_more", "index", "index_masked", "index_scatter", "index_dim",
+            "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers", "linalg_decompositions",
+            "linalg_norms", "shape_more", "random_ops", "stats"]
 
 
 def _load_all():

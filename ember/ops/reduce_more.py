@@ -31,7 +31,7 @@ from .registry import register, apply, attach, dtype_name, FUNCTIONS, node_class
 from ._util import dims_arg, wrap_dim, int_arg
 from .reduce import _expand_back, sum as _sum, mean as _mean, SUM
 from .shape import PUT_FLAT
-from .index import SCATTER, SCATTER_ADD
+from .index_scatter import SCATTER, SCATTER_ADD
 from .creation import zeros as _zeros, ones as _ones
 
 _INF = float("inf")

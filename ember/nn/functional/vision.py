@@ -551,7 +551,7 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
         vals = apply(GATHER, (flat, lin), {"dim": 2}).reshape(N, C, Ho, Wo)    # (in range: clamped above)
         return vals, (xin & yin).to(idt)
 
-    from ...ops.index import GATHER
+    from ...ops.index_scatter import GATHER
     i64 = _dt.int64
     if mode == "nearest":
         xn = ix.detach().round().to(i64)                # nearbyint: half to even, as torch

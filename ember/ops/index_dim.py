@@ -1,0 +1,260 @@
+"""Ops indexing one dim with a vector of indices: ``index_select``, ``index_add``, ``index_copy`` and
+``index_fill`` (with their in-place forms)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from .registry import register, apply, attach, dtype_name
+from ._util import wrap_dim, fmt_shape, check_scalar_fits
+from .inplace import write_result, copy_out
+from .index import _NUMBER, _first_bad, _tensor_arg, _zeros
+from .index_scatter import _nd1
+
+
+# ---- index_select / index_add / index_copy / index_fill ---------------------------------------------
+
+
+def _dim_key(dim, idx):
+    return (slice(None),) * dim + (idx,)
+
+
+def _index_select_kernel(x, index, dim):
+    return np.take(x, index.astype(np.intp, copy=False), axis=dim)
+
+
+def _index_select_bw(ctx, g):
+    index = ctx.inputs[1]
+    zero = _zeros(ctx.in_shape(0), g._dtype)
+    return apply(INDEX_ADD, (zero, index, g), {"dim": ctx.attrs["dim"], "alpha": 1}), None
+
+
+INDEX_SELECT = register("index_select", _index_select_kernel, _index_select_bw, save="1", prim="gather")
+
+
+def _vector_index(index: Tensor) -> Tensor:
+    return index.reshape((1,)) if index._data.ndim == 0 else index
+
+
+def index_select(input, dim: int, index, *, out=None) -> Tensor:
+    """The slices of ``input`` along ``dim`` at the positions in the 1-D ``index``."""
+    _tensor_arg(input, "index_select", "input", 1)
+    _tensor_arg(index, "index_select", "index", 3)
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    if index._dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if index._data.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    x = input.reshape((1,)) if nd == 0 else input
+    size = x._data.shape[d]
+    if index._data.size and size == 0:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    if _first_bad(index._data, size, False) is not None:
+        raise IndexError("index out of range in self")
+    r = apply(INDEX_SELECT, (x, _vector_index(index)), {"dim": d})
+    if nd == 0:
+        r = r.reshape(())
+    return r if out is None else copy_out(r, out)
+
+
+def _index_add_kernel(x, index, source, dim, alpha):
+    out = np.array(x, copy=True)
+    src = source if alpha == 1 else source * np.asarray(alpha).astype(out.dtype)
+    np.add.at(out, _dim_key(dim, index.astype(np.intp, copy=False)), src.astype(out.dtype, copy=False))
+    return out
+
+
+def _index_add_bw(ctx, g):
+    a = ctx.attrs
+    index = ctx.inputs[1]
+    gs = None
+    if ctx.edges[2] is not None:
+        gs = apply(INDEX_SELECT, (g, index), {"dim": a["dim"]})
+        if a["alpha"] != 1:
+            gs = gs * a["alpha"]
+    return (g if ctx.edges[0] is not None else None), None, gs
+
+
+INDEX_ADD = register("index_add", _index_add_kernel, _index_add_bw, save="1", prim="scatter_add")
+
+
+def _index_source_checks(op, x, d, index, source, long_only=False):
+    nd = x._data.ndim
+    if long_only:
+        if index._dtype is not _dt.int64:
+            raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {dtype_name(index._dtype)}")
+    elif index._dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: {dtype_name(index._dtype)}")
+    if index._data.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {index._data.ndim} with type: "
+                         f"{dtype_name(index._dtype)} and size: {fmt_shape(index._data.shape)}")
+    if source._dtype is not x._dtype:
+        if op == "index_copy_":
+            raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                               f"{dtype_name(x._dtype)} and (source) {dtype_name(source._dtype)}")
+        raise RuntimeError(f"{op}(): self ({dtype_name(x._dtype)}) and source ({dtype_name(source._dtype)}) must "
+                           f"have the same scalar type")
+    n = index._data.size
+    sshape = _nd1(source._data.shape) if nd else (source._data.size,)
+    xshape = _nd1(x._data.shape)
+    if len(sshape) != len(xshape) and source._data.ndim:
+        raise RuntimeError(f"{op}(): source and self must have the same number of dimensions, got source "
+                           f"{fmt_shape(source._data.shape)} and self {fmt_shape(x._data.shape)}")
+    if sshape[d] != n:
+        if op == "index_copy_":
+            raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({sshape[d]})")
+        raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim): ({sshape[d]}), "
+                           f"for dim: {d}")
+    for k, (a, b) in enumerate(zip(xshape, sshape)):
+        if k != d and a != b:
+            if op == "index_copy_":
+                raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                                   f"Destination slice shape: {fmt_shape(xshape[:d] + xshape[d + 1:])[1:-1]} at "
+                                   f"dimension {d} and source slice shape: "
+                                   f"{fmt_shape(sshape[:d] + sshape[d + 1:])[1:-1]} at dimension 0.")
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
+                               f"dimension. Got self.shape = {fmt_shape(x._data.shape)} source.shape = "
+                               f"{fmt_shape(source._data.shape)}")
+    bad = _first_bad(index._data, xshape[d], False)
+    if bad is not None and op == "index_add_" and nd <= 1:
+        raise IndexError("index out of range in self")     # torch's 1-D index_add_ kernel words it so
+    if bad is not None:
+        prefix = "index_copy_(): " if op == "index_copy_" else ""
+        exc = IndexError if op == "index_copy_" else RuntimeError
+        raise exc(f"{prefix}index {bad} is out of bounds for dimension {d} with size {xshape[d]}")
+
+
+def _as_1d_pair(x, index, source):
+    """0-dim self/index/source are handled as 1-element vectors (as torch does)."""
+    index = _vector_index(index)
+    if x._data.ndim == 0:
+        x = x.reshape((1,))
+    if source._data.ndim == 0:
+        source = source.reshape((1,))
+    return x, index, source
+
+
+def index_add(input, dim: int, index, source, *, alpha=1, out=None) -> Tensor:
+    """``input`` with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
+    _tensor_arg(input, "index_add", "input", 1)
+    _tensor_arg(index, "index_add", "index", 3)
+    _tensor_arg(source, "index_add", "source", 4)
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    _index_source_checks("index_add_", input, d, index, source)
+    x, idx, src = _as_1d_pair(input, index, source)
+    r = apply(INDEX_ADD, (x, idx, src), {"dim": d, "alpha": alpha})
+    if nd == 0:
+        r = r.reshape(())
+    return r if out is None else copy_out(r, out)
+
+
+def _index_copy_kernel(x, index, source, dim):
+    out = np.array(x, copy=True)
+    out[_dim_key(dim, index.astype(np.intp, copy=False))] = source
+    return out
+
+
+def _index_copy_bw(ctx, g):
+    index = ctx.inputs[1]
+    dim = ctx.attrs["dim"]
+    gx = gs = None
+    if ctx.edges[0] is not None:
+        gx = apply(INDEX_FILL, (g, index, 0), {"dim": dim})
+    if ctx.edges[2] is not None:
+        gs = apply(INDEX_SELECT, (g, index), {"dim": dim})
+    return gx, None, gs
+
+
+INDEX_COPY = register("index_copy", _index_copy_kernel, _index_copy_bw, save="1", prim="scatter")
+
+
+def index_copy(input, dim: int, index, source, *, out=None) -> Tensor:
+    """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    _tensor_arg(input, "index_copy", "input", 1)
+    _tensor_arg(index, "index_copy", "index", 3)
+    _tensor_arg(source, "index_copy", "source", 4)
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    _index_source_checks("index_copy_", input, d, index, source, long_only=True)
+    x, idx, src = _as_1d_pair(input, index, source)
+    r = apply(INDEX_COPY, (x, idx, src), {"dim": d})
+    if nd == 0:
+        r = r.reshape(())
+    return r if out is None else copy_out(r, out)
+
+
+def _index_fill_kernel(x, index, value, dim):
+    out = np.array(x, copy=True)
+    out[_dim_key(dim, index.astype(np.intp, copy=False))] = np.asarray(value).astype(out.dtype)
+    return out
+
+
+def _index_fill_bw(ctx, g):
+    index = ctx.inputs[1]
+    dim = ctx.attrs["dim"]
+    gx = gv = None
+    if ctx.edges[0] is not None:
+        gx = apply(INDEX_FILL, (g, index, 0), {"dim": dim})
+    if ctx.edges[2] is not None:
+        # every filled slice received the value once (repeated or negative indices fill once)
+        filled = apply(INDEX_FILL, (_zeros(g._data.shape, g._dtype), index, 1), {"dim": dim})
+        gv = (g * filled).sum()
+    return gx, None, gv
+
+
+INDEX_FILL = register("index_fill", _index_fill_kernel, _index_fill_bw, save="1", prim="scatter")
+
+
+def index_fill(input, dim: int, index, value) -> Tensor:
+    """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or 0-dim tensor)."""
+    _tensor_arg(input, "index_fill", "input", 1)
+    _tensor_arg(index, "index_fill", "index", 3)
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    if index._dtype is not _dt.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index._data.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+    elif not isinstance(value, _NUMBER):
+        raise TypeError(f"index_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
+    else:
+        check_scalar_fits(value, input._dtype)
+    x = input.reshape((1,)) if nd == 0 else input
+    size = x._data.shape[d]
+    bad = _first_bad(index._data, size, True)
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    # (negative indices count from the end in the kernel, as NumPy reads them)
+    r = apply(INDEX_FILL, (x, _vector_index(index), value), {"dim": d})
+    return r.reshape(()) if nd == 0 else r
+
+
+def _index_add_(self, dim, index, source, *, alpha=1):
+    """In-place ``index_add``."""
+    return write_result(self, lambda s: index_add(s, dim, index, source, alpha=alpha), "index_add_")
+
+
+def _index_copy_(self, dim, index, source):
+    """In-place ``index_copy``."""
+    return write_result(self, lambda s: index_copy(s, dim, index, source), "index_copy_")
+
+
+def _index_fill_(self, dim, index, value):
+    """In-place ``index_fill``."""
+    return write_result(self, lambda s: index_fill(s, dim, index, value), "index_fill_")
+
+
+attach("index_select", index_select)
+attach("index_add", index_add)
+attach("index_copy", index_copy)
+attach("index_fill", index_fill)
+attach("index_add_", _index_add_, function=False)
+attach("index_copy_", _index_copy_, function=False)
+attach("index_fill_", _index_fill_, function=False)

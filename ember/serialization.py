@@ -33,6 +33,7 @@ import contextlib
 import importlib
 import io
 import mmap as _mmap
+import operator
 import os
 import pickle
 import pickletools
@@ -59,6 +60,20 @@ DEFAULT_PROTOCOL = 2
 _ALIGNMENT = 64
 _ZIP64_LIMIT = 0xFFFFFFFF  # sizes/offsets from here on need zip64 fields (a module constant so tests can lower it)
 _CHUNK = 1 << 24
+
+# Bounds on what a checkpoint can make ember allocate beyond its own size on disk. They are module
+# attributes: raise them (``ember.serialization.MAX_INFLATE_RATIO = 2000``) to load a file you trust.
+# torch.save and ember.save write every member uncompressed, so their files never come near them.
+MAX_INFLATE_RATIO = 100  # a compressed zip member may inflate to this many times its stored bytes ...
+INFLATE_ALLOWANCE = 64 << 20  # ... or to this many bytes, whichever is more
+MAX_CALL_ALLOCATION = 64 << 20  # bytes one call of an allowlisted global (bytearray(n), Tensor(n)) may allocate
+
+
+class _CheckpointLimitError(pickle.UnpicklingError):
+    """A zip member whose declared sizes are out of bounds: refused before anything is inflated.
+
+    Raised as is (not as a weights-only failure): loading with ``weights_only=False`` would not help.
+    """
 
 # torch's storage class for each ember dtype (the class names a typed storage in a checkpoint)
 _STORAGE_NAME = {
@@ -469,6 +484,45 @@ def _decode(v):
     return v.decode("ascii") if isinstance(v, (bytes, bytearray)) else v
 
 
+class _OpcodeTable(dict):
+    """The unpickler's opcode dispatch table: an opcode it lacks is an UnpicklingError (as in torch's
+    weights-only unpickler and the C unpickler), not the Python unpickler's KeyError."""
+
+    def __missing__(self, op):
+        raise pickle.UnpicklingError(f"Unsupported operand {op}")
+
+
+def _index(v):
+    try:
+        return operator.index(v)
+    except Exception:
+        return None
+
+
+def _call_allocation(func, args: tuple) -> int:
+    """A lower bound on the bytes calling allowed global ``func`` on ``args`` allocates beyond the
+    objects the pickle itself holds: ``bytearray(n)``/``bytes(n)`` make n bytes, ``Tensor(*sizes)``
+    an uninitialized tensor, and the builtins that iterate an argument materialize a tensor's elements
+    (a zero-stride view of one element can claim any size)."""
+    if (func is bytes or func is bytearray) and len(args) == 1:
+        n = _index(args[0])
+        if n is not None:
+            return n
+    if func is Tensor and args and (len(args) > 1 or isinstance(args[0], int)):
+        sizes = [_index(a) for a in args]
+        if all(n is not None and n >= 0 for n in sizes):
+            total = _dt.get_default_dtype().itemsize
+            for n in sizes:
+                total *= n
+            return total
+    if any(func is f for f in _ITERATING_GLOBALS):
+        return sum(a._data.size * a._dtype.itemsize for a in args if isinstance(a, Tensor))
+    return 0
+
+
+_ITERATING_GLOBALS = (bytes, bytearray, set, frozenset, collections.Counter, collections.OrderedDict, Size, Tensor)
+
+
 class _WeightsOnlyUnpickler(pickle._Unpickler):
     """The stdlib's Python unpickler with torch's weights-only restrictions.
 
@@ -477,13 +531,14 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
     lists and dicts, so a checkpoint can never reach code the allowlist does not name.
     """
 
-    dispatch = dict(pickle._Unpickler.dispatch)
+    dispatch = _OpcodeTable(pickle._Unpickler.dispatch)
 
     def __init__(self, file, loader, **kwargs):
         super().__init__(file, **kwargs)
         self._loader = loader
         self._user = _user_allowed_globals()
         self._allowed_ids: dict[int, object] = {}
+        self._names: dict[int, str] = {}
 
     def find_class(self, module, name):
         module, name = _fix_py2_name(module, name)
@@ -505,6 +560,7 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
                 f"`ember.serialization.safe_globals([{shown}])` context manager to allowlist this global "
                 "if you trust this class/function.")
         self._allowed_ids[id(obj)] = obj
+        self._names.setdefault(id(obj), full)
         return obj
 
     def persistent_load(self, pid):
@@ -513,10 +569,23 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
     def _is_allowed(self, obj) -> bool:
         return id(obj) in self._allowed_ids
 
+    def _check_allocation(self, func, args) -> None:
+        """Refuse a call of an allowed global that would allocate more than ``MAX_CALL_ALLOCATION``."""
+        if not isinstance(args, tuple):
+            return  # not a call pickle would make (REDUCE/NEWOBJ raise on it themselves)
+        cost = _call_allocation(func, args)
+        if cost > MAX_CALL_ALLOCATION:
+            name = self._names.get(id(func), repr(func))
+            shown = ", ".join(str(a) if type(a) is int else f"<{type(a).__name__}>" for a in args)
+            raise pickle.UnpicklingError(
+                f"{name}({shown}) would allocate {cost} bytes, more than the {MAX_CALL_ALLOCATION} bytes "
+                "(ember.serialization.MAX_CALL_ALLOCATION) one call of an allowed global may allocate")
+
     def load_reduce(self):
         func = self.stack[-2]
         if not self._is_allowed(func):
             raise pickle.UnpicklingError(f"Trying to call reduce for unrecognized function {func!r}")
+        self._check_allocation(func, self.stack[-1])
         pickle._Unpickler.load_reduce(self)
     dispatch[pickle.REDUCE[0]] = load_reduce
 
@@ -525,6 +594,7 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
         if not self._is_allowed(cls):
             raise pickle.UnpicklingError(
                 f"Can only create new object for classes allowlisted via `add_safe_globals` but got {cls!r}")
+        self._check_allocation(cls, self.stack[-1])
         pickle._Unpickler.load_newobj(self)
     dispatch[pickle.NEWOBJ[0]] = load_newobj
 
@@ -533,6 +603,7 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
         if not self._is_allowed(cls):
             raise pickle.UnpicklingError(
                 f"Can only create new object for classes allowlisted via `add_safe_globals` but got {cls!r}")
+        self._check_allocation(cls, self.stack[-2])
         pickle._Unpickler.load_newobj_ex(self)
     dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
 
@@ -542,6 +613,10 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
             raise pickle.UnpicklingError(f"Trying to instantiate unrecognized class {cls!r}")
         pickle._Unpickler.load_obj(self)
     dispatch[pickle.OBJ[0]] = load_obj
+
+    def _instantiate(self, klass, args):  # INST and OBJ
+        self._check_allocation(klass, tuple(args))
+        pickle._Unpickler._instantiate(self, klass, args)
 
     def load_build(self):
         inst = self.stack[-2]
@@ -679,7 +754,12 @@ def _restore_location(map_location):
 
 
 class _CheckpointReader:
-    """Reads the records of one checkpoint and serves its storages to the unpickler."""
+    """Reads the records of one checkpoint and serves its storages to the unpickler.
+
+    Every member's sizes are checked against the zip directory and the file before a byte of it is
+    read or inflated (:meth:`info`), and reads never inflate past the declared size, so a small file
+    cannot make ember allocate much more than it holds.
+    """
 
     def __init__(self, zf: zipfile.ZipFile, mm, restore):
         self.zf = zf
@@ -688,6 +768,8 @@ class _CheckpointReader:
         names = zf.namelist()
         if not names:
             raise RuntimeError("ember.load: the checkpoint zip archive is empty")
+        zf.fp.seek(0, os.SEEK_END)
+        self.file_size = zf.fp.tell()
         self.prefix = names[0].split("/", 1)[0]
         self._names = set(names)
         if f"{self.prefix}/data.pkl" not in self._names:
@@ -695,7 +777,10 @@ class _CheckpointReader:
                 raise RuntimeError("ember.load: this is a TorchScript archive (torch.jit.save); ember loads "
                                    "checkpoints written by torch.save")
             raise RuntimeError("PytorchStreamReader failed locating file data.pkl: file not found")
-        order = self.record("byteorder").tobytes() if self.has("byteorder") else b"little"
+        order = b"little"
+        if self.has("byteorder"):
+            info = self.info("byteorder")
+            order = self.record("byteorder", info).tobytes() if info.file_size <= 16 else b"<too long>"
         if order not in (b"little", b"big"):
             raise ValueError("Unknown endianness type: " + order.decode(errors="replace"))
         self.swap = order.decode() != sys.byteorder
@@ -705,31 +790,81 @@ class _CheckpointReader:
     def has(self, name: str) -> bool:
         return f"{self.prefix}/{name}" in self._names
 
-    def record(self, name: str) -> np.ndarray:
-        """A record's bytes as a writable uint8 array (a private copy-on-write map when mmap'ed)."""
+    def info(self, name: str) -> zipfile.ZipInfo:
+        """The zip entry of record ``name``, refused if its declared sizes are out of bounds."""
         full = f"{self.prefix}/{name}"
         try:
             info = self.zf.getinfo(full)
         except KeyError:
             raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not found") from None
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise RuntimeError(f"ember.load: zip member {full} uses compression method {info.compress_type}; "
+                               "checkpoints are stored or deflated (methods 0 and 8)")
+        n, packed = info.file_size, info.compress_size
+        if info.header_offset + packed > self.file_size:
+            raise _CheckpointLimitError(
+                f"ember.load: zip member {full} declares {packed} bytes of data at offset {info.header_offset}, "
+                f"past the end of the {self.file_size}-byte file")
+        if info.compress_type == zipfile.ZIP_STORED and n != packed:
+            raise _CheckpointLimitError(f"ember.load: zip member {full} is stored uncompressed but declares "
+                                        f"{n} bytes of content in {packed} bytes of data")
+        if n > max(INFLATE_ALLOWANCE, MAX_INFLATE_RATIO * packed):
+            raise _CheckpointLimitError(
+                f"ember.load: zip member {full} declares {n} bytes inflated from {packed} compressed bytes, more "
+                f"than ember.serialization.MAX_INFLATE_RATIO ({MAX_INFLATE_RATIO}) times its size and more than "
+                f"INFLATE_ALLOWANCE ({INFLATE_ALLOWANCE} bytes); refusing to inflate it (raise the bound to load a "
+                "file you trust)")
+        return info
+
+    def record(self, name: str, info: zipfile.ZipInfo | None = None) -> np.ndarray:
+        """A record's bytes as a writable uint8 array (a private copy-on-write map when mmap'ed).
+
+        Both ways check the record's CRC-32 (``zipfile.BadZipFile`` on a mismatch)."""
+        if info is None:
+            info = self.info(name)
         n = info.file_size
         if self.mm is not None and n and info.compress_type == zipfile.ZIP_STORED:
-            sig, *_, name_len, extra_len = struct.unpack_from("<IHHHHHIIIHH", self.mm, info.header_offset)
-            if sig != 0x04034B50:
-                raise RuntimeError(f"ember.load: bad zip local header for record {name}")
-            start = info.header_offset + 30 + name_len + extra_len
-            return np.frombuffer(self.mm, dtype=np.uint8, count=n, offset=start)
+            return self._mapped(name, info)
         buf = np.empty(n, dtype=np.uint8)
         mv = memoryview(buf)
         with self.zf.open(info) as src:
             pos = 0
-            while pos < n:
+            while pos < n:  # zipfile inflates at most what each read asks for, and checks the CRC at the end
                 chunk = src.read(min(_CHUNK, n - pos))
                 if not chunk:
                     raise RuntimeError(f"ember.load: record {name} is truncated")
                 mv[pos:pos + len(chunk)] = chunk
                 pos += len(chunk)
         return buf
+
+    def _mapped(self, name: str, info: zipfile.ZipInfo) -> np.ndarray:
+        mm, n = self.mm, info.file_size
+        if info.header_offset + 30 > len(mm):
+            raise zipfile.BadZipFile(f"Truncated file header for {info.filename!r}")
+        sig, *_, name_len, extra_len = struct.unpack_from("<IHHHHHIIIHH", mm, info.header_offset)
+        if sig != 0x04034B50:
+            raise zipfile.BadZipFile(f"Bad magic number for file header of {info.filename!r}")
+        start = info.header_offset + 30 + name_len + extra_len
+        if mm[info.header_offset + 30:info.header_offset + 30 + name_len] != info.orig_filename.encode("utf-8"):
+            raise zipfile.BadZipFile(f"File name in directory {info.orig_filename!r} and its local header differ")
+        if start + n > len(mm):
+            raise RuntimeError(f"ember.load: record {name} is truncated")
+        crc = 0
+        with memoryview(mm) as view:
+            for i in range(start, start + n, _CHUNK):
+                crc = zlib.crc32(view[i:min(i + _CHUNK, start + n)], crc)
+        if crc != info.CRC:
+            raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")  # zipfile's message without mmap
+        return np.frombuffer(mm, dtype=np.uint8, count=n, offset=start)
+
+    def read_pickle(self) -> bytes:
+        """data.pkl's bytes, read with one allocation of its (bounded) declared size."""
+        info = self.info("data.pkl")
+        with self.zf.open(info) as src:
+            data = src.read(info.file_size)
+        if len(data) != info.file_size:
+            raise RuntimeError("ember.load: record data.pkl is truncated")
+        return data
 
     def storage(self, pid) -> CheckpointStorage:
         """persistent_load: ``('storage', storage_type, key, location, numel)`` -> a storage."""
@@ -741,21 +876,24 @@ class _CheckpointReader:
         if not isinstance(stype, _StorageType):
             raise pickle.UnpicklingError(f"the storage type of a persistent id is {stype!r}, expected a torch storage class")
         key, location = _decode(key), _decode(location)
-        if not isinstance(key, str) or not isinstance(numel, int) or numel < 0:
+        if not isinstance(key, str) or isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
             raise pickle.UnpicklingError(f"malformed storage persistent id {pid!r}")
         dtype = stype.dtype
         cached = self._storages.get((key, dtype))
         if cached is not None:
             return cached
+        expected = numel * dtype.itemsize
         buf = self._bufs.get(key)
+        info = self.info(f"data/{key}") if buf is None else None
+        have = buf.size if buf is not None else info.file_size
+        if have != expected:  # as torch: the record holds exactly the storage, checked before reading it
+            raise RuntimeError(f"ember.load: record data/{key} has {have} bytes but its storage is declared as "
+                               f"{numel} elements of {dtype} ({expected} bytes)")
         if buf is None:
-            buf = self.record(f"data/{key}")
+            buf = self.record(f"data/{key}", info)
             if self.swap and dtype.itemsize > 1:  # the file was written on a machine of the other byte order
-                buf[: buf.size - buf.size % dtype.itemsize].view(dtype.np).byteswap(inplace=True)
+                buf.view(dtype.np).byteswap(inplace=True)
             self._bufs[key] = buf
-        if numel * dtype.itemsize > buf.size:
-            raise RuntimeError(f"ember.load: storage {key} should hold {numel} elements of {dtype} "
-                               f"({numel * dtype.itemsize} bytes) but its record has {buf.size} bytes")
         st = self.restore(CheckpointStorage(buf, dtype), location)
         self._storages[(key, dtype)] = st
         return st
@@ -823,11 +961,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         if mmap:
             mm = _mmap.mmap(opened.fileno(), 0, access=_mmap.ACCESS_COPY)
         reader = _CheckpointReader(zf, mm, restore)
-        data = io.BytesIO(reader.record("data.pkl").tobytes())
+        data = io.BytesIO(reader.read_pickle())
         if weights_only:
             unpickler = _WeightsOnlyUnpickler(data, reader, **pickle_load_args)
             try:
                 return unpickler.load()
+            except _CheckpointLimitError:
+                raise
             except pickle.UnpicklingError as e:
                 raise pickle.UnpicklingError(_weights_only_message(str(e))) from None
         base = (pickle_module or pickle).Unpickler
@@ -835,6 +975,44 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     finally:
         if opened is not None:
             opened.close()
+
+
+_STRING_OPS = frozenset({"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE",
+                         "BINUNICODE8"})
+
+
+def _globals_in_pickle(data: bytes) -> list:
+    """(module, name) of every global a pickle names, read without running it: GLOBAL and INST (protocols
+    0/1; OBJ calls a class some GLOBAL pushed), and STACK_GLOBAL with its two strings followed through
+    the memo, since protocol 4+ pickles memoize a module name once and fetch it for the next global."""
+    found = []
+    pushed = []  # what the opcodes so far left on the stack, as far as STACK_GLOBAL needs: str or None
+    memo = {}
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            name = op.name
+            if name in ("GLOBAL", "INST"):
+                found.append(tuple(arg.split(" ", 1)))
+                pushed.append(None)
+            elif name == "STACK_GLOBAL":
+                module, qualname = (pushed[-2], pushed[-1]) if len(pushed) >= 2 else (None, None)
+                del pushed[-2:]
+                if isinstance(module, str) and isinstance(qualname, str):
+                    found.append((module, qualname))
+                pushed.append(None)
+            elif name in _STRING_OPS:
+                pushed.append(arg if isinstance(arg, str) else None)
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                pushed.append(memo.get(arg))
+            elif name == "MEMOIZE":
+                memo[len(memo)] = pushed[-1] if pushed else None
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[arg] = pushed[-1] if pushed else None
+            elif op.stack_after:
+                pushed.append(None)
+    except ValueError as e:  # pickletools: an unknown opcode or a truncated argument
+        raise pickle.UnpicklingError(f"data.pkl is not a valid pickle: {e}") from None
+    return found
 
 
 def get_unsafe_globals_in_checkpoint(f) -> list:
@@ -845,16 +1023,9 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
         except (pickle.UnpicklingError, EOFError, RuntimeError):
             raise ValueError("Expected input to be a checkpoint returned by torch.save") from None
         reader = _CheckpointReader(zf, None, lambda s, loc: s)
-        data = reader.record("data.pkl").tobytes()
+        data = reader.read_pickle()
     user = _user_allowed_globals()
-    found, strings = [], []
-    for op, arg, _ in pickletools.genops(data):
-        if op.name == "GLOBAL":
-            found.append(tuple(arg.split(" ", 1)))
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            found.append((strings[-2], strings[-1]))
-        if isinstance(arg, str) and op.name not in ("GLOBAL",):
-            strings.append(arg)
+    found = _globals_in_pickle(data)
     unsafe = []
     for module, name in found:
         module, name = _fix_py2_name(module, name)

@@ -127,6 +127,8 @@ def main(out_path):
             return f"one synchronised backward expected, all buckets launched once: {st}"
         if st["launched_in_backward"] < len(ddp._bucket_sizes()) - 1:
             return f"buckets should start while backward runs (only the last may wait for its end): {st}"
+        if not ddp._reducer.background:
+            return "the buckets in flight were not handed to the MPI progress thread"
         g = params_grads(model)
         if not all_equal_across_ranks(g):
             return "gradients differ across ranks after the synchronised backward"

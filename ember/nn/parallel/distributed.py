@@ -132,6 +132,7 @@ class _Reducer:
             bucket.flat = np.zeros(off, np.dtype(key))
             self.buckets.append(bucket)
         self.overlap = True        # False: every bucket waits for the end of backward (benchmarks compare)
+        self.background = False    # whether the MPI progress thread moves the buckets in flight
         self.active = False
         self.marked = [False] * len(params)
         self.next_launch = 0
@@ -224,11 +225,17 @@ class _Reducer:
             return
         from ...distributed import _mpi
         MPI = _mpi._MPI
-        b.req = self.pg._comm.Iallreduce(MPI.IN_PLACE, [b.flat, _mpi_type(MPI, b.flat.dtype)], MPI.SUM)
+        with _mpi.PROGRESS_LOCK:
+            b.req = self.pg._comm.Iallreduce(MPI.IN_PLACE, [b.flat, _mpi_type(MPI, b.flat.dtype)], MPI.SUM)
         self.stats["bytes"] += b.flat.nbytes
+        if not self.finalizing:
+            self.background = _mpi.progress_in_background([b.req])
 
     def progress(self) -> None:
-        """Let MPI move the buckets in flight along (its progress engine runs inside MPI calls)."""
+        """Let MPI move the buckets in flight along (its progress engine runs inside MPI calls), unless
+        the background progress thread does."""
+        if self.background:
+            return
         from ...distributed import _mpi
         reqs = [b.req for b in self.buckets[:self.next_launch] if b.req is not None]
         if reqs:

@@ -1,7 +1,7 @@
 """``ember.linalg``: torch.linalg's namespace (inv, solve, det, cholesky, qr, eigh, svd, norms, ...).
 
 The implementations live in the ``ember/ops/linalg*.py`` files (products, solvers, decompositions,
-norms, ...; see ``ember/ops/linalg.py``); the norms are implemented in ``ember/ops/reduce_more.py``
+norms, ...; see ``ember/ops/linalg.py``); the norms are implemented in ``ember/ops/reduce_norm.py``
 and reached through lazy wrappers.
 """
 from .ops.linalg import LinAlgError  # noqa: F401

@@ -343,9 +343,9 @@ def test_named_results():
 
 def test_norm_dispatch_matches_torch():
     try:
-        import ember.ops.reduce_more as rm
+        import ember.ops.reduce_norm as rm
     except ImportError:
-        pytest.skip("ember.ops.reduce_more is not available")
+        pytest.skip("ember.ops.reduce_norm is not available")
     if not hasattr(rm, "vector_norm") or not hasattr(rm, "matrix_norm"):
         pytest.skip("vector_norm/matrix_norm not implemented yet")
     x = np.random.default_rng(0).standard_normal((2, 3, 4))
@@ -388,7 +388,7 @@ def test_legacy_svd_qr_forms_and_cond_rank():
     sq = np.random.default_rng(4).standard_normal((3, 3)) + 3 * np.eye(3)
     (es_,), (ts_,) = _pair(sq)
     import importlib.util
-    has_norms = importlib.util.find_spec("ember.ops.reduce_more") is not None
+    has_norms = importlib.util.find_spec("ember.ops.reduce_norm") is not None
     for p in (None, 2, -2, "fro", "nuc", 1, float("inf")):
         if p not in (None, 2, -2) and not has_norms:
             continue

@@ -1,4 +1,4 @@
-"""ember/ops/reduce_more.py beyond the oracle table: errors (type and message as torch), out=, return
+"""The reductions of ember/ops/reduce_*.py beyond the oracle table: errors (type and message as torch), out=, return
 types, in-place forms, autograd details (index outputs, in-place on outputs, create_graph paths),
 half-precision dtypes and edge cases, each checked against torch."""
 import warnings

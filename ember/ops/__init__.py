@@ -2,7 +2,8 @@
 import importlib
 
 FAMILIES = ["elementwise", "shape", "reduce", "creation", "inplace", "unary", "binary", "compare",
-            "reduce_more", "index", "index_masked", "index_scatter", "index_dim",
+            "reduce_order", "reduce_scan", "reduce_softmax", "reduce_values", "reduce_norm",
+            "index", "index_masked", "index_scatter", "index_dim",
             "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers", "linalg_decompositions",
             "linalg_norms", "shape_more", "random_ops", "stats"]
 

@@ -89,35 +89,35 @@ def logdet(input) -> Tensor:
     return logabs + _const(bad, input._dtype) if bad.any() or np.isnan(bad).any() else logabs
 
 
-# ---- norms: implemented in reduce_more, dispatched here -----------------------------------------------
+# ---- norms: implemented in reduce_norm, dispatched here -----------------------------------------------
 
 _VECTOR_NORM = node_class("LinalgVectorNormBackward0")
 
 
-def _reduce_more(name: str):
-    """Fetch ``vector_norm``/``matrix_norm`` from ember.ops.reduce_more (imported lazily: it is optional)."""
+def _reduce_norm(name: str):
+    """Fetch ``vector_norm``/``matrix_norm`` from ember.ops.reduce_norm (imported lazily: it is optional)."""
     try:
-        mod = importlib.import_module("ember.ops.reduce_more")
+        mod = importlib.import_module("ember.ops.reduce_norm")
     except ModuleNotFoundError as e:
-        if e.name != "ember.ops.reduce_more":
+        if e.name != "ember.ops.reduce_norm":
             raise
         mod = None
     fn = getattr(mod, name, None)
     if fn is None:
-        raise NotImplementedError(f"linalg.{name} is not available: it is implemented by ember.ops.reduce_more."
+        raise NotImplementedError(f"linalg.{name} is not available: it is implemented by ember.ops.reduce_norm."
                                   f"{name}, which is missing from this build")
     return fn
 
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
-    """Vector norm over ``dim`` (all dims by default); see ``ember.ops.reduce_more.vector_norm``."""
-    r = _reduce_more("vector_norm")(x, ord, dim, keepdim, dtype=dtype, out=out)
+    """Vector norm over ``dim`` (all dims by default); see ``ember.ops.reduce_norm.vector_norm``."""
+    r = _reduce_norm("vector_norm")(x, ord, dim, keepdim, dtype=dtype, out=out)
     return r if out is not None else rename(r, _VECTOR_NORM)     # one op in torch, whatever ord
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
-    """Matrix norm over the two dims ``dim``; see ``ember.ops.reduce_more.matrix_norm``."""
-    r = _reduce_more("matrix_norm")(A, ord, dim, keepdim, dtype=dtype, out=out)
+    """Matrix norm over the two dims ``dim``; see ``ember.ops.reduce_norm.matrix_norm``."""
+    r = _reduce_norm("matrix_norm")(A, ord, dim, keepdim, dtype=dtype, out=out)
     # torch computes the Frobenius norm as a vector norm (other orders end in other reductions)
     return rename(r, _VECTOR_NORM) if out is None and ord == "fro" else r
 
@@ -153,7 +153,7 @@ def cond(A, p=None, *, out=None) -> Tensor:
         hi, lo = S[..., 0], S[..., -1]
         r = hi / lo if p != -2 else lo / hi
     else:
-        mn = _reduce_more("matrix_norm")
+        mn = _reduce_norm("matrix_norm")
         r = mn(A, p) * mn(inv(A), p)
     return r if out is None else _out(r, out)
 

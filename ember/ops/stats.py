@@ -330,7 +330,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         found = wrap(np.zeros(e._data.shape, dtype=np.bool_), _dt.bool)
     else:
         # binary search in the sorted test values (NaN sorts last and never equals anything)
-        from .reduce_more import sort
+        from .reduce_order import sort
         srt = sort(flat).values
         idx = apply(SEARCHSORTED, (srt, e, None), {"side": "left", "odt": np.int64, "nan_last": True})
         idx = idx.clamp(max=flat._data.size - 1)
@@ -346,7 +346,7 @@ _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
-    from .reduce_more import sort
+    from .reduce_order import sort
     _tensor(input, op, "input")
     if input._dtype not in (_dt.float32, _dt.float64):
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
@@ -546,7 +546,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
 
 def dist(input, other, p=2) -> Tensor:  # noqa: A002
     """The ``p``-norm of ``input - other`` (broadcast)."""
-    from .reduce_more import vector_norm
+    from .reduce_norm import vector_norm
     _tensor(input, "dist", "input")
     _tensor(other, "dist", "other", 2)
     for t in (input, other):
@@ -636,7 +636,7 @@ def corrcoef(input) -> Tensor:  # noqa: A002
 
 def renorm(input, p, dim: int, maxnorm) -> Tensor:  # noqa: A002
     """Rescale each slice ``input.select(dim, i)`` whose ``p``-norm exceeds ``maxnorm`` to norm ``maxnorm``."""
-    from .reduce_more import vector_norm
+    from .reduce_norm import vector_norm
     from .binary import where
     from .creation import ones_like
     _tensor(input, "renorm", "input")

@@ -1,4 +1,5 @@
-"""Oracle cases for ember/ops/reduce_more.py: reductions, scans, sorting, norms and softmax."""
+"""Oracle cases for the reductions beyond sum/mean (ember/ops/reduce_values.py, reduce_order.py, reduce_scan.py,
+reduce_softmax.py, reduce_norm.py): reductions, scans, sorting, norms and softmax."""
 import numpy as np
 
 from oracle import Case
@@ -58,14 +59,14 @@ def nans_in(*shape):
 def _vn(m):
     if m.__name__ == "torch":
         return m.linalg.vector_norm
-    from ember.ops.reduce_more import vector_norm
+    from ember.ops.reduce_norm import vector_norm
     return vector_norm
 
 
 def _mn(m):
     if m.__name__ == "torch":
         return m.linalg.matrix_norm
-    from ember.ops.reduce_more import matrix_norm
+    from ember.ops.reduce_norm import matrix_norm
     return matrix_norm
 
 

@@ -1,0 +1,72 @@
+"""Helpers shared by the reduction families (reduce_values, reduce_order, reduce_scan, reduce_softmax,
+reduce_norm): constants, computing half precision in float32, ``out=`` and ``dim`` arguments."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap
+from .registry import dtype_name
+from ._util import dims_arg, wrap_dim
+
+
+_INF = float("inf")
+_HALF = (np.dtype(np.float16), _dt.bfloat16.np)
+
+
+# ---- small helpers -------------------------------------------------------------------------------
+
+
+def _const(arr, dtype: _dt.dtype) -> Tensor:
+    """A constant (no-grad) tensor of ``dtype`` from a NumPy array (masks and scales in derivatives)."""
+    return wrap(np.asarray(arr).astype(dtype.np, copy=False), dtype)
+
+
+def _up(x: np.ndarray):
+    """Compute half-precision types in float32 (torch accumulates them in float); returns (x, cast_back)."""
+    if x.dtype in _HALF:
+        return x.astype(np.float32), x.dtype
+    return x, None
+
+
+def _down(r, od):
+    r = np.asarray(r)
+    return r if od is None else r.astype(od)
+
+
+def _name(d) -> str:
+    return dtype_name(d)
+
+
+def _out(result, out):
+    from .inplace import copy_out
+    return copy_out(result, out)
+
+
+def _out_dtype(dtype, out):
+    """Sum-like ops with ``out=`` and no ``dtype`` compute in ``out``'s dtype, as torch does."""
+    if dtype is None and isinstance(out, Tensor):
+        return out._dtype
+    return dtype
+
+
+def _reduce_axes(dim, nd: int, empty_means_all: bool = True) -> tuple:
+    """``dim`` (None, int or sequence) as a sorted tuple; ``()`` means every dim where torch says so."""
+    if nd == 0:
+        if dim is not None:
+            for d in ((dim,) if isinstance(dim, (int, np.integer)) else dim):
+                wrap_dim(d, 0)
+        return ()
+    if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) == 0:
+        return tuple(range(nd)) if empty_means_all else ()
+    return dims_arg(dim, nd)
+
+
+def _int_dim(dim, op: str, arg: str = "dim") -> int:
+    if isinstance(dim, Tensor):
+        dim = dim.item()
+    if isinstance(dim, builtins.bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}(): argument '{arg}' must be int, not {type(dim).__name__}")
+    return int(dim)

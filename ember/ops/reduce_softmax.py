@@ -1,0 +1,120 @@
+"""logsumexp, softmax and log_softmax: NumPy kernels (half precision computes in float32) with
+derivatives written in ember ops."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor
+from .registry import register, apply, attach
+from ._util import wrap_dim
+from .reduce import _expand_back, sum as _sum
+from ._reduce_util import _down, _int_dim, _name, _out, _reduce_axes, _up
+
+
+def _float_or_default(x: Tensor) -> Tensor:
+    return x if x._dtype.is_floating_point else x.to(_dt.get_default_dtype())
+
+
+# ---- logsumexp / softmax / log_softmax ---------------------------------------------------------------
+
+
+def _logsumexp_kernel(x, axis, keepdims):
+    x, od = _up(x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if x.size == 0:
+            r = np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+        else:
+            m = np.max(x, axis=axis, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0)      # all -inf (or +inf) slices: no shift needed
+            r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+            if not keepdims and axis:
+                r = np.squeeze(r, axis)
+    return _down(np.asarray(r, dtype=x.dtype), od)
+
+
+def _logsumexp_bw(ctx, g):
+    x = ctx.inputs[0]
+    axis, keep = ctx.attrs["axis"], ctx.attrs["keepdims"]
+    if not axis:
+        return g
+    return _expand_back(g, x._data.shape, axis, keep) * apply(SOFTMAX, (x,), {"axis": axis})
+
+
+LOGSUMEXP = register("logsumexp", _logsumexp_kernel, _logsumexp_bw, save="i")
+
+
+def logsumexp(input, dim, keepdim: bool = False, *, out=None):
+    """``log(sum(exp(input)))`` over ``dim``, computed stably (integers are promoted to float)."""
+    x = _float_or_default(input)
+    axis = _reduce_axes(dim, x._data.ndim)
+    r = apply(LOGSUMEXP, (x,), {"axis": axis, "keepdims": keepdim})
+    return r if out is None else _out(r, out)
+
+
+def _softmax_kernel(x, axis):
+    x, od = _up(x)
+    if x.size == 0:
+        return _down(x.copy(), od)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return _down(e / np.sum(e, axis=axis, keepdims=True), od)
+
+
+def _softmax_bw(ctx, g):
+    y = ctx.output
+    axis = ctx.attrs["axis"]
+    return y * (g - _sum(g * y, axis, keepdim=True))
+
+
+def _log_softmax_kernel(x, axis):
+    x, od = _up(x)
+    if x.size == 0:
+        return _down(x.copy(), od)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        s = x - np.max(x, axis=axis, keepdims=True)
+        return _down(s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True)), od)
+
+
+def _log_softmax_bw(ctx, g):
+    y = ctx.output
+    axis = ctx.attrs["axis"]
+    return g - y.exp() * _sum(g, axis, keepdim=True)
+
+
+SOFTMAX = register("softmax", _softmax_kernel, _softmax_bw, save="o")
+LOG_SOFTMAX = register("log_softmax", _log_softmax_kernel, _log_softmax_bw, save="o")
+
+
+def _implicit_softmax_dim(nd):
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include "
+                  "dim=X as an argument.", UserWarning, stacklevel=4)
+    return 0 if nd in (0, 1, 3) else 1
+
+
+def _softmax_common(op, name, input, dim, dtype):
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{_name(input._dtype)}'")
+    nd = input._data.ndim
+    if dim is None:
+        dim = _implicit_softmax_dim(nd)
+    d = wrap_dim(_int_dim(dim, name), nd)
+    return apply(op, (input,), {"axis": d if nd else ()})
+
+
+def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    """Softmax along ``dim`` (``dtype`` casts the input first)."""
+    return _softmax_common(SOFTMAX, "softmax", input, dim, dtype)
+
+
+def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    """Log of softmax along ``dim``, computed stably."""
+    return _softmax_common(LOG_SOFTMAX, "log_softmax", input, dim, dtype)
+
+
+for _name_, _fn in [("logsumexp", logsumexp), ("softmax", softmax), ("log_softmax", log_softmax)]:
+    attach(_name_, _fn)

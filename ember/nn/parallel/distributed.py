@@ -6,11 +6,13 @@ replicas identical by averaging gradients:
 - at construction it checks that every rank has the same parameters (names, shapes, dtypes) and
   broadcasts rank 0's parameters and buffers;
 - the parameters that require grad are split into *buckets* (in reverse registration order, which is
-  roughly the order backward produces their gradients; the first bucket small, 1 MiB, so that
+  roughly the order backward produces their gradients; the first bucket small, at most 1 MiB, so that
   communication starts early; then ``bucket_cap_mb``); a post-accumulate-grad hook on each parameter
   copies its gradient, divided by the world size, into its bucket, and a bucket whose gradients are
   all in is all-reduced at once with a non-blocking ``MPI_Iallreduce`` while backward goes on (buckets
   start in the same order on every rank, as MPI requires);
+- a daemon thread polls the buckets in flight (MPI advances non-blocking operations only inside MPI
+  calls; NumPy and MPI release the GIL), so the transfers go on while backward computes;
 - a final callback queued on the autograd engine waits for the last buckets when backward ends and
   writes the averaged gradients back into ``.grad``;
 - with ``broadcast_buffers`` (default) rank 0's buffers are broadcast before each forward;
@@ -67,18 +69,26 @@ def _coalesced_broadcast(tensors, pg, root: int = 0, what: str = "DistributedDat
     MPI = _mpi._MPI
     by_dtype: dict = {}
     for t in tensors:
-        by_dtype.setdefault(t._data.dtype.str + t._data.dtype.name, []).append(t)
+        by_dtype.setdefault(t.dtype.name, []).append(t)
     for group in by_dtype.values():
-        flat = np.concatenate([np.ascontiguousarray(t._data).reshape(-1) for t in group])
+        host = [t._data if t.device.type == "cpu" else t.detach().cpu()._data for t in group]
+        flat = np.concatenate([np.ascontiguousarray(a).reshape(-1) for a in host])
         req = pg._comm.Ibcast([flat.view(np.uint8), MPI.BYTE], root=root)
-        _mpi.wait_requests([req], what, pg._timeout)
+        _mpi.wait_requests([req], what, pg._timeout, flat.nbytes)
         if pg.rank() != root:
             off = 0
-            for t in group:
-                n = t._data.size
-                np.copyto(t._data, flat[off:off + n].reshape(t._data.shape))
-                t._bump()
+            for t, a in zip(group, host):
+                n = a.size
+                vals = flat[off:off + n].reshape(a.shape)
                 off += n
+                if t.device.type == "cpu":
+                    np.copyto(a, vals)
+                    t._bump()
+                else:                          # a device tensor: through a host copy
+                    from ...autograd.grad_mode import no_grad
+                    from ...tensor import wrap
+                    with no_grad():
+                        t.copy_(wrap(np.ascontiguousarray(vals), t.dtype))
 
 
 class _Bucket:

@@ -17,6 +17,9 @@ pytestmark = pytest.mark.skipif(not cl_device.available(),
                                 reason=f"no OpenCL platform/device: {cl_device.unavailable_reason()}")
 
 RTOL, ATOL = 2e-5, 2e-6
+# "gpu_style": the kernels rendered for a GPU (grid-stride loops, work-group row reductions in local
+# memory, local-memory GEMM tiles), run on whatever device there is
+TARGETS = ["device", "gpu_style"]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +38,16 @@ def _program(fn, args):
     return cf.entries[-1].program, ref
 
 
-def _run(rt, prog, args):
+def _target(name):
+    from ember.compiler import render_cl
+    if name == "gpu_style":
+        return render_cl.Device(fp64=cl_device.runtime().fp64, is_cpu=False, compute_units=8, max_work_group=256)
+    return None
+
+
+def _run(rt, prog, args, target="device"):
     from ember.compiler.cl_runner import CLRunner
-    r = CLRunner(prog)
+    r = CLRunner(prog, target=_target(target))
     res = r([rt.to_device(a.detach().numpy()) for a in args], [rt.to_device(v.ref.detach().numpy())
                                                                 for v in prog.lifted])
     return r, res
@@ -86,16 +96,42 @@ def _many_ops(x, y, pos, b, c, i):
     )
 
 
-def test_many_ops_one_program(rt):
+@pytest.mark.parametrize("target", TARGETS)
+def test_many_ops_one_program(rt, target):
     rng = np.random.default_rng(0)
     ins = _inputs(rng)
     args = tuple(ins.values())
     prog, ref = _program(_many_ops, args)
-    r, res = _run(rt, prog, args)
+    r, res = _run(rt, prog, args, target)
     assert r.extern_count == 0
     eager = _many_ops(*args)
     for k in eager:
         _same(rt.to_host(res.outputs[k]), eager[k].numpy(), k)
+        _same(rt.to_host(res.outputs[k]), ref[k].numpy(), k)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_long_rows(rt, target):
+    """Reductions over rows long enough for work-group reductions (GPU style), with NaN, ties and
+    constant rows for max/argmax, integer rows, per-row values read back in the same kernel, and whole-
+    tensor reductions."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((5, 300)).astype(np.float32)
+    x[1, 17] = np.nan
+    x[2, 5] = x[2, 250] = 9.0
+    x[3, :] = 1.0
+    args = (T(x), T(rng.integers(-9, 9, (5, 300))), T(rng.standard_normal((300,)).astype(np.float32)))
+
+    def f(x, xi, w):
+        xn = x.nan_to_num()
+        return dict(sm=x.softmax(-1), lsm=F.log_softmax(x, 1), ln=F.layer_norm(x, (300,), w), s=x.sum(1),
+                    mx=x.amax(1), mn=x.amin(1), am=x.argmax(1), ami=x.argmin(1), pr=(x * 0.01 + 1).prod(1),
+                    an=(x > 2).any(1), al=(x > -5).all(1), isum=xi.sum(1), imax=xi.amax(1), iam=xi.argmax(1),
+                    tot=xn.sum(), mean=x.mean(1, keepdim=True), var=x.var(1), one=xn[0].amax(),
+                    rs=(xn * xn.sum(1, keepdim=True)).sum(1))
+    prog, ref = _program(f, args)
+    _, res = _run(rt, prog, args, target)
+    for k in ref:
         _same(rt.to_host(res.outputs[k]), ref[k].numpy(), k)
 
 
@@ -114,7 +150,8 @@ def test_float64(rt):
         _same(rt.to_host(res.outputs[k]), ref[k].numpy(), k)
 
 
-def test_matmul_tails_and_layouts(rt):
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_tails_and_layouts(rt, target):
     """Sizes that are not tile multiples, batched, and operands transposed through strides (the four
     layouts: A @ B, A.T @ B, A @ B.T, A.T @ B.T), with a fused epilogue; one program."""
     rng = np.random.default_rng(2)
@@ -130,7 +167,7 @@ def test_matmul_tails_and_layouts(rt):
                     (a @ b).relu() + 1]
         return out
     prog, ref = _program(f, tuple(args))
-    _, res = _run(rt, prog, tuple(args))
+    _, res = _run(rt, prog, tuple(args), target)
     for k, (got, want) in enumerate(zip(res.outputs, ref)):
         np.testing.assert_allclose(rt.to_host(got), want.numpy(), rtol=1e-4, atol=1e-4, err_msg=str(k))
 

@@ -225,11 +225,13 @@ class CLRunner:
     fallback steps. Raises ``decompose.Declined`` when the program cannot run on the device (a graph
     break, float64 without device support; with ``require_native``, any host step)."""
 
-    def __init__(self, program, name="graph", rt=None, require_native=False):
+    def __init__(self, program, name="graph", rt=None, require_native=False, target=None):
         self.rt = rt = rt or runtime()
         self.program = program
         self.name = name
-        renderer = render_cl.Renderer(render_cl.Device.of(rt))
+        # ``target`` (a render_cl.Device) overrides what rendering assumes of the device: tests run the
+        # GPU-style kernels on a CPU device with it
+        renderer = render_cl.Renderer(target or render_cl.Device.of(rt))
         bw = program.backward
         fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
         try:

@@ -272,8 +272,9 @@ class KernelGen:
         t = P.ctype(buf.dtype)
         return self.emit(lv, f"const {t} {name} = {self.bufname(buf)}[{self.render_aff(off)}];", name, key)
 
-    def store_stmt(self, st, idx, level):
-        """Emit statement ``st`` (store / write / copy) at index ``idx``."""
+    def store_stmt(self, st, idx, level, guard=None):
+        """Emit statement ``st`` (store / write / copy) at index ``idx`` (under ``if (guard)`` when given:
+        the OpenCL renderer lets one work-item of a group store a per-row value)."""
         v = self.val(st.node, idx, own=(st.kind == "store"))
         if st.kind == "store" and st.buffer.id in self.elide:
             off = L.offset(idx, L.cstrides(st.buffer.shape))
@@ -285,7 +286,8 @@ class KernelGen:
             off = L.offset(tix, L.cstrides(st.buffer.shape))
         else:
             off = L.offset(idx, L.cstrides(st.buffer.shape))
-        self.emit(level, f"{self.bufname(st.buffer)}[{self.render_aff(off)}] = {v};")
+        self.emit(level, f"{'if (' + guard + ') ' if guard else ''}{self.bufname(st.buffer)}[{self.render_aff(off)}] = {v};")
+        return True
 
     # ---- loop structure ---------------------------------------------------------------------------------
     def dim_idx(self, prefix, shape, level_base):

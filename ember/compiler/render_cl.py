@@ -37,7 +37,11 @@ from . import lower as L
 from . import cl_gemm
 from .fusion import Kernel
 from .render_c import CDialect, KernelGen, _gen_kernel, _elidable
-from .render_special import Block
+from .render_special import Block, minmax_update
+from .lower import Aff
+
+# rows at least this long are reduced by a work-group on GPU-style devices (shorter: a work-item per row)
+WG_MIN_ROW = 64
 
 CL_HEAD = r"""/* ember: generated OpenCL C (ember.compiler.render_cl) */
 #ifdef EM_FP64
@@ -117,6 +121,8 @@ class CLDialect(CDialect):
         self.cpu = cpu
         self.units = max(1, int(units))
         self.parallel = []          # (ext, step, work-items) of parallel loops of the final rendering pass
+        self.wg = 0                 # work-group size of a row kernel reduced by work-groups (0: not one)
+        self.lane_var = None        # its loop variable that the work-items of a group share out
 
     def colreduce_block(self, kept: int) -> int:
         if not self.cpu:
@@ -143,9 +149,19 @@ class CLDialect(CDialect):
 
     def loop(self, var, ext, step=1, parallel_work=None, simd=None) -> tuple:
         if parallel_work is None:
+            if var == self.lane_var:
+                # the row loop a work-group shares: work-item l takes elements l, l + L, ...
+                return (f"for (int64_t {var} = em_lid; {var} < {ext}L; {var} += {self.wg}L)", None)
             inc = f"{var}++" if step == 1 else f"{var} += {step}"
             return f"for (int64_t {var} = 0; {var} < {ext}L; {inc})", None
         items = max(1, -(-int(ext) // step))
+        if self.wg:
+            # one work-group per row (grid-stride over the rows)
+            n = min(items, 1 << 14)
+            if self.owner is None or self.owner.record is None:
+                self.parallel.append((int(ext), int(step), n))
+            return (f"for (int64_t {var} = (int64_t)get_group_id(0); {var} < {ext}L; "
+                    f"{var} += (int64_t)get_num_groups(0))", None)
         if self.cpu:
             # a few work-items per core, each a contiguous chunk (tiny kernels: one work-item)
             n = max(1, min(items, 4 * self.units, int(parallel_work) // 4096))
@@ -170,18 +186,133 @@ class CLKernelGen(KernelGen):
         super().__init__(k, sched, slot_of, errors, options, CLDialect(dev.fp64, cpu=dev.is_cpu,
                                                                        units=dev.compute_units))
         self.dialect.owner = self
+        self.dev_wg = dev.max_work_group
 
     def gen(self):
         self.dialect.parallel = []
-        out = super().gen()
+        self.dialect.wg = 0
+        self.dialect.lane_var = None
+        out = KernelGen.gen(self)
         root = self.scopes[0]
-        par = [ln for ln in root.lines if isinstance(ln, Block) and "get_global_id" in ln.header]
+        par = [ln for ln in root.lines if isinstance(ln, Block) and "get_g" in ln.header]
         if len(self.dialect.parallel) != len(par) or len(par) > 1:
             raise Unsupported(f"kernel {self.k.name}: the parallel loop is not the outermost one")
         return out
 
     def emit_gemm(self, st):
         raise Unsupported("internal: GEMMs are rendered by cl_gemm")
+
+    # ---- row kernels reduced by work-groups (GPU-style devices) -------------------------------------------
+    def gen_row(self, dry, records=None):
+        """Rows of at least ``WG_MIN_ROW`` elements on a GPU-style device: one work-group per row. Its
+        work-items share out the row's innermost loop, keep partial accumulators, and combine them by a
+        tree in local memory after each pass (every work-item then holds the row's result); a per-row
+        value is stored by work-item 0, behind a barrier before anything reads it back. Otherwise one
+        work-item per row (``KernelGen.gen_row``)."""
+        d = self.dialect
+        k = self.k
+        inner = 1
+        for n in k.inner:
+            inner *= n
+        if d.cpu or inner < WG_MIN_ROW or self.dev_wg < 2:
+            return super().gen_row(dry, records)
+        L_ = 1
+        while L_ * 2 <= min(self.dev_wg, 256, max(inner, 1)):
+            L_ *= 2
+        d.wg = L_
+        O, R = k.outer, k.inner
+        ovs, oidx = self.dim_idx("o", O, 0)
+        rvs, ridx = self.dim_idx("r", R, 0)
+        if dry:
+            og = [(v, s, [v]) for v, s in zip(ovs, O) if s > 1]
+            rg = [(v, s, [v]) for v, s in zip(rvs, R) if s > 1]
+        else:
+            og = self.groups(ovs, O, records, "xo")
+            rg = self.groups(rvs, R, records, "xr")
+        self.set_groups(og, 0)
+        self.set_groups(rg, len(og))
+        d.lane_var = rg[-1][0] if rg else None
+        # local scratch (kernel scope): one array per accumulator type, one for argmax indices, one for flags
+        types = {}
+        for st in k.stmts:
+            if st.role == "reduce":
+                op, x = st.node.attrs["op"], st.node.inputs[0]
+                types.setdefault(d.accumulator_type(op, x.dtype), f"em_red{len(types)}")
+        self.emit(0, "const int em_lid = get_local_id(0);")
+        for t, nm in types.items():
+            self.emit(0, f"__local {t} {nm}[{L_}];")
+        self.emit(0, f"__local long em_redi[{L_}];")
+        self.red_arrays = types
+        rows = int(np.prod(O, dtype=np.int64)) if O else 1
+        close_o = self.open_loops(og, 0, parallel_work=rows * inner * len(k.stmts)) if og else (lambda: None)
+        row_level = len(og)
+        passes = []
+        for st in k.stmts:
+            if st.role == "outer":
+                passes.append(("outer", [st]))
+                continue
+            if passes and passes[-1][0] == "pass" and not self._reads_any(st.node, passes[-1][1]):
+                passes[-1][1].append(st)
+            else:
+                passes.append(("pass", [st]))
+        full_idx = oidx + ridx
+        for kind, sts in passes:
+            if kind == "outer":
+                st = sts[0]
+                extra = len(st.shape) - len(O)
+                if self.store_stmt(st, oidx + [Aff()] * extra, row_level, guard="em_lid == 0"):
+                    self.emit(row_level, "barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);")
+                continue
+            reds = [s for s in sts if s.role == "reduce"]
+            accs = {s.node.id: self.reduce_init(s.node, row_level) for s in reds}
+            close_r = self.open_loops(rg, row_level)
+            lvl = row_level + len(rg)
+            for s in sts:
+                if s.role == "reduce":
+                    v = self.val(s.node.inputs[0], full_idx)
+                    self.reduce_update(s.node, accs[s.node.id], v, lvl, ridx, R)
+                else:
+                    self.store_stmt(s, full_idx, lvl)
+            close_r()
+            for s in reds:
+                self._tree(s.node, accs[s.node.id], row_level, L_)
+                self.locals_map[s.node.id] = self.reduce_final(s.node, accs[s.node.id], row_level)
+        close_o()
+
+    def _tree(self, n, acc, level, L_):
+        """Combine the work-items' accumulators of reduction ``n`` through local memory."""
+        op = n.attrs["op"]
+        x = n.inputs[0]
+        a, ai = acc
+        arr = self.red_arrays[self.dialect.accumulator_type(op, x.dtype)]
+        e = lambda line: self.emit(level, line)         # noqa: E731
+        sync = "barrier(CLK_LOCAL_MEM_FENCE);"
+        if op in ("argmax", "argmin"):
+            cmp = ">" if op == "argmax" else "<"
+            e(f"{arr}[em_lid] = {a}; em_redi[em_lid] = {ai}; {sync}")
+            e(f"for (int em_s = {L_ // 2}; em_s > 0; em_s >>= 1) {{")
+            e(f"  if (em_lid < em_s) {{ const {P.ctype(x.dtype)} av = {arr}[em_lid], bv = {arr}[em_lid + em_s]; "
+              "const long ai = em_redi[em_lid], bi = em_redi[em_lid + em_s];")
+            # NumPy's rule: the first NaN wins, then the first extreme
+            e(f"    if ((bv != bv) ? (av == av || bi < ai) : (av == av && (bv {cmp} av || (bv == av && bi < ai)))) "
+              f"{{ {arr}[em_lid] = bv; em_redi[em_lid] = bi; }} }}")
+            e(f"  {sync}")
+            e("}")
+            e(f"{a} = {arr}[0]; {ai} = em_redi[0]; {sync}")
+            return
+        if op == "sum":
+            comb = f"{arr}[em_lid] += {arr}[em_lid + em_s];"
+        elif op == "prod":
+            comb = f"{arr}[em_lid] *= {arr}[em_lid + em_s];"
+        elif ai is not None:          # float max/min: values by comparison, NaN flags separately
+            c = ">" if op == "max" else "<"
+            comb = (f"if ({arr}[em_lid + em_s] {c} {arr}[em_lid]) {arr}[em_lid] = {arr}[em_lid + em_s]; "
+                    "em_redi[em_lid] |= em_redi[em_lid + em_s];")
+        else:
+            comb = minmax_update(op, P.suffix(x.dtype), f"{arr}[em_lid]", f"{arr}[em_lid + em_s]")
+        e(f"{arr}[em_lid] = {a};" + (f" em_redi[em_lid] = {ai};" if ai is not None else "") + f" {sync}")
+        e(f"for (int em_s = {L_ // 2}; em_s > 0; em_s >>= 1) {{ if (em_lid < em_s) {{ {comb} }} {sync} }}")
+        e(f"{a} = {arr}[0];" + (f" {ai} = em_redi[0];" if ai is not None else "") + f" {sync}")
 
 
 class Launch:
@@ -251,7 +382,8 @@ class Renderer:
         return _ll(CL_HEAD + "\n" + "\n\n".join(self.parts) + "\n")
 
     def options(self) -> str:
-        return "-DEM_FP64" if self.dev.fp64 else ""
+        # -w: the shared code compares integers with themselves in NaN tests (always false for them)
+        return "-w -DEM_FP64" if self.dev.fp64 else "-w"
 
     def _function(self, text: str) -> str:
         fn = self.funcs.get(text)
@@ -307,7 +439,10 @@ class Renderer:
         text = (f"__kernel void __FNAME__({', '.join(params) or 'const long em_unused'}) {{\n"
                 + "\n".join(decls) + ("\n" if decls else "") + g.body + "\n}")
         fn = self._function(text)
-        if g.dialect.parallel:
+        if g.dialect.wg:
+            groups = g.dialect.parallel[0][2] if g.dialect.parallel else 1
+            gs, ls = (groups * g.dialect.wg,), (g.dialect.wg,)
+        elif g.dialect.parallel:
             gs, ls = self._grid(g.dialect.parallel[0][2])
         else:
             gs, ls = (1,), (1,)

@@ -289,6 +289,21 @@ def _hashable(attrs):
     return tuple(out)
 
 
+# ---- shared by the decompositions (decompose_*.py) ----------------------------------------------------
+
+def _out(n, i=0):
+    v = n.outputs[i]
+    return tuple(v.shape), _npdt(v.dtype)
+
+
+def _finish(b: Builder, n, r: PNode, i=0) -> PNode:
+    shape, dt = _out(n, i)
+    r = b.cast(r, dt)
+    if r.shape != shape:
+        r = b.broadcast_to(r, shape) if r.numel != int(np.prod(shape, dtype=np.int64)) else b.reshape(r, shape)
+    return r
+
+
 # ---- the driver ----------------------------------------------------------------------------------------
 
 class PGraph:
@@ -513,5 +528,7 @@ searchsorted max_pool_gather random_draw
 """.split())
 
 # the decompositions live in these modules (imported for their registrations)
-from . import decompose_ops  # noqa: E402,F401
+from . import decompose_elementwise  # noqa: E402,F401
+from . import decompose_shape  # noqa: E402,F401
+from . import decompose_reduce  # noqa: E402,F401
 from . import decompose_nn  # noqa: E402,F401

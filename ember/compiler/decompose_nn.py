@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .decompose import decomp, Unsupported
-from .decompose_ops import _finish, softmax_parts
+from .decompose import decomp, Unsupported, _finish
+from .decompose_reduce import softmax_parts
 from .prims import PNode
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)

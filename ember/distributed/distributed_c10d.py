@@ -485,6 +485,18 @@ class _Reduction:
             np.copyto(flat, buf, casting="unsafe")
 
 
+_REDUCTIONS: dict = {}
+
+
+def _reduction(dt, op: ReduceOp, opname: str) -> _Reduction:
+    """The (cached) _Reduction of ``dt`` with ``op``; raises for combinations that do not exist."""
+    key = (dt.name, op)
+    spec = _REDUCTIONS.get(key)
+    if spec is None:
+        spec = _REDUCTIONS[key] = _Reduction(dt, op, opname)
+    return spec
+
+
 def _as_op(op, opname: str) -> ReduceOp:
     if isinstance(op, ReduceOp):
         return op
@@ -566,7 +578,22 @@ def _check_args(pg: ProcessGroup, op: str, t=None, redop=None, root: int = -1, e
                        "every rank must pass the same shape and dtype")
 
 
-def _what(op: str, pg: ProcessGroup, t=None) -> str:
+class _What:
+    """An operation's description for error messages, formatted only when one is raised."""
+    __slots__ = ("op", "pg", "t")
+
+    def __init__(self, op, pg, t):
+        self.op, self.pg, self.t = op, pg, t
+
+    def __str__(self) -> str:
+        return _describe(self.op, self.pg, self.t)
+
+
+def _what(op: str, pg: ProcessGroup, t=None) -> "_What":
+    return _What(op, pg, t)
+
+
+def _describe(op: str, pg: ProcessGroup, t=None) -> str:
     s = f"{op}" + (f" of {_desc(t)}" if t is not None else "")
     return s if pg is _WORLD else f"{s} in the group of ranks {pg._ranks}"
 
@@ -678,7 +705,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     op = _as_op(op, "all_reduce")
     err = spec = None
     try:
-        spec = _Reduction(tensor.dtype, op, "all_reduce")
+        spec = _reduction(tensor.dtype, op, "all_reduce")
     except Exception as e:       # noqa: BLE001 - raised on every rank by _check_args
         err = e
     _check_args(pg, "all_reduce", tensor, op, err=err)
@@ -718,7 +745,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
     op = _as_op(op, "reduce")
     err = spec = None
     try:
-        spec = _Reduction(tensor.dtype, op, "reduce")
+        spec = _reduction(tensor.dtype, op, "reduce")
     except Exception as e:       # noqa: BLE001
         err = e
     _check_args(pg, "reduce", tensor, op, root=root, err=err)
@@ -837,7 +864,7 @@ def _reduce_scatter(pg, name, output, in_arr, shown, op, async_op):
     op = _as_op(op, name)
     err = spec = None
     try:
-        spec = _Reduction(output.dtype, op, name)
+        spec = _reduction(output.dtype, op, name)
         if in_arr.dtype != output._data.dtype:
             raise TypeError(f"{name}: input is {shown.dtype.name} but output is {output.dtype.name}")
         if in_arr.size != n * output.numel():

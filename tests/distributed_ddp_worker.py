@@ -217,6 +217,22 @@ def main(out_path):
             ddp(x)                       # broadcasts rank 0's buffers first; eval mode keeps them
         if not all_equal_across_ranks({"rm": np.array(m[1].running_mean._data)}):
             return "buffers not broadcast before forward"
+        # compiled around DDP: the buffer broadcast cannot be captured, so those calls run eagerly
+        from ember.compiler import counters
+        ember.manual_seed(0)
+        m2 = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.BatchNorm1d(4))
+        step = ember.compile(DDP(m2), backend="aot_eager")
+        for _ in range(2):
+            step(x).sum().backward()
+            if all_equal_across_ranks({"rm": np.array(m2[1].running_mean._data)}):
+                return "running stats should differ after a forward on different data"
+        if not any("broadcasts buffers" in r for r in counters["fallback_reasons"]):
+            return f"no eager fallback recorded: {counters['fallback_reasons']}"
+        m2.eval()
+        with ember.no_grad():
+            step(x)
+        if not all_equal_across_ranks({"rm": np.array(m2[1].running_mean._data)}):
+            return "compiled DDP did not broadcast buffers before forward"
     c.run("buffers_broadcast", buffers)
 
     def state_dict():

@@ -494,8 +494,8 @@ def single(out_path):
         dist.all_gather(outs, x)
         out = ember.zeros(4)
         dist.reduce_scatter_tensor(out, x)
-        if (dist.get_world_size(), x.tolist(), outs[0].tolist(), out.tolist()) != (1, [0., 1., 2., 3.],
-                                                                                     [0., 1., 2., 3.], [0., 1., 2., 3.]):
+        same4 = [0., 1., 2., 3.]
+        if (dist.get_world_size(), x.tolist(), outs[0].tolist(), out.tolist()) != (1, same4, same4, same4):
             return "world of one"
         dist.destroy_process_group()
         if dist.is_initialized():

@@ -690,7 +690,6 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False):
     if pg.size() == 1:
         return None
     secs = pg._timeout if timeout is None else _timeout_seconds(timeout, default_pg_timeout)
-    MPI = _mpi._MPI
     req = pg._comm.Ibarrier()
     _mpi.wait_requests([req], "monitored_barrier", secs)
     return None
@@ -876,7 +875,6 @@ def _reduce_scatter(pg, name, output, in_arr, shown, op, async_op):
     o = _Host(output, writes=True)
     send = spec.buffer(in_arr)            # MPI only reads it: the input's own array when no conversion is needed
     recv = spec.buffer(o.arr)
-    MPI = _mpi._MPI
     if n > 1:
         reqs = [pg._comm.Ireduce_scatter_block([send, spec.mpi_type], [recv, spec.mpi_type], spec.mpi_op)]
     else:

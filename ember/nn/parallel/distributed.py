@@ -424,22 +424,24 @@ class DistributedDataParallel(Module):
                                "all-reduce (it raised part way); the ranks may be out of step, so start again from a "
                                "checkpoint")
         from ...autograd.grad_mode import is_grad_enabled
+        bufs = []
+        if self.broadcast_buffers and self.require_forward_param_sync and self.process_group.size() > 1:
+            bufs = [b for _, b in self._modules["module"].named_buffers()]
         tr = _tracer()
         if tr is not None:
             # captured by ember.compile(DDP(...)): replays skip this Python, so the backward decides
             red.sync_next = None
-            if self.broadcast_buffers and self.process_group.size() > 1 and any(True for _ in self.module.buffers()):
+            if bufs:
+                # this call runs for real (and broadcasts below); the calls after it run eagerly
                 tr.refuse("DistributedDataParallel broadcasts buffers before every forward, which a compiled "
                           "graph cannot do",
                           "wrap the compiled module instead: DistributedDataParallel(ember.compile(model)), or pass "
                           "broadcast_buffers=False")
         else:
             red.sync_next = bool(is_grad_enabled() and self.require_backward_grad_sync)
-            if self.broadcast_buffers and self.require_forward_param_sync:
-                bufs = [b for _, b in self._modules["module"].named_buffers()]
-                if bufs:
-                    _coalesced_broadcast(bufs, self.process_group, 0,
-                                         "DistributedDataParallel broadcast of buffers before forward")
+        if bufs:
+            _coalesced_broadcast(bufs, self.process_group, 0, "DistributedDataParallel broadcast of buffers before "
+                                 "forward")
         return self._call_module(*inputs, **kwargs)
 
     @contextlib.contextmanager

@@ -48,16 +48,27 @@ class Config:
         return f"Config(LX={self.LX}, LY={self.LY}, RM={self.RM}, RN={self.RN}, TK={self.TK}, local={self.local})"
 
 
-def kernel(fname, ctype, nb, M, N, K, a_layout, b_layout, dev) -> tuple:
-    """(source, global size, local size or None) of the GEMM kernel ``fname`` for device ``dev``."""
+def kernel(fname, ctype, nb, M, N, K, a_layout, b_layout, dev, epi=None) -> tuple:
+    """(source, global size, local size or None) of the GEMM kernel ``fname`` for device ``dev``.
+
+    ``epi`` fuses an elementwise epilogue: ``(extra kernel parameters, call)`` where ``call(e)`` is the
+    statement that finishes element ``e`` (its linear index in C) once the work-item stored it."""
     if getattr(dev, "is_cpu", False):
         kind = vector_kind(a_layout, b_layout, M, N, K)
         if kind is not None:
             gs, ls = vector_sizes(kind, nb, M, N)
-            return vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout), gs, ls
+            return vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, epi=epi), gs, ls
     cfg = choose(dev, M, N, K)
     gs, ls = sizes(cfg, nb, M, N)
-    return source(fname, ctype, ctype, nb, M, N, K, a_layout, b_layout, cfg), gs, ls
+    return source(fname, ctype, ctype, nb, M, N, K, a_layout, b_layout, cfg, epi=epi), gs, ls
+
+
+def _epi(epi, N):
+    """(extra parameters, fn(row, col) -> statement finishing that element of C or "")."""
+    if epi is None:
+        return "", lambda r, c: ""
+    params, call = epi
+    return params, lambda r, c: " " + call(f"em_cb + ({r}) * {N}L + ({c})")
 
 
 def choose(rt, M, N, K) -> Config:
@@ -99,7 +110,7 @@ def vector_sizes(kind, nb, M, N, RM=4, RV=2, RN=4, vw=8):
     return (-(-N // RN), -(-M // RM), nb), None
 
 
-def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=2, RN=4, vw=8) -> str:
+def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=2, RN=4, vw=8, epi=None) -> str:
     """Explicit-vector kernels for CPU devices: each work-item computes an ``RM x (vw*RV)`` block of C
     (``kind="rows"``: B's rows contiguous, a ``vload`` of B times a broadcast A element) or ``RM x RN``
     dot products along K (``kind="dots"``: A's rows and B's columns contiguous). Blocks cut by the edges
@@ -108,11 +119,13 @@ def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=
     sbb, sbk, sbn, boff = b_layout
     T = ctype
     V = f"{T}{vw}"
+    extra, fin = _epi(epi, N)
     L = []
     e = L.append
     e(f"__kernel void {fname}(__global {T} *c_, const long c_o, __global const {T} *a_, const long a_o, "
-      f"__global const {T} *b_, const long b_o) {{")
+      f"__global const {T} *b_, const long b_o{extra}) {{")
     e("  const long bt = get_global_id(2);")
+    e(f"  const long em_cb = bt * {M * N}L;")
     e(f"  __global const {T} *a = a_ + a_o + {aoff}L + bt * {sab}L;")
     e(f"  __global const {T} *b = b_ + b_o + {boff}L + bt * {sbb}L;")
     e(f"  __global {T} *c = c_ + c_o + bt * {M * N}L;")
@@ -134,6 +147,8 @@ def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=
         for i in range(RM):
             for v in range(RV):
                 e(f"    vstore{vw}(c{i}_{v}, 0, c + (m + {i}) * {N}L + n + {v * vw});")
+        if epi is not None:
+            e(f"    for (int i = 0; i < {RM}; i++) for (int j = 0; j < {W}; j++){fin('m + i', 'n + j')}")
         e("    return;")
         e("  }")
         # edge blocks: scalar
@@ -141,7 +156,7 @@ def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=
         e(f"    for (long j = n; j < n + {W} && j < {N}L; j++) {{")
         e(f"      {T} s = 0;")
         e(f"      for (long k = 0; k < {K}L; k++) s += a[i * {sam}L + k * {sak}L] * b[k * {sbk}L + j];")
-        e(f"      c[i * {N}L + j] = s;")
+        e(f"      c[i * {N}L + j] = s;{fin('i', 'j')}")
         e("    }")
     else:
         e(f"  const long m = (long)get_global_id(1) * {RM}, n = (long)get_global_id(0) * {RN};")
@@ -173,12 +188,13 @@ def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=
             e("  }")
         for i in range(RM):
             for j in range(RN):
-                e(f"  if (m + {i} < {M}L && n + {j} < {N}L) c[(m + {i}) * {N}L + n + {j}] = s{i}_{j};")
+                e(f"  if (m + {i} < {M}L && n + {j} < {N}L) {{ c[(m + {i}) * {N}L + n + {j}] = s{i}_{j};"
+                  f"{fin(f'm + {i}', f'n + {j}')} }}")
     e("}")
     return "\n".join(L)
 
 
-def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config) -> str:
+def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config, epi=None) -> str:
     """OpenCL C of kernel ``fname(c, c_off, a, a_off, b, b_off)``.
 
     ``a_layout`` = (batch stride, row stride, k stride, offset) of A in elements (B: batch, k, column
@@ -188,13 +204,15 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config)
     LX, LY, RM, RN, TK = cfg.LX, cfg.LY, cfg.RM, cfg.RN, cfg.TK
     TM, TN = cfg.TM, cfg.TN
     T, A = ctype, acc_type
+    extra, fin = _epi(epi, N)
     L = []
     e = L.append
     e(f"__kernel __attribute__((reqd_work_group_size({LX}, {LY}, 1)))")
     e(f"void {fname}(__global {T} *c_, const long c_o, __global const {T} *a_, const long a_o, "
-      f"__global const {T} *b_, const long b_o) {{")
+      f"__global const {T} *b_, const long b_o{extra}) {{")
     e("  const int lx = get_local_id(0), ly = get_local_id(1);")
     e(f"  const long bt = get_global_id(2);")
+    e(f"  const long em_cb = bt * {M * N}L;")
     e(f"  const long m0 = (long)get_group_id(1) * {TM}, n0 = (long)get_group_id(0) * {TN};")
     e(f"  __global const {T} *a = a_ + a_o + {aoff}L + bt * {sab}L;")
     e(f"  __global const {T} *b = b_ + b_o + {boff}L + bt * {sbb}L;")
@@ -244,7 +262,7 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config)
     e(f"    if (m >= {M}L) break;")
     e(f"    for (int j = 0; j < {RN}; j++) {{")
     e(f"      const long n = n0 + lx + j * {LX};")
-    e(f"      if (n < {N}L) c[m * {N}L + n] = ({T})acc[i][j];")
+    e(f"      if (n < {N}L) {{ c[m * {N}L + n] = ({T})acc[i][j];{fin('m', 'n')} }}")
     e("    }")
     e("  }")
     e("}")

@@ -12,7 +12,9 @@ forwarding are ``render_c.KernelGen``'s (the same code renders C), parameterised
   without a parallel loop (a whole-tensor reduction, a scatter-add) runs as one work-item.
 - statements C runs before the loop (a kernel's scalar prologue, e.g. an optimizer's step count
   ``t += 1``) become their own one-work-item kernel: run by every work-item they would race.
-- matmuls are generated tiled GEMM kernels (``cl_gemm.py``); their fused epilogue is the next kernel.
+- matmuls are generated GEMM kernels (``cl_gemm.py``); their fused elementwise epilogue (bias, activation)
+  is a function of one element that the GEMM's work-items call on each element they stored, when it
+  reads the product only at that element (else it is the next kernel).
 - primitives: OpenCL's overloaded math (``exp``, ``fabs``: the dialect renders the templates of
   ``prims.py`` with no libm suffix; ``nearbyint`` is ``rint``), the C99 integer type names and
   ``INT64_C`` come from typedefs and macros in :data:`CL_HEAD` (``long`` is 64-bit in OpenCL C, bool is
@@ -123,6 +125,7 @@ class CLDialect(CDialect):
         self.parallel = []          # (ext, step, work-items) of parallel loops of the final rendering pass
         self.wg = 0                 # work-group size of a row kernel reduced by work-groups (0: not one)
         self.lane_var = None        # its loop variable that the work-items of a group share out
+        self.element = False        # rendering a function of one element em_e (a fused GEMM epilogue)
 
     def colreduce_block(self, kept: int) -> int:
         if not self.cpu:
@@ -181,11 +184,12 @@ class CLDialect(CDialect):
 class CLKernelGen(KernelGen):
     """KernelGen with the OpenCL dialect (one per kernel: the dialect records the parallel loop)."""
 
-    def __init__(self, k, sched, slot_of, errors, options, dialect=None, dev=None):
+    def __init__(self, k, sched, slot_of, errors, options, dialect=None, dev=None, element=False):
         dev = dev or Device()
         super().__init__(k, sched, slot_of, errors, options, CLDialect(dev.fp64, cpu=dev.is_cpu,
                                                                        units=dev.compute_units))
         self.dialect.owner = self
+        self.dialect.element = element
         self.dev_wg = dev.max_work_group
 
     def gen(self):
@@ -201,6 +205,20 @@ class CLKernelGen(KernelGen):
 
     def emit_gemm(self, st):
         raise Unsupported("internal: GEMMs are rendered by cl_gemm")
+
+    def gen_loop(self, dry, records=None):
+        """With ``element``: the statements at one element, ``em_e`` (the linear index over the kernel's
+        domain: a fused GEMM epilogue), no loops."""
+        if not self.dialect.element:
+            return super().gen_loop(dry, records)
+        shape = self.k.outer
+        total = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        self.ranges["em_e"] = (0, max(total - 1, 0))
+        self.var_level["em_e"] = 0
+        lin = [Aff.var("em_e")] if total > 1 else [Aff()]
+        idx = L.reshape_index(tuple(shape), (total,), lin, self.ranges)
+        for st in self.k.stmts:
+            self.store_stmt(st, idx, 0)
 
     # ---- row kernels reduced by work-groups (GPU-style devices) -------------------------------------------
     def gen_row(self, dry, records=None):
@@ -416,8 +434,9 @@ class Renderer:
             launches.append(self._loop_like(pro, sched, errors, set()))
             k = _clone(k, prologue=[])
         if k.kind == "matmul":
-            launches.append(self._gemm(k, sched))
-            if len(k.stmts) > 1:
+            fused = self._epilogue_fn(k, sched, errors, elide) if len(k.stmts) > 1 else None
+            launches.append(self._gemm(k, sched, fused))
+            if len(k.stmts) > 1 and fused is None:
                 epi = _clone(k, kind="loop", outer=k.epi_shape, stmts=k.stmts[1:], name=k.name + "_epilogue")
                 launches.append(self._loop_like(epi, sched, errors, elide))
             return [x for x in launches if x is not None]
@@ -448,7 +467,39 @@ class Renderer:
             gs, ls = (1,), (1,)
         return Launch(fn, bufs, gs, ls, g.has_check, k.describe())
 
-    def _gemm(self, k, sched):
+    def _epilogue_fn(self, k, sched, errors, elide):
+        """The matmul's elementwise epilogue as a function of one element (fused into the GEMM kernel,
+        called by the work-item that stored that element), or None when it cannot be: the epilogue must
+        read the GEMM result only at the element it computes (else it would read other work-items'
+        results) and collapse to one loop over the elements."""
+        st = k.stmts[0]
+        mm = sched.node_buffer.get(st.node.id)
+        shape = k.epi_shape
+        idx = [Aff.var(f"i{d}") if n > 1 else Aff() for d, n in enumerate(shape)]
+        want = L.offset(idx, L.cstrides(shape)).key()
+        acc = k.accesses.get(mm.id) if mm is not None else None
+        if acc is None or acc["w"] or acc["r"] != {want}:
+            return None
+        epi = _clone(k, kind="loop", outer=shape, stmts=k.stmts[1:], prologue=[], name=k.name + "_epilogue")
+        dev = self.dev
+        try:
+            g = _gen_kernel(epi, sched, lambda b: "", errors, None, elide,
+                            gen_class=lambda *a: CLKernelGen(*a, dev=dev, element=True))
+        except Unsupported:
+            return None
+        if g.has_check or "for (" in g.body:
+            return None
+        bufs = [g.used[bid] for bid in g.order]
+        params, decls = [], []
+        for i, b in enumerate(bufs):
+            t = P.ctype(b.dtype)
+            params.append(f"__global {t} *p{i}_, const long p{i}_o")
+            decls.append(f"  __global {t} *p{i} = p{i}_ + p{i}_o;")
+        fn = self._function(f"static inline void __FNAME__(const long em_e, {', '.join(params)}) {{\n"
+                            + "\n".join(decls) + "\n" + g.body + "\n}")
+        return fn, bufs
+
+    def _gemm(self, k, sched, fused=None):
         st = k.stmts[0]
         n = st.node
         A, B = n.inputs
@@ -472,10 +523,16 @@ class Renderer:
         abuf, (sab, sam, sak), aoff = operand(A)
         bbuf, (sbb, sbk, sbn), boff = operand(B)
         t = P.ctype(n.dtype)
+        epi, extra = None, []
+        if fused is not None:
+            efn, extra = fused
+            params = "".join(f", __global {P.ctype(b.dtype)} *q{i}_, const long q{i}_o" for i, b in enumerate(extra))
+            args = "".join(f", q{i}_, q{i}_o" for i in range(len(extra)))
+            epi = (params, lambda e, efn=efn, args=args: f"{efn}({e}{args});")
         text, gs, ls = cl_gemm.kernel("__FNAME__", t, nb, M, N, K, (sab if nb > 1 else 0, sam, sak, aoff),
-                                      (sbb if nb > 1 else 0, sbk, sbn, boff), self.dev)
+                                      (sbb if nb > 1 else 0, sbk, sbn, boff), self.dev, epi=epi)
         fn = self._function(text)
-        return Launch(fn, [st.buffer, abuf, bbuf], gs, ls, False, k.describe())
+        return Launch(fn, [st.buffer, abuf, bbuf] + list(extra), gs, ls, False, k.describe())
 
 
 def _ll(src: str) -> str:

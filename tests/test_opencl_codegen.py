@@ -251,6 +251,29 @@ def test_extern_runs_on_host_counted(rt):
     _same(rt.to_host(res.outputs), ref.numpy())
 
 
+def test_strided_and_overlapping_inputs(rt):
+    """A strided input runs from a contiguous copy (copied back when the program writes it); a written
+    input sharing memory with another input is refused."""
+    from ember.compiler.cl_runner import CLRunner
+    rng = np.random.default_rng(8)
+    x0 = rng.standard_normal((3, 5)).astype(np.float32)
+    y0 = rng.standard_normal((3, 5)).astype(np.float32)
+
+    def f(x, y):
+        x.mul_(2)
+        return x + y
+    prog, _ = _program(f, (T(x0), T(y0)))
+    r = CLRunner(prog)
+    base = rt.to_device(np.ascontiguousarray(x0.T))           # x is a transposed view of it
+    xt = base.view(base.offset, (3, 5), (1, 3))
+    out = r([xt, rt.to_device(y0)]).outputs
+    np.testing.assert_allclose(rt.to_host(out), x0 * 2 + y0, rtol=1e-6)
+    np.testing.assert_allclose(rt.to_host(base), (x0 * 2).T, rtol=1e-6)   # written back through the view
+    shared = rt.to_device(y0)
+    with pytest.raises(ValueError, match="share memory"):
+        r([shared, shared])
+
+
 # ---- eager ops ---------------------------------------------------------------------------------------
 
 def _call(fn, *args):

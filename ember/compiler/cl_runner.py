@@ -17,8 +17,9 @@ would need the device's values between segments.
 
 Inputs are bound as :class:`cl_device.DeviceArray` s: ``args`` in the order of ``program.args``, ``lifted``
 in the order of ``program.lifted`` (parameters, buffers, optimizer state: written in place when the
-program writes them). Inputs must be contiguous. Outputs, new ``.grad`` arrays and the values the
-backward reads are fresh device arrays (views of them where the program returns a view).
+program writes them; a strided input runs from a contiguous copy, copied back if written; a written
+input may not share memory with another input: ValueError). Outputs, new ``.grad`` arrays and the values
+the backward reads are fresh device arrays (views of them where the program returns a view).
 """
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ class _Part:
         self.fresh = [b for b in buffers.values() if b.kind == "out" or (b.kind == "temp" and b.escapes)]
         self.arena_temps = [b for b in buffers.values() if b.kind == "temp" and not b.escapes]
         self.has_checks = any(ln.check for ls, _ in self.segments for ln in ls)
+        self.written_inputs = [buf for buf, v in self.inputs if buf.written]
+        self.checked = None         # the input addresses last found not to overlap
 
     def bind(self, rt, prg):
         """Per-launch kernel objects with the fixed arguments set; the arena; baked constants."""
@@ -192,6 +195,28 @@ class _Part:
         return d
 
 
+def _ocl_copy(dst, src):
+    from ..devices.opencl import copy_
+    copy_(dst, src)
+
+
+def _check_overlap(part, bound):
+    """A written input may not share memory with another input: the C backend runs such a call in its
+    interpreter; here the caller is told (ValueError) and can run it eagerly."""
+    spans = []
+    for buf, v in part.inputs:
+        d = bound[buf.id]
+        if d.nbytes:
+            lo, hi = d._extent()
+            isz = d.dtype.itemsize
+            spans.append((id(d.block), lo * isz, hi * isz, buf.written, v))
+    for i, (b1, lo1, hi1, w1, v1) in enumerate(spans):
+        for b2, lo2, hi2, w2, v2 in spans[i + 1:]:
+            if b1 == b2 and (w1 or w2) and lo1 < hi2 and lo2 < hi1:
+                raise ValueError(f"ember.compile(OpenCL): inputs {v1} and {v2} share memory and the program "
+                                 "writes one of them")
+
+
 class _ErrCtx:
     def __init__(self, pg):
         self.pg = pg
@@ -262,8 +287,12 @@ class CLRunner:
         self.bw_lifted_pos = {v.id: i for i, v in enumerate(bw.lifted)} if bw is not None else {}
         STATS["programs"] += 1
 
-    def _bind(self, part, args, lifted, lifted_pos, extra=None) -> dict:
+    def _bind(self, part, args, lifted, lifted_pos, extra=None) -> tuple:
+        """(buffer id -> DeviceArray of every input, [(strided input, its contiguous copy)] to copy back
+        after the run). A strided input runs from a contiguous copy; inputs the program writes must not
+        share memory with other inputs (kernels assume distinct buffers)."""
         bound = {}
+        back = []
         for buf, v in part.inputs:
             if v.kind == "arg":
                 d = args[self.arg_pos[v.id]]
@@ -277,14 +306,29 @@ class CLRunner:
                 raise ValueError(f"ember.compile(OpenCL): input {v} is {d.dtype}{list(d.shape)}, compiled for "
                                  f"{buf.dtype}{list(buf.shape)}")
             if not d.is_contiguous():
-                raise ValueError(f"ember.compile(OpenCL): input {v} is not contiguous")
+                c = self.rt.copy(d)
+                if buf.written:
+                    back.append((d, c))
+                d = c
             bound[buf.id] = d
-        return bound
+        if part.written_inputs and len(bound) > 1:
+            key = tuple((id(d.block), d.offset) for d in bound.values())
+            if key != part.checked:
+                _check_overlap(part, bound)
+                part.checked = key
+        return bound, back
+
+    def _run(self, part, bound_back):
+        bound, back = bound_back
+        arrs = part.run(bound)
+        for orig, c in back:
+            _ocl_copy(orig, c)
+        return arrs
 
     def __call__(self, args, lifted=(), grad_enabled=True) -> CLResult:
         p = self.program
         part = self.fwd
-        arrs = part.run(self._bind(part, args, lifted, self.lifted_pos))
+        arrs = self._run(part, self._bind(part, args, lifted, self.lifted_pos))
         pg = part.pg
 
         def out(v):
@@ -323,7 +367,7 @@ class CLRunner:
             if v.kind == "fwd":
                 return result.saved[v.ref]
             raise RuntimeError(f"ember.compile(OpenCL): internal: unbound backward input of kind {v.kind}")
-        arrs = part.run(self._bind(part, (), lifted, self.bw_lifted_pos, extra))
+        arrs = self._run(part, self._bind(part, (), lifted, self.bw_lifted_pos, extra))
         res = []
         for v in bw.outputs:
             res.append(None if v is None else part.escaping(part.pg.outputs[v.id], arrs))

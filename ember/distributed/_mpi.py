@@ -21,6 +21,7 @@ import traceback
 
 _MPI = None
 _FAULT_TAG = 7301
+_OMPI_YIELDS = os.environ.get("OMPI_MCA_mpi_yield_when_idle", "").strip().lower() in ("1", "true", "yes")
 _SPIN = 2e-3           # seconds a wait polls (yielding the core) before it starts sleeping between polls
 _GRACE = 1.0           # seconds a failing rank waits for the others to report its error before aborting
 
@@ -138,7 +139,8 @@ def wait(poll, what: str, timeout: float, nbytes: int = 0) -> None:
     deadline = start + timeout
     spin = _SPIN + nbytes / 0.2e9
     nap = 0.0
-    yield_ = os.sched_yield if hasattr(os, "sched_yield") else (lambda: None)
+    # Open MPI already yields inside an idle poll when mpi_yield_when_idle is on: no second yield then
+    yield_ = os.sched_yield if hasattr(os, "sched_yield") and not _OMPI_YIELDS else (lambda: None)
     while True:
         if poll():
             return

@@ -38,25 +38,28 @@ from .amp.autocast_mode import (is_autocast_enabled, get_autocast_dtype, set_aut
 
 
 def set_default_device(device) -> None:
-    """Set the device factory functions use by default. ember has only the CPU, so ``"cpu"``,
-    ``"cpu:0"``, ``ember.device("cpu")`` and None (reset) are accepted; anything else raises.
+    """Set the device factory functions use when no ``device=`` is given: ``"cpu"``, ``"opencl"``,
+    ``"opencl:N"``, an ``ember.device``, an int (an OpenCL device index), or None (back to the CPU).
 
-        >>> ember.set_default_device("cpu")
+        >>> ember.set_default_device("opencl")
     """
+    from .tensor import _DEFAULT_DEVICE, _check_device
     if device is None:
+        _DEFAULT_DEVICE[0] = CPU
         return
     if isinstance(device, bool) or not isinstance(device, (str, int, _device_cls)):
         raise TypeError(f"set_default_device(): expected a device (str, int or ember.device) or None, "
                         f"got {type(device).__name__}")
-    d = _device_cls("cuda", device) if isinstance(device, int) else _device_cls(device)
-    if d.type != "cpu" or d.index not in (None, 0):
-        raise RuntimeError(f"set_default_device(): device '{d}' is not available: ember computes on the 'cpu' "
-                           "device only")
+    d = _device_cls("opencl", device) if isinstance(device, int) else _device_cls(device)
+    if d.type == "meta":
+        raise RuntimeError("set_default_device(): ember has no 'meta' device; use 'cpu' or 'opencl'")
+    _DEFAULT_DEVICE[0] = _check_device(d)
 
 
 def get_default_device() -> _device_cls:
-    """The default device: always ``device(type='cpu')``."""
-    return CPU
+    """The device factory functions use when none is given (``cpu`` unless set)."""
+    from .tensor import _DEFAULT_DEVICE
+    return _DEFAULT_DEVICE[0]
 
 
 # ---- threads --------------------------------------------------------------------------------------

@@ -196,9 +196,11 @@ def tensor_repr(t, tensor_contents=None) -> str:
     plain = cls is Tensor or getattr(t, "_is_param", False) or cls.__name__ == "Parameter"
     prefix = "tensor(" if plain else f"{cls.__name__}("
     indent = len(prefix)
-    data = t._data
+    data = t._host()
     dt = t._dtype
     suffixes = []
+    if not t.is_cpu:
+        suffixes.append(f"device='{t.device}'")
     has_default_dtype = dt in (_dt.get_default_dtype(), _dt.int64, _dt.bool)
     if data.size == 0:
         if data.ndim != 1:

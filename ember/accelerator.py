@@ -1,7 +1,10 @@
-"""ember.accelerator: torch's device-agnostic accelerator API, for a framework with no accelerator.
+"""ember.accelerator: torch's device-agnostic accelerator API, answered by ember's OpenCL device.
 
-``is_available()`` is False, ``current_accelerator()`` is None and ``device_count()`` is 0; calls that
-need an accelerator raise RuntimeError as torch does on a CPU-only build.
+When an OpenCL device exists (``ember.opencl.is_available()``), it is the accelerator:
+``current_accelerator()`` is ``device(type='opencl')``, the memory and synchronisation calls go to
+``ember.opencl``. Without one, ``is_available()`` is False, ``current_accelerator()`` is None,
+``device_count()`` is 0, and calls that need an accelerator raise RuntimeError as torch does on a
+CPU-only build.
 """
 from __future__ import annotations
 
@@ -11,65 +14,86 @@ __all__ = ["is_available", "current_accelerator", "device_count", "current_devic
            "device_index"]
 
 _NONE = "Cannot access accelerator device when none is available."
+_CURRENT = [0]
+
+
+def _cl():
+    from .devices import opencl
+    if not opencl.is_available():
+        raise RuntimeError(_NONE)
+    return opencl
 
 
 def is_available() -> bool:
-    """Always False: ember computes on the CPU only."""
-    return False
+    """Whether an OpenCL device exists."""
+    from .devices import opencl
+    return opencl.is_available()
 
 
 def current_accelerator(check_available: bool = False):
-    """None: there is no accelerator."""
-    return None
+    """``device(type='opencl')`` when an OpenCL device exists, else None."""
+    from .tensor import device
+    return device("opencl") if is_available() else None
 
 
 def device_count() -> int:
-    """Always 0."""
-    return 0
-
-
-def _none(*args, **kwargs):
-    raise RuntimeError(_NONE)
+    """The number of OpenCL devices (0 without any)."""
+    from .devices import opencl
+    return opencl.device_count() if opencl.is_available() else 0
 
 
 def current_device_index() -> int:
-    """Raises RuntimeError: there is no accelerator device."""
-    _none()
+    """The OpenCL device index calls without a device use (0 unless set)."""
+    _cl()
+    return _CURRENT[0]
 
 
 def set_device_index(device) -> None:
-    """Raises RuntimeError: there is no accelerator device."""
-    _none()
+    """Select the OpenCL device by index (or ``"opencl:N"`` / ``ember.device``)."""
+    cl = _cl()
+    idx = cl._index(device)
+    if not 0 <= idx < cl.device_count():
+        raise RuntimeError(f"set_device_index: device index {idx} is out of range ({cl.device_count()} devices)")
+    _CURRENT[0] = idx
 
 
 def synchronize(device=None) -> None:
-    """Raises RuntimeError: there is no accelerator device."""
-    _none()
+    """Wait for every command queued on the device."""
+    _cl().synchronize(_CURRENT[0] if device is None else device)
 
 
 def empty_cache() -> None:
-    """Raises RuntimeError: there is no accelerator device."""
-    _none()
+    """Return the allocator's cached free blocks to the driver."""
+    _cl().empty_cache(_CURRENT[0])
 
 
 def memory_allocated(device_index=None) -> int:
-    _none()
+    """Bytes in blocks of live device tensors."""
+    return _cl().memory_allocated(_CURRENT[0] if device_index is None else device_index)
 
 
 def max_memory_allocated(device_index=None) -> int:
-    _none()
+    """The peak of ``memory_allocated``."""
+    return _cl().memory_stats(_CURRENT[0] if device_index is None else device_index)["peak_allocated_bytes"]
 
 
 def memory_reserved(device_index=None) -> int:
-    _none()
+    """Bytes held from the driver, live and cached."""
+    return _cl().driver_allocated_memory(_CURRENT[0] if device_index is None else device_index)
 
 
 def max_memory_reserved(device_index=None) -> int:
-    _none()
+    """The peak of ``memory_reserved``."""
+    stats = _cl().memory_stats(_CURRENT[0] if device_index is None else device_index)
+    return max(stats["driver_bytes"], stats["peak_allocated_bytes"])
 
 
 def reset_peak_memory_stats(device_index=None) -> None:
-    _none()
+    cl = _cl()
+    reset = getattr(cl, "reset_peak_memory_stats", None)
+    if reset is None:
+        raise RuntimeError("reset_peak_memory_stats: the OpenCL runtime keeps no resettable peak yet")
+    reset(_CURRENT[0] if device_index is None else device_index)
 
 
 current_device_idx = current_device_index
@@ -77,16 +101,19 @@ set_device_idx = set_device_index
 
 
 class device_index:
-    """Context manager selecting an accelerator device; ``device_index(None)`` is a no-op, any index
-    raises RuntimeError (no accelerator)."""
+    """Context manager selecting an accelerator device for its block; ``device_index(None)`` is a no-op."""
 
     def __init__(self, device, /):
         self.idx = device
+        self.prev = None
 
     def __enter__(self):
         if self.idx is not None:
-            _none()
+            self.prev = current_device_index()
+            set_device_index(self.idx)
         return self
 
     def __exit__(self, *exc):
+        if self.prev is not None:
+            set_device_index(self.prev)
         return False

@@ -131,12 +131,13 @@ class CheckpointStorage:
     as one of these; saving it again writes it back as a storage.
     """
 
-    __slots__ = ("_buf", "dtype", "_root")
+    __slots__ = ("_buf", "dtype", "_root", "_target")
 
     def __init__(self, buf: np.ndarray, dtype: _dt.dtype):
         self._buf = buf
         self.dtype = dtype
         self._root = None
+        self._target = None         # an OpenCL device the tensors on it are moved to (map_location)
 
     def _root_tensor(self, dtype: _dt.dtype) -> Tensor:
         """A 1-D tensor spanning the storage: the ``_storage_src`` of every tensor rebuilt on it, so
@@ -151,7 +152,7 @@ class CheckpointStorage:
 
     @property
     def device(self) -> device:
-        return device("cpu")
+        return device("cpu") if self._target is None else self._target
 
     @property
     def is_cuda(self) -> bool:
@@ -229,6 +230,10 @@ def _check_storage(storage) -> CheckpointStorage:
 def _tensor_on(s: CheckpointStorage, dtype: _dt.dtype, size, stride, offset, requires_grad) -> Tensor:
     t = wrap(s._view(dtype, size, stride, offset), dtype)
     t._storage_src = s._root_tensor(dtype)  # shares memory (not history or version) with the storage
+    if s._target is not None:
+        # each tensor gets its own device copy (views of one storage do not share device memory yet)
+        from .devices.dispatch import to_device
+        t = to_device(t, s._target)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -721,24 +726,33 @@ def _weights_only_message(message: str) -> str:
 # ==================================================================================================
 
 def _restore_location(map_location):
-    """A function ``(storage, location) -> storage`` implementing torch's ``map_location`` (CPU only)."""
+    """A function ``(storage, location) -> storage`` implementing torch's ``map_location``: storages saved
+    on an OpenCL device go back there (``None``), or where ``map_location`` sends them; locations of
+    devices ember lacks (cuda, mps) load on the CPU."""
+    from .tensor import _check_device, CPU
+
     def check(target):
         if isinstance(target, (str, device)):
             d = device(target)
-            if d.type != "cpu" or d.index not in (None, 0):
-                raise RuntimeError(f"ember.load: map_location asks for device '{d}', but ember only has the 'cpu' device")
-            return
+            if d.type in ("cpu", "opencl"):
+                return _check_device(d)
+            raise RuntimeError(f"ember.load: map_location asks for device '{d}', but ember has the 'cpu' and "
+                               "'opencl' devices")
         raise TypeError(f"ember.load: map_location values must be str or ember.device, got {type(target).__name__}")
 
+    def place(storage, target):
+        storage._target = None if target is CPU else target
+        return storage
+
     if map_location is None:
-        return lambda storage, location: storage
+        return lambda storage, location: place(storage, check(location) if str(location).startswith("opencl")
+                                                else CPU)
     if isinstance(map_location, (str, device)):
-        check(map_location)
-        return lambda storage, location: storage
+        target = check(map_location)
+        return lambda storage, location: place(storage, target)
     if isinstance(map_location, dict):
-        for v in map_location.values():
-            check(v)
-        return lambda storage, location: storage
+        targets = {k: check(v) for k, v in map_location.items()}
+        return lambda storage, location: place(storage, targets.get(location, CPU))
     if callable(map_location):
         def restore(storage, location):
             result = map_location(storage, location)
@@ -1068,9 +1082,9 @@ class _StorageEntry:
 
     __slots__ = ("key", "dtype", "lo", "hi", "owner", "pid")
 
-    def __init__(self, key: str, dtype: _dt.dtype, lo: int, hi: int, owner):
+    def __init__(self, key: str, dtype: _dt.dtype, lo: int, hi: int, owner, location: str = "cpu"):
         self.key, self.dtype, self.lo, self.hi, self.owner = key, dtype, lo, hi, owner
-        self.pid = ("storage", _g("torch", _STORAGE_NAME[dtype]), key, "cpu", (hi - lo) // dtype.itemsize)
+        self.pid = ("storage", _g("torch", _STORAGE_NAME[dtype]), key, location, (hi - lo) // dtype.itemsize)
 
     def data(self) -> np.ndarray:
         return _bytes_at(self.owner, self.lo, self.hi - self.lo)
@@ -1157,8 +1171,8 @@ class _SaveContext:
         self._by_root: dict[int, _StorageEntry] = {}
         self._loaded: dict[int, _StorageEntry] = {}
 
-    def _new_entry(self, dtype, lo, hi, owner) -> _StorageEntry:
-        e = _StorageEntry(str(len(self.entries)), dtype, lo, hi, owner)
+    def _new_entry(self, dtype, lo, hi, owner, location="cpu") -> _StorageEntry:
+        e = _StorageEntry(str(len(self.entries)), dtype, lo, hi, owner, location)
         self.entries.append(e)
         return e
 
@@ -1167,6 +1181,12 @@ class _SaveContext:
         a, dt = t._data, t._dtype
         isz = dt.itemsize
         cstr = _contiguous_strides(a.shape)
+        if type(a) is not np.ndarray:
+            # a device tensor: its values, copied to the host, saved with the device as the location
+            from .devices import opencl
+            c = opencl.to_numpy(a)
+            clo, chi = _extent(c)
+            return self._new_entry(dt, clo, chi, c, str(t.device)), 0, cstr
         stride, ok = [], True
         for n, s, c in zip(a.shape, a.strides, cstr):
             if n <= 1:  # the stride of a dim of size <= 1 never addresses memory
@@ -1457,16 +1477,22 @@ def deserialize(data, weights_only: bool = True, map_location=None):
 
 def _reduce_tensor(t: Tensor):
     """``Tensor.__reduce_ex__`` outside ``ember.save``: rebuild from the raw bytes (a contiguous copy)."""
-    arr = np.ascontiguousarray(t._data)
+    arr = np.ascontiguousarray(t._host())
     cls = type(t)
     state = _tensor_state(t, cls)
-    return (_rebuild_tensor_from_bytes, (cls, arr.tobytes(), t._dtype.name, tuple(arr.shape), t._rg, state or None))
+    args = (cls, arr.tobytes(), t._dtype.name, tuple(arr.shape), t._rg, state or None)
+    return (_rebuild_tensor_from_bytes, args if t.is_cpu else args + (str(t.device),))
 
 
-def _rebuild_tensor_from_bytes(cls, data: bytes, dtype_name: str, shape, requires_grad: bool, state=None):
-    """Recreate a tensor (of class ``cls``) pickled by :func:`_reduce_tensor`."""
+def _rebuild_tensor_from_bytes(cls, data: bytes, dtype_name: str, shape, requires_grad: bool, state=None,
+                               device_name=None):
+    """Recreate a tensor (of class ``cls``) pickled by :func:`_reduce_tensor` (on its device)."""
     dt = _dt._dtype_by_name(dtype_name)
     arr = np.frombuffer(bytearray(data), dtype=dt.np).reshape(shape)
+    if device_name is not None:
+        from .devices import opencl
+        from .tensor import _check_device
+        arr = opencl.from_numpy(arr, _check_device(device_name).index)
     t = object.__new__(cls)
     t._data = arr
     t._dtype = dt

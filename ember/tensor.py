@@ -70,16 +70,38 @@ class device:
 CPU = device("cpu")
 
 
-def _check_device(d) -> None:
-    """Accept the CPU (ember's only device for now); refuse others with a clear error."""
-    if d is None or d is CPU:
-        return
+_DEFAULT_DEVICE = [CPU]     # ember.set_default_device
+
+
+def _check_device(d) -> device:
+    """The ``ember.device`` that ``d`` names (None: the default device), refused with a clear error when
+    this machine does not have it. OpenCL devices come back with their index (``opencl:0``)."""
+    if d is None:
+        return _DEFAULT_DEVICE[0]
+    if d is CPU:
+        return CPU
     dd = d if isinstance(d, device) else device(d) if isinstance(d, str) else None
     if dd is None:
         raise TypeError(f"expected a device (str or ember.device), got {type(d).__name__}")
-    if dd.type not in ("cpu", "meta") or (dd.index not in (None, 0)):
-        raise RuntimeError(
-            f"device '{dd}' is not available: ember supports only the 'cpu' device so far")
+    if dd.type in ("cpu", "meta") and dd.index in (None, 0):
+        return CPU
+    if dd.type == "opencl":
+        from .devices import opencl
+        if not opencl.is_available():
+            raise RuntimeError(f"device '{dd}' is not available: {opencl.unavailable_reason()}")
+        n = opencl.device_count()
+        if (dd.index or 0) >= n:
+            raise RuntimeError(f"device '{dd}' is not available: this machine has {n} OpenCL device(s)")
+        return device("opencl", dd.index or 0)
+    raise RuntimeError(f"device '{dd}' is not available: ember has the 'cpu' and 'opencl' devices")
+
+
+def _on_device(t: "Tensor", d) -> "Tensor":
+    """``t`` (just made on the CPU by a factory) moved to the device ``d`` returned by _check_device."""
+    if d is CPU:
+        return t
+    from .devices.dispatch import to_device
+    return to_device(t, d)
 
 
 class Size(tuple):
@@ -180,7 +202,10 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        return CPU
+        if type(self._data) is np.ndarray:
+            return CPU
+        from .devices.dispatch import device_of
+        return device_of(self)
 
     @property
     def is_cuda(self) -> bool:
@@ -188,7 +213,7 @@ class Tensor:
 
     @property
     def is_cpu(self) -> bool:
-        return True
+        return type(self._data) is np.ndarray
 
     @property
     def is_meta(self) -> bool:
@@ -214,6 +239,8 @@ class Tensor:
         isz = a.itemsize
         if a.size == 0:
             st = _empty_strides(a.shape)
+        elif type(a) is not np.ndarray:
+            st = a.strides              # a device array's strides are in elements already
         else:
             st = tuple(s // isz for s in a.strides)
         if dim is None:
@@ -244,7 +271,10 @@ class Tensor:
         return self._base is not None
 
     def data_ptr(self) -> int:
-        return self._data.__array_interface__["data"][0]
+        a = self._data
+        if type(a) is not np.ndarray:
+            return a.block.buffer.int_ptr + a.offset
+        return a.__array_interface__["data"][0]
 
     def untyped_storage(self) -> "UntypedStorage":
         """The memory this tensor is a view of (shared by all its views and aliases)."""
@@ -286,7 +316,10 @@ class Tensor:
         return self._dtype.is_signed
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return self._data.flags.c_contiguous or self._data.size <= 1 or _c_contig(self._data)
+        a = self._data
+        if type(a) is not np.ndarray:
+            return a.is_contiguous()
+        return a.flags.c_contiguous or a.size <= 1 or _c_contig(a)
 
     def is_shared(self) -> bool:
         return False
@@ -295,7 +328,16 @@ class Tensor:
         return False
 
     def get_device(self) -> int:
-        return -1
+        a = self._data
+        return -1 if type(a) is np.ndarray else a.device
+
+    def _host(self) -> np.ndarray:
+        """The values as a NumPy array: the data itself on the CPU, a copy from a device."""
+        a = self._data
+        if type(a) is np.ndarray:
+            return a
+        from .devices import opencl
+        return opencl.to_numpy(a)
 
     @property
     def _version(self) -> int:
@@ -455,12 +497,13 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self._dtype is not _dt.bfloat16 else float(self._data.reshape(()))
+        a = self._host()
+        return a.reshape(()).item() if self._dtype is not _dt.bfloat16 else float(a.reshape(()))
 
     def tolist(self):
         if self._dtype is _dt.bfloat16 or self._dtype is _dt.float16:
-            return self._data.astype(np.float32).tolist()
-        return self._data.tolist()
+            return self._host().astype(np.float32).tolist()
+        return self._host().tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The NumPy array behind this tensor (shared memory: writes go both ways)."""
@@ -469,10 +512,16 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._dtype is _dt.bfloat16 and not force:
             raise TypeError("Got unsupported ScalarType BFloat16")
+        if type(self._data) is not np.ndarray:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                            "the tensor to host memory first.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
         a = self._data
+        if type(a) is not np.ndarray:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                            "the tensor to host memory first.")
         return a if dtype is None else a.astype(dtype)
 
     def __len__(self) -> int:
@@ -485,7 +534,7 @@ class Tensor:
         if n != 1:
             raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} "
                                "is ambiguous")
-        return bool(self._data.reshape(()))
+        return bool(self._host().reshape(()))
 
     def __float__(self) -> float:
         if self._data.size != 1:
@@ -505,7 +554,7 @@ class Tensor:
     def __index__(self) -> int:
         if self._dtype.category == 2 or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self._data.reshape(()))
+        return int(self._host().reshape(()))
 
     def __contains__(self, element) -> bool:
         if isinstance(element, (Tensor, int, float, bool, np.number, np.bool_)):
@@ -548,10 +597,16 @@ class Tensor:
                 "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
         import copy
         new = type(self).__new__(type(self))
-        new._data, storage = _deepcopy_array(self, memo)
+        if type(self._data) is not np.ndarray:
+            from .devices import opencl           # a device copy of its own (views are not shared yet)
+            new._data = opencl.empty(self._data.shape, self._data.dtype, self._data.device, op="deepcopy")
+            opencl.copy_(new._data, self._data)
+            storage = None
+        else:
+            new._data, storage = _deepcopy_array(self, memo)
         if storage is not None:
             new._storage_src = storage
-        elif self._storage_root() is self and self._data.flags.c_contiguous:
+        elif type(self._data) is np.ndarray and self._storage_root() is self and self._data.flags.c_contiguous:
             # later views of self copied in this deepcopy share new's storage
             memo.setdefault(("ember.storage", id(self)), new)
             memo.setdefault(id(memo), []).append(self)
@@ -572,7 +627,16 @@ class Tensor:
         pass
 
     def cpu(self, memory_format=None) -> "Tensor":
-        return self
+        if type(self._data) is np.ndarray:
+            return self
+        from .devices.dispatch import to_device
+        return to_device(self, CPU)
+
+    def opencl(self, device=None, non_blocking: bool = False) -> "Tensor":
+        """This tensor on the OpenCL device ``device`` (an index or "opencl:N"; default 0)."""
+        from .devices.dispatch import to_device
+        d = device if isinstance(device, (str, globals()["device"])) else f"opencl:{device or 0}"
+        return to_device(self, d, non_blocking)
 
     def cuda(self, *a, **k):
         raise RuntimeError("ember has no CUDA device: use the 'cpu' device")

@@ -47,12 +47,26 @@ def test_cuda_queries_match_torch():
     assert ember.cuda.amp is not None
 
 
-def test_accelerator_matches_torch():
-    for name in ("is_available", "device_count", "current_accelerator"):
-        assert getattr(ember.accelerator, name)() == getattr(torch.accelerator, name)()
-    for name in ("current_device_index", "synchronize", "empty_cache"):
-        same_error(lambda lib: getattr(lib.accelerator, name)(), exact=True)
-    same_error(lambda lib: lib.accelerator.set_device_index(0), exact=True)
+def test_accelerator_reports_the_opencl_device():
+    from ember.devices import opencl
+    if not opencl.is_available():             # as torch on a CPU-only build
+        for name in ("is_available", "device_count", "current_accelerator"):
+            assert getattr(ember.accelerator, name)() == getattr(torch.accelerator, name)()
+        for name in ("current_device_index", "synchronize", "empty_cache"):
+            same_error(lambda lib: getattr(lib.accelerator, name)(), exact=True)
+        return
+    acc = ember.accelerator
+    assert acc.is_available() and acc.current_accelerator() == ember.device("opencl")
+    assert acc.device_count() == opencl.device_count() and acc.current_device_index() == 0
+    x = ember.ones(1000, device="opencl")
+    acc.synchronize()
+    assert acc.memory_allocated() >= 4000 and acc.memory_reserved() >= acc.memory_allocated()
+    del x
+    acc.empty_cache()
+    with acc.device_index(0):
+        assert acc.current_device_index() == 0
+    with pytest.raises(RuntimeError, match="out of range"):
+        acc.set_device_index(99)
 
 
 def test_cpu_module_matches_torch():
@@ -113,8 +127,8 @@ def test_default_device():
     assert str(ember.get_default_device()) == str(torch.get_default_device())
     for d in ("cpu", "cpu:0", ember.device("cpu"), None):
         ember.set_default_device(d)
-    for d in ("cuda", "cuda:0", 0, "meta", "mps"):
-        with pytest.raises(RuntimeError, match="cpu"):
+    for d in ("cuda", "cuda:0", "meta", "mps", "opencl:99"):
+        with pytest.raises(RuntimeError, match="cpu|OpenCL"):
             ember.set_default_device(d)
     with pytest.raises(TypeError):
         ember.set_default_device(1.5)

@@ -67,7 +67,7 @@ def _make_seeds(outputs, grad_outputs, fn_name):
                     f"element {i} of tensors does not require grad and does not have a grad_fn")
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)
+            g = _on_device_of(t, wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype))
             _factory(g)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
@@ -157,7 +157,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (t, g) in enumerate(zip(inputs, res)):
         if g is None:
             if materialize_grads:
-                g = wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype)
+                g = _on_device_of(t, wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype))
                 _factory(g)
             elif not allow_unused:
                 raise RuntimeError(
@@ -523,6 +523,14 @@ def _dense(a):
     return True
 
 
+def _on_device_of(like, t):
+    """``t`` (made on the CPU) on the device of ``like``."""
+    if type(like._data) is np.ndarray:
+        return t
+    from ..devices.dispatch import to_device
+    return to_device(t, like.device)
+
+
 def _factory(t):
     """Tell a capturing compiler that ``t`` is a constant made here (ones/zeros), not derived from values."""
     from ..ops.registry import FACTORY
@@ -546,6 +554,18 @@ def _accumulate(leaf, g, create_graph):
             _run_post_acc_hooks(leaf)
         return
     cur = leaf.grad
+    if type(g._data) is not np.ndarray:
+        # a device gradient: accumulated with ember ops on its device (a new tensor, then in place)
+        if cur is None:
+            leaf._grad = rename(g.clone(), _COPY_BACKWARDS) if create_graph and _gm.GRAD[0] else g.detach().clone()
+        elif (create_graph and _gm.GRAD[0]) or cur.grad_fn is not None:
+            leaf._grad = cur + g
+        else:
+            with _gm.no_grad():
+                cur.add_(g)
+        if leaf._post_acc_hooks:
+            _run_post_acc_hooks(leaf)
+        return
     if cur is None:
         if create_graph and _gm.GRAD[0]:
             # torch stores a differentiable copy, so the graph of g stays reachable from .grad

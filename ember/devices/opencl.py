@@ -409,13 +409,14 @@ class Block:
     and ``nbytes`` (what was asked for). When the last reference goes, the buffer returns to the free
     list of its size class."""
 
-    __slots__ = ("buffer", "size", "nbytes", "_rt", "__weakref__")
+    __slots__ = ("buffer", "size", "nbytes", "_rt", "_shadow", "__weakref__")
 
     def __init__(self, buffer, size: int, nbytes: int, rt: _Runtime):
         self.buffer = buffer
         self.size = size
         self.nbytes = nbytes
         self._rt = rt
+        self._shadow = None     # a host array of the block's size, for computing views (devices.dispatch)
 
     @property
     def device(self) -> int:

@@ -11,17 +11,19 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor, wrap, _check_device
+from ..tensor import Tensor, wrap, _check_device, _on_device, CPU
 from ..memory import _alloc
 from .registry import attach, FACTORY
 from ._util import shape_arg, check_scalar_fits, check_tensor, dtype_arg, wrap_unsigned
 
 
 def _finish(arr, dtype, requires_grad, device=None, derived=False):
-    _check_device(device)
+    dev = _check_device(device)
     t = wrap(arr, dtype)
     if FACTORY[0] is not None and not derived:
         FACTORY[0](arr)        # a constant a compiled replay may rebuild from its traced value
+    if dev is not CPU:
+        t = _on_device(t, dev)
     if requires_grad:
         if not t._dtype.is_floating_point:
             # factories word this differently from requires_grad_ (as torch does)
@@ -131,9 +133,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Share memory with ``data`` when it is an ndarray/tensor of the requested dtype; else copy."""
-    _check_device(device)
+    dev = _check_device(device)
     if isinstance(data, Tensor):
-        return data if dtype is None or dtype is data._dtype else data.to(dtype)
+        t = data if dtype is None or dtype is data._dtype else data.to(dtype)
+        return t.to(dev) if device is not None else t
+    if dev is not CPU:
+        return tensor(data, dtype=dtype, device=dev)
     if isinstance(data, np.ndarray):
         src = _dt.from_numpy_dtype(data.dtype)
         if dtype is None or dtype is src:

@@ -30,7 +30,15 @@ def check_inplace_allowed(self: Tensor, name: str) -> None:
 
 
 def _writable(self: Tensor, name: str) -> None:
-    if not self._data.flags.writeable:
+    d = self._data
+    if type(d) is not np.ndarray:
+        if any(st == 0 and n > 1 for n, st in zip(d.shape, d.strides)):
+            raise RuntimeError(
+                f"{name}: unsupported operation: the tensor being written to (shape {list(d.shape)}) is an "
+                "expanded view in which more than one element refers to a single memory location. Please "
+                "clone() the tensor before performing the operation.")
+        return
+    if not d.flags.writeable:
         raise RuntimeError(
             f"{name}: unsupported operation: the tensor being written to (shape {list(self._data.shape)}) "
             "is an expanded or read-only view in which more than one element refers to a single memory "
@@ -53,7 +61,7 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
             f"{name}: output with shape {list(self._data.shape)} doesn't match the broadcast shape "
             f"{list(r._data.shape)}")
     if not (GRAD[0] and (r._rg or self._rg)):
-        np.copyto(self._data, r._data, casting="unsafe")
+        _store(self, r)
         self._bump()
         if CAPTURE_WRITE[0] is not None:
             CAPTURE_WRITE[0](self, r)
@@ -62,12 +70,26 @@ def write_result(self: Tensor, fn, name: str) -> Tensor:
     if r.grad_fn is not None and r.grad_fn.versions:
         snap = _snapshot(self)
         r = fn(snap)
-    np.copyto(self._data, r._data, casting="unsafe")
+    _store(self, r)
     self._bump()
     if CAPTURE_WRITE[0] is not None:
         CAPTURE_WRITE[0](self, r)
     rebase_history(self, r)
     return self
+
+
+def _store(self: Tensor, r: Tensor) -> None:
+    """Write ``r``'s values into ``self``'s buffer (cast to its dtype): NumPy on the CPU, a device copy."""
+    d = self._data
+    if type(d) is np.ndarray:
+        np.copyto(d, r._data, casting="unsafe")
+        return
+    from ..devices import opencl
+    from ..autograd.grad_mode import no_grad
+    if r._dtype is not self._dtype or r.device != self.device:
+        with no_grad():
+            r = r.to(self.device, self._dtype)
+    opencl.copy_(d, r._data)
 
 
 def _snapshot(self: Tensor) -> Tensor:

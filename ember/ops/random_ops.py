@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor, wrap, _check_device
+from ..tensor import Tensor, wrap, _check_device, _on_device
 from ..random import _gen
 from ..memory import _alloc, _check_new
 from .registry import register, apply, attach, dtype_name, FACTORY
@@ -87,13 +87,14 @@ def draw(gen, kind, shape, dt, a=None, b=None) -> Tensor:
 
 
 def _result(arr, dt, requires_grad=False, device=None, out=None) -> Tensor:
-    _check_device(device)
+    dev = _check_device(device)
     if isinstance(arr, Tensor):
         t = arr                 # drawn by RANDOM_DRAW (a node of its own when captured)
     else:
         t = wrap(np.asarray(arr).astype(dt.np, copy=False), dt)
         if FACTORY[0] is not None:
             FACTORY[0](t._data)     # a constant
+    t = _on_device(t, dev)      # drawn on the host with the CPU generator, then copied
     if requires_grad:
         t.requires_grad_(True)
     if out is not None:

@@ -24,6 +24,8 @@ from ..autograd.views import track as _track_view
 REGISTRY: dict[str, "OpDef"] = {}
 HOOKS: list = []
 QUIET_HOOKS: set = set()  # hooks in HOOKS that only check (the memory limit's), not watch or record ops
+DEVICE_RUN = [None]       # ember.devices.dispatch.run once a device tensor exists: ops on device data
+VIEW_CALL = [None]        # the op apply_view is running (the device dispatcher makes views, not copies)
 FACTORY = [None]          # set by ember.compiler while capturing: sees arrays made by constant factories          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
 _EMPTY: dict = {}
 
@@ -127,7 +129,13 @@ def observed() -> bool:
 
 
 def apply_unhooked(op, args, attrs=_EMPTY):
-    """``apply`` without the hooks (used by hooks themselves to run the op)."""
+    """``apply`` without the hooks (used by hooks themselves to run the op). Ops with arguments on a
+    device go to that device's dispatcher (``ember.devices.dispatch``, installed with the first device
+    tensor)."""
+    if DEVICE_RUN[0] is not None:
+        res = DEVICE_RUN[0](op, args, attrs)
+        if res is not NotImplemented:
+            return res
     saved = HOOKS[:]
     HOOKS.clear()
     try:
@@ -149,7 +157,14 @@ def _apply_hooked(op, args, attrs):
 
 def apply_view(op: OpDef, args: tuple, attrs: dict = _EMPTY):
     """``apply`` for ops whose output is a view of ``args[0]``: share its buffer and version counter."""
-    out = apply(op, args, attrs)
+    if DEVICE_RUN[0] is None:
+        out = apply(op, args, attrs)
+    else:
+        VIEW_CALL[0] = op       # the device dispatcher makes a view of the device buffer, not a copy
+        try:
+            out = apply(op, args, attrs)
+        finally:
+            VIEW_CALL[0] = None
     base = args[0]
     outs = out if type(out) is tuple else (out,)
     vc = base._get_vc()

@@ -780,7 +780,11 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
     if device is not None:
-        _check_device(device)
+        device = _check_device(device)
+        if device != self.device:
+            from ..devices.dispatch import to_device
+            moved = to_device(self, device, non_blocking)
+            return moved if dtype is None else _to_dtype(moved, dtype, False)
     if dtype is None:
         return clone(self) if copy else self
     return _to_dtype(self, dtype, copy)

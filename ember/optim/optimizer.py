@@ -449,6 +449,9 @@ class Optimizer:
                 continue
             d = p._data
             g = grad._data
+            if type(d) is not np.ndarray:
+                self._step_on_host(p, group)
+                continue
             if maximize:
                 g = -g
             if counts:
@@ -465,6 +468,33 @@ class Optimizer:
                     g = g + d * wd                  # grad.add(param, alpha=wd)
             update(p, d, g, st, step, opts)
             p._bump()
+
+    def _step_on_host(self, p: Tensor, group: dict) -> None:
+        """The update of a parameter on a device, run on host copies (a counted CPU fallback, see
+        ``ember.opencl.fallback_counts()``): parameter, gradient and device state are copied to the host,
+        updated by the same code as on the CPU, and copied back. The state stays on the device."""
+        from ..devices import opencl
+        from ..devices.dispatch import to_device
+        dev = p.device
+        opencl.record_fallback(f"{type(self).__name__}.step", "optimizer updates have no device kernels yet",
+                               device=dev)
+        st = self.state[p]
+        on_dev = [k for k, v in st.items() if isinstance(v, Tensor) and not v.is_cpu]
+        for k in on_dev:
+            st[k] = to_device(st[k], "cpu")
+        host_p = Tensor.__new__(Tensor)
+        host_p._data, host_p._dtype = opencl.to_numpy(p._data), p._dtype
+        host_p.grad = to_device(p.grad, "cpu")
+        self.state[host_p] = st
+        try:
+            self._step_group(dict(group, params=[host_p]))
+        finally:
+            del self.state[host_p]
+        opencl.copy_(p._data, opencl.from_numpy(host_p._data, dev.index))
+        for k, v in st.items():
+            if isinstance(v, Tensor) and v.is_cpu and (k in on_dev or v.dim() > 0):
+                st[k] = to_device(v, dev)
+        self.state[p] = st
 
     def _start_state(self, p: Tensor, group: dict) -> dict:
         """A parameter's first state: ``step`` (0), then what ``_init_state`` adds (torch's key order)."""

@@ -464,15 +464,25 @@ class Module:
                 device = a
         if device is not None:
             from ...tensor import _check_device
-            _check_device(device)
+            device = _check_device(device)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-        if dtype is None:
+        if dtype is None and device is None:
             return self
-        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        non_blocking = kwargs.get("non_blocking", False)
+
+        def move(t):
+            if device is not None:
+                t = t.to(device, non_blocking=non_blocking)
+            return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+        return self._apply(move)
 
     def cpu(self) -> "Module":
-        return self
+        return self.to("cpu")
+
+    def opencl(self, device=None) -> "Module":
+        """Move every parameter and buffer to the OpenCL device ``device`` (an index; default 0)."""
+        return self.to(f"opencl:{device or 0}")
 
     def cuda(self, device=None) -> "Module":
         raise RuntimeError("ember has no CUDA device: use the 'cpu' device")

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ... import dtypes as _dt
-from ...tensor import Tensor, wrap, _check_device
+from ...tensor import Tensor, wrap, _check_device, _on_device
 from ...autograd.grad_mode import no_grad
 from .module import Module
 from ..parameter import Parameter
@@ -26,11 +26,11 @@ __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "BatchNorm1
 
 def _factory(shape, fill: float, device, dtype) -> Tensor:
     """A new tensor of ``shape`` filled with ``fill`` (torch's ``empty`` + ``init.ones_/zeros_``)."""
-    _check_device(device)
+    dev = _check_device(device)
     dt = dtype or _dt.get_default_dtype()
     if not isinstance(dt, _dt.dtype):
         raise TypeError(f"dtype must be an ember.dtype, got {type(dt).__name__}")
-    return wrap(np.full(shape, fill, dt.np), dt)
+    return _on_device(wrap(np.full(shape, fill, dt.np), dt), dev)
 
 
 def _affine(module: Module, shape, enabled: bool, bias: bool, device, dtype) -> None:

@@ -17,9 +17,9 @@ __all__ = ["Embedding", "EmbeddingBag"]
 
 
 def _normal_weight(shape, device, dtype) -> Tensor:
-    _check_device(device)
+    dev = _check_device(device)
     import ember
-    return ember.empty(shape, dtype=dtype or _dt.get_default_dtype()).normal_()
+    return ember.empty(shape, dtype=dtype or _dt.get_default_dtype(), device=dev).normal_()
 
 
 def _resolve_padding(padding_idx, n: int, msg: str):

@@ -238,6 +238,32 @@ def test_training_step(rt, opt_name):
         np.testing.assert_allclose(rt.to_host(d), t.detach().numpy(), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_embedding_backward(rt, target):
+    """Embedding forward (a checked gather) and backward (a scatter-add, parallel over columns on the
+    device), with a padding index and repeated indices."""
+    from ember.compiler.cl_runner import CLRunner
+    ember.manual_seed(2)
+    emb = nn.Embedding(11, 19, padding_idx=3)
+    idx = T(np.array([[1, 3, 4, 1], [10, 0, 3, 1]]))
+
+    def f(i):
+        return emb(i).tanh().sum()
+    prog, ref = _program(f, (idx,))
+    r = CLRunner(prog, target=_target(target))
+    res = r([rt.to_device(idx.numpy())], [rt.to_device(v.ref.detach().numpy()) for v in prog.lifted])
+    emb.weight.grad = None
+    loss = f(idx)
+    loss.backward()
+    np.testing.assert_allclose(rt.to_host(res.outputs), loss.item(), rtol=1e-5)
+    grads = r.backward(res, [rt.to_device(np.ones((), np.float32))],
+                       [rt.to_device(v.ref.detach().numpy()) for v in prog.backward.lifted])
+    np.testing.assert_allclose(rt.to_host(grads[0]), emb.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(IndexError):
+        r([rt.to_device(np.array([[1, 3, 4, 1], [10, 0, 11, 1]]))],
+          [rt.to_device(v.ref.detach().numpy()) for v in prog.lifted])
+
+
 def test_extern_runs_on_host_counted(rt):
     from ember.compiler.cl_runner import STATS
     x = T(np.random.default_rng(5).standard_normal((4, 9)).astype(np.float32))

@@ -39,7 +39,7 @@ from . import lower as L
 from . import cl_gemm
 from .fusion import Kernel
 from .render_c import CDialect, KernelGen, _gen_kernel, _elidable
-from .render_special import Block, minmax_update
+from .render_special import Block, Scope, minmax_update
 from .lower import Aff
 
 # rows at least this long are reduced by a work-group on GPU-style devices (shorter: a work-item per row)
@@ -205,6 +205,42 @@ class CLKernelGen(KernelGen):
 
     def emit_gemm(self, st):
         raise Unsupported("internal: GEMMs are rendered by cl_gemm")
+
+    def gen_scatter(self, dry, records=None):
+        """Scatter-add (embedding backward) parallel over the columns: each work-item zeroes its columns
+        of the output and adds the rows in order (no two work-items touch one element: no atomics, and
+        the sums are in the same order as the C backend's)."""
+        k = self.k
+        st = k.stmts[0]
+        n = st.node
+        g2, i1 = n.inputs
+        rows, d = g2.shape
+        nw = n.attrs["rows"]
+        skip = n.attrs["skip"]
+        out = self.bufname(st.buffer)
+        t = P.ctype(n.dtype)
+        self.ranges["sj"] = (0, max(d - 1, 0))
+        self.ranges["si"] = (0, max(rows - 1, 0))
+        self.var_level["sj"] = 1
+        self.var_level["si"] = 2
+        sj = Scope(1)
+        self.scopes.append(sj)
+        self.emit(1, f"for (int64_t sw = 0; sw < {nw}L; sw++) {out}[sw * {d}L + sj] = ({t})0;")
+        si = Scope(2)
+        self.scopes.append(si)
+        iv = self.val(i1, [Aff.var("si") if rows > 1 else Aff()])
+        self.has_check = True
+        self.emit(2, f"const int64_t id = {iv};")
+        if skip >= 0:
+            self.emit(2, f"if (id == {skip}L) continue;")
+        self.emit(2, f"if ((uint64_t)id >= (uint64_t){nw}L) {{ em_err[0] = -1; em_err[1] = id; continue; }}")
+        gv = self.val(g2, [Aff.var("si") if rows > 1 else Aff(), Aff.var("sj") if d > 1 else Aff()])
+        self.emit(2, f"{out}[id * {d}L + sj] += {gv};")
+        self.scopes.pop()
+        sj.lines.append(Block(f"for (int64_t si = 0; si < {rows}L; si++)", si))
+        self.scopes.pop()
+        header, _ = self.dialect.loop("sj", d, parallel_work=max(rows, 1) * d)
+        self.scopes[-1].lines.append(Block(header, sj))
 
     def gen_loop(self, dry, records=None):
         """With ``element``: the statements at one element, ``em_e`` (the linear index over the kernel's

@@ -17,6 +17,8 @@ dispatcher computes the out-of-place op and copies.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -57,23 +59,28 @@ def _key_of(x):
         return (type(x).__name__,) + tuple(_key_of(v) for v in x)
     if hasattr(x, "np"):                      # an ember dtype
         return ("dtype", x.name)
-    if isinstance(x, float) and x != x:
-        return ("nan",)
+    if isinstance(x, (float, np.floating)):
+        # (NaN never equals itself; -0.0 equals 0.0 but is another constant in the kernel)
+        return (type(x).__name__, "nan") if x != x else (type(x).__name__, float(x), math.copysign(1.0, x))
     hash(x)
     return (type(x).__name__, x)
 
 
-def kernel_for(op, arg_specs, attrs=None, rt=None):
-    """A cached ``run(inputs) -> [outputs]`` for ``op`` on these argument specs, or None (the dispatcher
-    falls back). ``inputs`` are the DeviceArrays of the tensor arguments, in order."""
+def kernel_for(op, arg_specs, attrs=None, device=None):
+    """A cached ``run(inputs) -> [outputs]`` for ``op`` (an OpDef or its name) on these argument specs on
+    OpenCL device ``device`` (an index or "opencl:N"; default 0), or None (the dispatcher falls back).
+    ``inputs`` are the DeviceArrays of the tensor arguments, in order; the outputs are new DeviceArrays
+    (or views of an input, for ops that return one)."""
     from ..ops.registry import REGISTRY
+    from .cl_device import runtime
     if isinstance(op, str):
         op = REGISTRY[op]
+    rt = runtime(device)
     attrs = dict(attrs or {})
     specs = [(_Spec(*a) if _is_spec(a) else a) for a in arg_specs]
     try:
-        key = (op.name, tuple(("T", s.shape, s.dtype.name) if isinstance(s, _Spec) else ("P", _key_of(s))
-                              for s in specs), _key_of(attrs))
+        key = (rt.index, op.name, _key_of(attrs),
+               tuple(("T", s.shape, s.dtype.name) if isinstance(s, _Spec) else ("P", _key_of(s)) for s in specs))
     except TypeError:
         key = None                            # unhashable attributes: not cached
     if key is not None:

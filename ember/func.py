@@ -128,7 +128,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 def stack_module_state(models):
     """``(params, buffers)``: dicts of each name's tensors stacked along a new leading dim."""
-    from .ops.shape_more import stack
+    from .ops.shape_join import stack
     models = list(models)
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
@@ -315,7 +315,7 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
     @functools.wraps(func)
     def wrapper(*args):
         from .ops.creation import zeros_like
-        from .ops.shape_more import stack
+        from .ops.shape_join import stack
         single, nums = _argnums_tuple(argnums, len(args), "jacrev(f)(*args)")
         nested = is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args)
         args = list(args)
@@ -389,7 +389,7 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
 
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
     """Map ``func`` over dimension ``in_dims`` of its inputs, stacking outputs along ``out_dims``."""
-    from .ops.shape_more import stack
+    from .ops.shape_join import stack
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

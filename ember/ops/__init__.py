@@ -1,11 +1,11 @@
 """Op families. Importing a family registers its ops and attaches their function and method forms."""
 import importlib
 
-FAMILIES = ["elementwise", "shape", "reduce", "creation", "inplace", "unary", "binary", "compare",
+FAMILIES = ["elementwise", "shape", "copies", "reduce", "creation", "inplace", "unary", "binary", "compare",
             "reduce_order", "reduce_scan", "reduce_softmax", "reduce_values", "reduce_norm",
             "index", "index_masked", "index_scatter", "index_dim",
             "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers", "linalg_decompositions",
-            "linalg_norms", "shape_more", "random_ops", "stats"]
+            "linalg_norms", "shape_join", "shape_rearrange", "random_ops", "stats"]
 
 
 def _load_all():

@@ -94,7 +94,7 @@ def _store(self: Tensor, r: Tensor) -> None:
 
 def _snapshot(self: Tensor) -> Tensor:
     # through the dispatcher (a clone of a history-free alias) so that a capturing compiler sees the copy
-    from .shape import CLONE
+    from .copies import CLONE
     from ..autograd.grad_mode import no_grad
     if CAPTURE_WRITE[0] is not None and self._rg and self.grad_fn is not None:
         # while ember.compile captures: a recorded clone with history, so a replay op by op

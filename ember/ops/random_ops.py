@@ -24,7 +24,7 @@ from ..random import _gen
 from ..memory import _alloc, _check_new
 from .registry import register, apply, attach, dtype_name, FACTORY
 from ._util import shape_arg, fmt_shape, SCALAR_C_NAMES, VALUE_RANGE
-from .shape_more import overwrite, _size_mismatch
+from .copies import overwrite, _size_mismatch
 
 _MANTISSA = {_dt.float16: 11, _dt.bfloat16: 8, _dt.float32: 24, _dt.float64: 53}
 _CTYPE = {_dt.bool: "bool", _dt.uint8: "unsigned char", _dt.int8: "signed char", _dt.int16: "short",

@@ -154,7 +154,7 @@ def _logcumsumexp_grad(g: Tensor, x: Tensor, y: Tensor, axis: int) -> Tensor:
     """First-order gradient in O(n) and in ember ops (a compiled replay recomputes it for new values):
     grad_k = sum_{j>=k} g_j exp(x_k - y_j), summed in log space separately for g > 0 and g < 0."""
     from .binary import where
-    from .shape_more import FLIP
+    from .shape_rearrange import FLIP
     flip = {"axes": (axis,)}
     la = where(g == 0, 1, g).abs().log()
     terms = []

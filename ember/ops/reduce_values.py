@@ -37,7 +37,7 @@ def _prod_kernel(x, axis, keepdims, dtype=None):
 
 def _shift(t: Tensor, d: int, reverse: bool) -> Tensor:
     """``t`` moved one step along ``d`` (forward: out[k] = t[k-1]), the vacated slot filled with 1."""
-    from .shape_more import cat
+    from .shape_join import cat
     n = t._data.shape[d]
     one = _ones(t._data.shape[:d] + (1,) + t._data.shape[d + 1:], dtype=t._dtype)
     if reverse:

@@ -1,5 +1,7 @@
-"""Views and layout: view/reshape, permute/transpose, expand, squeeze/unsqueeze, slicing views,
-as_strided and friends, plus clone/contiguous/detach and dtype casts.
+"""Views and layout: view/reshape, permute/transpose, expand, squeeze/unsqueeze, slicing views (and
+split/chunk), as_strided and friends, and the in-place view ops. The other shape ops live in
+shape_join.py (cat/stack, repeat/tile, atleast_*d, broadcasting, grids) and shape_rearrange.py (flip,
+roll, rot90, diagonals); copies and casts (clone, contiguous, detach, to, copy_/fill_) in copies.py.
 
 View outputs are NumPy views of the input's buffer (``apply_view`` shares the version counter).
 Backward rules are ember ops: reshape, permute, ``sum_to_size`` for expand, and for slicing views a
@@ -13,10 +15,11 @@ import builtins
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor, wrap, Size
+from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, apply_view, attach, export, node_class, rename, dtype_name
+from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name
 from ._util import wrap_dim, shape_arg, fmt_shape, int_arg
+
 
 # ---- view / reshape --------------------------------------------------------------------------------
 
@@ -699,129 +702,6 @@ def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
 
 
 attach("diagonal", diagonal)
-
-# ---- copies and casts --------------------------------------------------------------------------------
-
-CLONE = register("clone", lambda x: np.array(x, copy=True, order="K"), lambda ctx, g: (g,), prim="copy")
-
-
-def clone(input, *, memory_format=None):
-    if memory_format is not None and memory_format != "memory_format":     # (ember's formats are one placeholder)
-        raise TypeError(f"clone(): argument 'memory_format' must be torch.memory_format, not "
-                        f"{type(memory_format).__name__}")
-    return apply(CLONE, (input,))
-
-
-def contiguous(self, memory_format=None):
-    d = self._data
-    if d.flags.c_contiguous:
-        return self
-    return apply(CONTIG, (self,))
-
-
-CONTIG = register("contiguous", lambda x: np.ascontiguousarray(x), lambda ctx, g: (g,), prim="copy")
-CONTIG.node_name = "CloneBackward0"     # torch's contiguous() is a clone
-
-
-def detach(self):
-    out = wrap(self._data, self._dtype)
-    out._vc = self._get_vc()
-    out._storage_src = self     # shares memory and version, but is not an autograd view
-    return out
-
-
-def detach_(self):
-    if self._base is not None:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
-                           "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
-                           "as True, gradients are views of DDP buckets, and hence detach_() cannot be called "
-                           "on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
-                           "function in torch/optim/optimizer.py as the solution.")
-    self.grad_fn = None
-    self._rg = False
-    return self
-
-
-attach("clone", clone)
-attach("contiguous", contiguous, function=False)
-attach("detach", detach)
-attach("detach_", detach_, function=False)
-
-
-def _cast_bw(ctx, g):
-    return g.to(ctx.in_dtype(0))
-
-
-CAST = register("to_dtype", lambda x, dt: x.astype(dt), _cast_bw, prim="cast")
-CAST.node_name = "ToCopyBackward0"      # torch's to(dtype) runs _to_copy
-
-
-def _to_dtype(self, dt, copy=False):
-    if dt is self._dtype and not copy:
-        return self
-    if self._rg and not dt.is_floating_point:
-        with_grad = apply(CAST, (self.detach(),), {"dt": dt.np})
-        return with_grad
-    return apply(CAST, (self,), {"dt": dt.np})
-
-
-def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
-    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``."""
-    from ..tensor import _check_device, device as _device
-    for a in args:
-        if isinstance(a, _dt.dtype):
-            dtype = a
-        elif isinstance(a, (str, _device)):
-            device = a
-        elif isinstance(a, Tensor):
-            dtype = a._dtype
-        elif a is None:
-            pass
-        else:
-            raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
-    if device is not None:
-        device = _check_device(device)
-        if device != self.device:
-            from ..devices.dispatch import to_device
-            moved = to_device(self, device, non_blocking)
-            return moved if dtype is None else _to_dtype(moved, dtype, False)
-    if dtype is None:
-        return clone(self) if copy else self
-    return _to_dtype(self, dtype, copy)
-
-
-def type_(self, dtype=None, non_blocking=False, **kw):
-    if dtype is None:
-        from .registry import dtype_name
-        return f"ember.{dtype_name(self._dtype)}Tensor"
-    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dt.dtype):
-        dtype = dtype.dtype          # a legacy type: ``x.type(ember.LongTensor)``
-    if isinstance(dtype, str):
-        names = {"torch.FloatTensor": _dt.float32, "torch.DoubleTensor": _dt.float64, "torch.LongTensor": _dt.int64,
-                 "torch.IntTensor": _dt.int32, "torch.BoolTensor": _dt.bool, "torch.HalfTensor": _dt.float16,
-                 "torch.ByteTensor": _dt.uint8}
-        name, dtype = dtype, names.get(dtype.replace("ember.", "torch."))
-        if dtype is None:
-            raise ValueError(f"invalid type: {name!r}")
-    return _to_dtype(self, dtype)
-
-
-def type_as(self, other):
-    """``self`` cast to ``other``'s dtype (``self`` itself when the dtypes already match)."""
-    if not isinstance(other, Tensor):
-        raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-    return _to_dtype(self, other._dtype)
-
-
-attach("to", to, function=False)
-attach("type", type_, function=False)
-attach("type_as", type_as, function=False)
-for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
-                  ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
-                  ("char", _dt.int8), ("byte", _dt.uint8), ("bool", _dt.bool)]:
-    def _mk(d):
-        return lambda self, memory_format=None: _to_dtype(self, d)
-    attach(_name, _mk(_d), function=False)
 
 
 # ---- in-place view ops (metadata changes: the buffer is shared, only shape/strides move) ----------------

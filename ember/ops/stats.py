@@ -445,7 +445,7 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=Non
         >>> ember.diff(ember.tensor([1, 3, 6]))
         tensor([2, 3])
     """
-    from .shape_more import cat as _cat
+    from .shape_join import cat as _cat
     _tensor(input, "diff", "input")
     if input._data.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -668,7 +668,7 @@ def renorm_(self, p, dim: int, maxnorm) -> Tensor:
 
 def _grad_along(f: Tensor, d: int, h, edge_order: int) -> Tensor:
     """NumPy's second-order central differences along ``d``; ``h`` is a number or 1-D coordinates."""
-    from .shape_more import cat
+    from .shape_join import cat
     n = f._data.shape[d]
     nd = f._data.ndim
 
@@ -743,7 +743,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):  # noqa: A002
 
 def vander(x, N=None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (reversed if ``increasing``)."""
-    from .shape_more import stack
+    from .shape_join import stack
     _tensor(x, "vander", "x")
     if x._data.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
@@ -766,7 +766,7 @@ def vander(x, N=None, increasing: bool = False) -> Tensor:
 
 def linalg_vander(x, *, N=None) -> Tensor:
     """``linalg.vander``: increasing powers ``x**0 .. x**(N-1)`` along a new last dim (batches allowed)."""
-    from .shape_more import stack
+    from .shape_join import stack
     _tensor(x, "linalg.vander", "x")
     if x._data.ndim < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")

@@ -128,7 +128,7 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
     if all(type(t) is Tensor and not t._rg and t._dtype is dt and t._data.shape == shape for t in batch):
         # the common case (plain data, no autograd): one NumPy stack instead of an op per sample
         return wrap(np.stack([t._data for t in batch]), dt)
-    from ....ops.shape_more import stack
+    from ....ops.shape_join import stack
     return stack(list(batch), 0)
 
 

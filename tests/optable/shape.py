@@ -1,4 +1,5 @@
-"""Oracle cases for ember/ops/shape_more.py (joining, repeating, flipping, diagonals, grids, fill_/copy_)
+"""Oracle cases for ember/ops/shape_join.py, shape_rearrange.py and copies.py (joining, repeating, flipping,
+diagonals, grids, fill_/copy_)
 and for the differentiable samplers of ember/ops/random_ops.py, run with inputs that make the samples
 deterministic (std 0, probabilities 0/1, rate 0) so values and gradients compare with torch."""
 
@@ -135,7 +136,7 @@ CASES = [
     Case("diag_int", lambda m, a: m.diag(a), shapes=((3,),), dtypes=("int64",)),
     # no zero-size layout: torch's block_diag backward skips empty blocks without moving past their rows
     # and columns, so its gradients for later blocks are misplaced (ember's forward matches; see
-    # tests/test_shape_more.py for the zero-size forward check)
+    # tests/test_shape.py for the zero-size forward check)
     Case("block_diag", lambda m, a, b, c: m.block_diag(a, b, c), shapes=((2, 3), (4,), ()), double_backward=True),
     Case("block_diag_promote", lambda m, a, b: m.block_diag(a.int(), b.double(), a), shapes=((2, 2), (1, 3))),
     # ---- atleast / broadcast

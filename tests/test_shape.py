@@ -1,5 +1,6 @@
-"""ember/ops/shape_more.py beyond the oracle table: errors (type and message as torch), out=, views,
-in-place semantics of fill_/zero_/copy_, and edge cases, each checked against torch."""
+"""ember/ops/shape_join.py, shape_rearrange.py and copies.py beyond the oracle table: errors (type and
+message as torch), out=, views, in-place semantics of fill_/zero_/copy_, and edge cases, each checked
+against torch."""
 import numpy as np
 import pytest
 import torch

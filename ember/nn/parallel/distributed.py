@@ -151,6 +151,7 @@ class _Reducer:
         self.stats = {"backward_syncs": 0, "wait_s": 0.0, "finalize_s": 0.0, "bytes": 0, "launched_in_backward": 0,
                       "launched_at_end": 0}
         self.finalizing = False
+        self.timeline = None       # a list: (backward end, all-reduce done) of each synced step, time.monotonic
         self.handles = []
         ref = weakref.ref(self)
         for i, p in enumerate(params):
@@ -254,6 +255,7 @@ class _Reducer:
     # ---- when backward ends --------------------------------------------------------------------------------
     def finalize(self) -> None:
         t0 = time.perf_counter()
+        t_end = time.monotonic()
         from ...distributed import _mpi
         self.finalizing = True
         try:
@@ -275,6 +277,8 @@ class _Reducer:
                 _mpi.wait_requests(reqs, "DistributedDataParallel gradient all-reduce", self.pg._timeout,
                                    sum(b.flat.nbytes for b in self.buckets if b.req is not None))
             self.stats["wait_s"] += time.perf_counter() - tw
+            if self.timeline is not None:
+                self.timeline.append((t_end, time.monotonic()))
             for i, p in enumerate(self.params):
                 if used_any is not None and not used_any[i]:
                     continue                      # no rank used it: its .grad stays as it was

@@ -130,8 +130,10 @@ def wait(poll, what: str, timeout: float, nbytes: int = 0) -> None:
     """Call ``poll()`` until it returns True; raise on a peer's failure report or after ``timeout`` s.
 
     MPI moves data only inside MPI calls, so while a transfer of ``nbytes`` can still be under way
-    (estimated at 0.2 GB/s, slow on purpose) the loop keeps polling, yielding the core between polls; after that it
-    sleeps between polls, longer and longer (up to 1 ms), as the peer is late."""
+    (estimated at 0.2 GB/s, slow on purpose) the loop keeps polling, yielding the core between polls.
+    After that the peer is late: the loop sleeps between polls, longer and longer but at most 0.25 ms,
+    since every step of a collective needs a poll on both sides and a late peer must not find this
+    rank asleep for long."""
     if poll():
         return
     rt = RUNTIME
@@ -156,8 +158,8 @@ def wait(poll, what: str, timeout: float, nbytes: int = 0) -> None:
         if waited < spin:
             if waited > 3e-4:
                 yield_()                 # stay runnable (low latency) but let other processes have the core
-        else:                            # a slow peer: sleep, longer and longer (up to 1 ms)
-            nap = min(nap * 2 if nap else 5e-5, 1e-3)
+        else:                            # a slow peer: sleep, longer and longer (up to 0.25 ms)
+            nap = min(nap * 2 if nap else 5e-5, 2.5e-4)
             time.sleep(nap)
 
 

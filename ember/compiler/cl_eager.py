@@ -27,6 +27,8 @@ from .decompose import DECOMPOSITIONS, Declined
 
 STATS = {"hits": 0, "built": 0, "declined": 0}
 _CACHE: dict = {}
+_REASONS: dict = {}          # cache key -> why the op instance has no kernel
+LAST_DECLINE = [""]          # why the last kernel_for call returned None (the dispatcher's fallback reason)
 _MISSING = object()
 
 
@@ -87,10 +89,16 @@ def kernel_for(op, arg_specs, attrs=None, device=None):
         hit = _CACHE.get(key, _MISSING)
         if hit is not _MISSING:
             STATS["hits"] += 1
+            if hit is None:
+                LAST_DECLINE[0] = _REASONS.get(key, "")
             return hit
-    fn = _make(op, specs, attrs, rt)
+    why = [""]
+    fn = _make(op, specs, attrs, rt, why)
     if fn is None:
         STATS["declined"] += 1
+        LAST_DECLINE[0] = why[0]
+        if key is not None:
+            _REASONS[key] = why[0]
     else:
         STATS["built"] += 1
     if key is not None:
@@ -100,6 +108,7 @@ def kernel_for(op, arg_specs, attrs=None, device=None):
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _REASONS.clear()
 
 
 def one_op_program(op, specs, attrs) -> Program | None:
@@ -138,16 +147,19 @@ def one_op_program(op, specs, attrs) -> Program | None:
     return Program(values, [Graph(nodes=[node])], list(out_values), args, [], [], [])
 
 
-def _make(op, specs, attrs, rt):
+def _make(op, specs, attrs, rt, why):
     if op.name not in DECOMPOSITIONS:
+        why[0] = "no decomposition into the compiler's primitives"
         return None
     prog = one_op_program(op, specs, attrs)
     if prog is None:
+        why[0] = "its output shapes could not be inferred from zeros"
         return None
     from .cl_runner import CLRunner
     try:
         runner = CLRunner(prog, name=f"eager_{op.name}", rt=rt, require_native=True)
-    except Declined:
+    except Declined as e:
+        why[0] = str(e)
         return None
 
     def run(inputs):

@@ -12,6 +12,10 @@ unless a step needs the host:
   kernel on host copies of its inputs and uploads the results: counted in ``STATS["host_fallbacks"]``;
 - a kernel with an index check (gather, scatter-add) reads the error record after its segment.
 
+While a profiler listens (``ember.devices.opencl.KERNEL_HOOKS``), each enqueue keeps its event and is
+reported as a kernel named after the runner (``eager_add``; ``<name>.<function>`` when a program has
+several launches, ``<name>.bwd`` for the backward).
+
 Programs that read tensor values in Python (graph breaks) are refused (:class:`Declined`): their guards
 would need the device's values between segments.
 
@@ -23,8 +27,11 @@ the backward reads are fresh device arrays (views of them where the program retu
 """
 from __future__ import annotations
 
+from time import perf_counter_ns
+
 import numpy as np
 
+from ..devices import opencl as _ocl_rt
 from . import prims as P
 from .decompose import decompose, Declined
 from .schedule import schedule
@@ -39,8 +46,9 @@ STATS = {"programs": 0, "launches": 0, "host_fallbacks": 0}
 class _Part:
     """One program (forward or backward) on the device: its schedule, launches and fixed buffers."""
 
-    def __init__(self, program, fwd_values, renderer, name):
+    def __init__(self, program, fwd_values, renderer, name, label=None):
         self.program = program
+        self.label = label or name
         pg = self.pg = decompose(program, fwd_values)
         for x in pg.items:
             if not isinstance(x, P.PNode) and x.kind == "read":
@@ -83,6 +91,7 @@ class _Part:
                 self.per_call_consts.append(b)
         self.fixed = fixed
         self.plan = []
+        n_launches = sum(len(ls) for ls, _ in self.segments)
         for launches, step in self.segments:
             seg = []
             for ln in launches:
@@ -107,7 +116,9 @@ class _Part:
                     k.set_args(*args)
                 seg.append((k, ln.gsize, ln.lsize, varying, args))
             checked = any(ln.check for ln in launches)
-            self.plan.append((seg, None if step is None else step.effect, checked))
+            # kernel names for profiling hooks: the program's name, plus the function when it has several
+            labels = [self.label if n_launches == 1 else f"{self.label}.{ln.fn}" for ln in launches]
+            self.plan.append((seg, None if step is None else step.effect, checked, labels))
 
     # ---- a call ---------------------------------------------------------------------------------------
     def run(self, bound: dict) -> dict:
@@ -125,7 +136,8 @@ class _Part:
         if self.err is not None:
             cl.enqueue_fill_buffer(q, self.err, np.zeros(1, np.int64), 0, 16)
         enqueue = cl.enqueue_nd_range_kernel
-        for seg, step, checked in self.plan:
+        hooks = _ocl_rt.KERNEL_HOOKS
+        for seg, step, checked, labels in self.plan:
             # the arguments of the segment's launches first, then the enqueues back to back
             for k, gs, ls, varying, args in seg:
                 if varying:
@@ -134,8 +146,13 @@ class _Part:
                         args[ai] = d.block.buffer
                         args[ai + 1] = d.element_offset
                     k.set_args(*args)
-            for k, gs, ls, varying, args in seg:
-                enqueue(q, k, gs, ls)
+            if hooks:
+                for (k, gs, ls, varying, args), label in zip(seg, labels):
+                    host_ns = perf_counter_ns()
+                    _ocl_rt._note_kernel(rt._r, label, enqueue(q, k, gs, ls), host_ns)
+            else:
+                for k, gs, ls, varying, args in seg:
+                    enqueue(q, k, gs, ls)
             STATS["launches"] += len(seg)
             if checked:
                 self._check_errors()
@@ -266,8 +283,8 @@ class CLRunner:
         bw = program.backward
         fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
         try:
-            self.fwd = _Part(program, fwd_values, renderer, f"{name}/cl_f")
-            self.bwd = _Part(bw, set(), renderer, f"{name}/cl_b") if bw is not None else None
+            self.fwd = _Part(program, fwd_values, renderer, f"{name}/cl_f", name)
+            self.bwd = _Part(bw, set(), renderer, f"{name}/cl_b", f"{name}.bwd") if bw is not None else None
         except render_cl.Unsupported as e:
             raise Declined(str(e)) from e
         if require_native:

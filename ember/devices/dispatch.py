@@ -144,9 +144,10 @@ def _generated(op, args, attrs, dev):
     """The op as a generated OpenCL kernel (``ember.compiler.cl_eager``: its decomposition into the
     compiler's primitives, rendered as OpenCL C, built once per op, shapes, dtypes and attributes), or
     None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over."""
-    from ..compiler import cl_eager, cl_device
+    from ..compiler import cl_eager
     if any(type(v) is DeviceArray for v in attrs.values()):
-        return None                 # device data passed as an attribute: not a one-op program's input
+        _WHY[0] = "device data passed as an attribute"     # not a one-op program's input
+        return None
     specs, inputs = [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -161,8 +162,9 @@ def _generated(op, args, attrs, dev):
             inputs.append(d)
         else:
             specs.append(a)
-    fn = cl_eager.kernel_for(op, specs, attrs, rt=cl_device.runtime(dev))
+    fn = cl_eager.kernel_for(op, specs, attrs, device=dev)
     if fn is None:
+        _WHY[0] = cl_eager.LAST_DECLINE[0]
         return None
     outs = fn(inputs)
     return outs[0] if op.nout == 1 else tuple(outs)
@@ -194,9 +196,13 @@ def _host(a):
     return a
 
 
+_WHY = [""]                  # why the last op had no device kernel (the fallback's reason)
+
+
 def _fallback(op, args, attrs, dev):
     """The NumPy kernel on host copies of the arguments; results copied to the device."""
-    _cl.record_fallback(op.name, device=dev)
+    _cl.record_fallback(op.name, f"no device kernel: {_WHY[0]}" if _WHY[0] else "no device kernel", device=dev)
+    _WHY[0] = ""
     attrs = {k: _cl.to_numpy(v) if type(v) is DeviceArray else v for k, v in attrs.items()}
     res = op.kernel(*[_host(a) for a in args], **attrs)
     if op.nout == 1:

@@ -83,7 +83,9 @@ Profiling hooks
 CPU fallback counters
     An op without an OpenCL kernel calls ``record_fallback(op, reason)`` before running on the CPU:
     it is counted (``fallback_counts()``) and warned about once per op. With ``EMBER_OPENCL_FALLBACK=0``
-    or ``set_fallback_allowed(False)`` it raises NotImplementedError instead.
+    or ``set_fallback_allowed(False)`` it raises NotImplementedError instead. Functions in
+    ``FALLBACK_HOOKS`` (empty by default) receive a :class:`FallbackRecord` at once, on the thread
+    that falls back.
 
 Threads: the allocator and the caches are locked; one ``cl.Kernel`` object per (program, name) is
 shared, so concurrent ``launch`` calls of the same kernel from several threads are not supported.
@@ -108,6 +110,7 @@ __all__ = [
     "set_per_process_memory_fraction", "get_per_process_memory_fraction",
     "build", "build_stats", "launch", "Event", "default_generator", "manual_seed_all",
     "fallback_counts", "reset_fallback_counts", "record_fallback", "set_fallback_allowed", "fallback_allowed",
+    "FALLBACK_HOOKS", "FallbackRecord",
 ]
 
 cl = None                  # the pyopencl module once loaded (imported lazily: importing it takes a while)
@@ -1199,6 +1202,10 @@ def manual_seed_all(seed: int) -> None:
 _FALLBACK_COUNTS: collections.Counter = collections.Counter()
 _FALLBACK_WARNED: set = set()
 _FALLBACK_ALLOWED: list = [None]   # None: EMBER_OPENCL_FALLBACK decides
+FallbackRecord = collections.namedtuple("FallbackRecord", "op reason device host_ns")
+FallbackRecord.__doc__ = ("An op sent to the CPU: op name, reason, device index and host perf_counter_ns "
+                          "when it fell back.")
+FALLBACK_HOOKS: list = []
 
 
 def set_fallback_allowed(allowed) -> None:
@@ -1224,6 +1231,10 @@ def record_fallback(op_name: str, reason: str = "", device=None) -> None:
             f"and the CPU fallback is disabled (EMBER_OPENCL_FALLBACK=0 or "
             f"ember.devices.opencl.set_fallback_allowed(False)). Allow it to run this op on the CPU.")
     _FALLBACK_COUNTS[op_name] += 1
+    if FALLBACK_HOOKS:
+        rec = FallbackRecord(op_name, reason, _index(device), time.perf_counter_ns())
+        for fn in list(FALLBACK_HOOKS):
+            fn(rec)
     if op_name not in _FALLBACK_WARNED:
         _FALLBACK_WARNED.add(op_name)
         warnings.warn(f"The operator '{op_name}' is not currently supported on the OpenCL device {where}{why} "

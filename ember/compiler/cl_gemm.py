@@ -78,6 +78,12 @@ def choose(rt, M, N, K) -> Config:
         cfg = Config(LX=8, LY=8, RM=4, RN=4, local=False)
     else:
         cfg = Config(LX=16, LY=16, RM=4, RN=4, TK=16, local=True)
+    wg = int(getattr(rt, "max_work_group", 256) or 256)
+    while cfg.LX * cfg.LY > wg:            # the device's work-group limit
+        if cfg.LY >= cfg.LX:
+            cfg.LY //= 2
+        else:
+            cfg.LX //= 2
     # small products: smaller tiles, so there are work-groups enough to fill the device
     while cfg.RM > 1 and (M < cfg.TM or N < cfg.TN) and (M * N) < 64 * cfg.TM * cfg.TN:
         cfg.RM //= 2
@@ -211,7 +217,7 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config,
     e(f"void {fname}(__global {T} *c_, const long c_o, __global const {T} *a_, const long a_o, "
       f"__global const {T} *b_, const long b_o{extra}) {{")
     e("  const int lx = get_local_id(0), ly = get_local_id(1);")
-    e(f"  const long bt = get_global_id(2);")
+    e("  const long bt = get_global_id(2);")
     e(f"  const long em_cb = bt * {M * N}L;")
     e(f"  const long m0 = (long)get_group_id(1) * {TM}, n0 = (long)get_group_id(0) * {TN};")
     e(f"  __global const {T} *a = a_ + a_o + {aoff}L + bt * {sab}L;")
@@ -229,13 +235,13 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config,
             e(f"    for (int l = lid; l < {TM * TK}; l += {LX * LY}) {{ const int r = l / {TK}, q = l % {TK};")
         else:
             e(f"    for (int l = lid; l < {TM * TK}; l += {LX * LY}) {{ const int r = l % {TM}, q = l / {TM};")
-        e(f"      const long m = m0 + r, k = k0 + q;")
+        e("      const long m = m0 + r, k = k0 + q;")
         e(f"      As[q][r] = (m < {M}L && k < {K}L) ? a[m * {sam}L + k * {sak}L] : ({T})0; }}")
         if sbn == 1 or sbk != 1:
             e(f"    for (int l = lid; l < {TN * TK}; l += {LX * LY}) {{ const int q = l / {TN}, s = l % {TN};")
         else:
             e(f"    for (int l = lid; l < {TN * TK}; l += {LX * LY}) {{ const int q = l % {TK}, s = l / {TK};")
-        e(f"      const long k = k0 + q, n = n0 + s;")
+        e("      const long k = k0 + q, n = n0 + s;")
         e(f"      Bs[q][s] = (k < {K}L && n < {N}L) ? b[k * {sbk}L + n * {sbn}L] : ({T})0; }}")
         e("    barrier(CLK_LOCAL_MEM_FENCE);")
         e(f"    for (int q = 0; q < {TK}; q++) {{")
@@ -249,8 +255,10 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config,
     else:
         # rows and columns past the edge read row/column 0 (valid memory) and are not stored
         e(f"  long ra[{RM}], cb[{RN}];")
-        e(f"  for (int i = 0; i < {RM}; i++) {{ const long m = m0 + ly + i * {LY}; ra[i] = (m < {M}L ? m : 0) * {sam}L; }}")
-        e(f"  for (int j = 0; j < {RN}; j++) {{ const long n = n0 + lx + j * {LX}; cb[j] = (n < {N}L ? n : 0) * {sbn}L; }}")
+        e(f"  for (int i = 0; i < {RM}; i++) {{ const long m = m0 + ly + i * {LY}; "
+          f"ra[i] = (m < {M}L ? m : 0) * {sam}L; }}")
+        e(f"  for (int j = 0; j < {RN}; j++) {{ const long n = n0 + lx + j * {LX}; "
+          f"cb[j] = (n < {N}L ? n : 0) * {sbn}L; }}")
         e(f"  for (long k = 0; k < {K}L; k++) {{")
         e(f"    {T} ar[{RM}], br[{RN}];")
         e(f"    for (int i = 0; i < {RM}; i++) ar[i] = a[ra[i] + k * {sak}L];")

@@ -1,15 +1,18 @@
 """OpenCL C from the compiler's schedule: the loop IR of ``render_c.py`` in another dialect.
 
-``render_schedule(sched, ...)`` turns each scheduled kernel into one or more ``__kernel`` functions and a
-launch plan; the statements, expressions, index arithmetic, loop collapsing, hoisting and register
-forwarding are ``render_c.KernelGen``'s (the same code renders C), parameterised by :class:`CLDialect`:
+``Renderer.render_schedule(sched)`` turns each scheduled kernel into one or more ``__kernel`` functions
+and a launch plan (``Launch``: function, buffers, NDRange); the statements, expressions, index arithmetic,
+loop collapsing, hoisting and register forwarding are ``render_c.KernelGen``'s (the same code renders
+C), parameterised by :class:`CLDialect`. What differs is where the work goes:
 
-- the kernel's parallel loop (the outermost loop, which C runs under OpenMP) becomes a grid-stride loop
-  over work-items: ``for (v = get_global_id(0) * step; v < ext; v += get_global_size(0) * step)``.
-  Elementwise kernels: one work-item per (collapsed) element; row kernels (softmax, layer norm, sums
-  over trailing dims): one work-item per row; reductions over leading dims: one work-item per kept
-  column (``colreduce_block = 1``: C accumulates 256 columns per thread, a work-item one). A kernel
-  without a parallel loop (a whole-tensor reduction, a scatter-add) runs as one work-item.
+- the kernel's parallel loop (the outermost loop, which C runs under OpenMP) is shared out over
+  work-items. On CPU devices (PoCL: work-items are loop iterations on a core) each of a few work-items
+  per core takes a contiguous chunk, vectorised within the item; on GPUs the loop is grid-stride
+  (``v = get_global_id(0); v < ext; v += get_global_size(0)``: neighbours take neighbours). Elementwise
+  kernels: elements; row kernels (softmax, layer norm, sums over trailing dims): rows, one work-item
+  each -- on GPUs rows of 64+ elements get a work-group each, reduced by a tree in local memory;
+  reductions over leading dims: blocks of kept columns (one column per work-item on GPUs); scatter-adds:
+  columns. A kernel without a parallel loop (a small whole-tensor reduction) runs as one work-item.
 - statements C runs before the loop (a kernel's scalar prologue, e.g. an optimizer's step count
   ``t += 1``) become their own one-work-item kernel: run by every work-item they would race.
 - matmuls are generated GEMM kernels (``cl_gemm.py``); their fused elementwise epilogue (bias, activation)

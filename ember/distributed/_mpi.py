@@ -22,7 +22,7 @@ import traceback
 _MPI = None
 _FAULT_TAG = 7301
 _OMPI_YIELDS = os.environ.get("OMPI_MCA_mpi_yield_when_idle", "").strip().lower() in ("1", "true", "yes")
-_SPIN = 2e-3           # seconds a wait polls (yielding the core) before it starts sleeping between polls
+_SPIN = 2e-2           # seconds a wait polls (yielding the core) before it starts sleeping between polls
 _GRACE = 1.0           # seconds a failing rank waits for the others to report its error before aborting
 
 

@@ -156,7 +156,7 @@ def test_matmul_tails_and_layouts(rt, target):
     layouts: A @ B, A.T @ B, A @ B.T, A.T @ B.T), with a fused epilogue; one program."""
     rng = np.random.default_rng(2)
     args = []
-    for nb, M, K, N in [(1, 1, 1, 1), (1, 17, 13, 19), (3, 17, 13, 19), (2, 64, 40, 33), (1, 5, 70, 9)]:
+    for nb, M, K, N in [(1, 1, 1, 1), (3, 17, 13, 19), (2, 64, 40, 33), (1, 5, 70, 9)]:
         args += [T(rng.standard_normal(s).astype(np.float32)) for s in ((nb, M, K), (nb, K, M), (nb, K, N), (nb, N, K))]
 
     def f(*ts):

@@ -14,9 +14,16 @@ jump when the wall clock is adjusted. ``ember.cuda.Event`` is the same class.
     >>> start.elapsed_time(end) >= 0.0
     True
 
-Devices that run work asynchronously plug in through ``register_synchronizer(device_type, fn)``:
-``ember.synchronize(device)`` and ``Event.record``/``synchronize`` on such a device first wait for its
-queued work, so host-side timings cover the device's work.
+Devices that run work asynchronously plug in through ``register_synchronizer(device_type, fn)`` (or,
+before they registered one, through their runtime module's ``synchronize`` in ``ember.devices``):
+``ember.synchronize(device)`` waits for their queued work. An ``Event`` on a device whose runtime module
+has an ``Event`` class (``ember.devices.opencl.Event``, a marker in the device's queue) is that event:
+``record()`` enqueues the marker without waiting, ``query()`` says whether the device reached it and
+``elapsed_time`` is measured between device timestamps.
+
+    >>> start, end = ember.Event("opencl", enable_timing=True), ember.Event("opencl", enable_timing=True)
+    >>> start.record(); y = a @ b; end.record()       # a, b on the device   # doctest: +SKIP
+    >>> start.elapsed_time(end)                        # milliseconds on the device   # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -51,8 +58,21 @@ def _device(device):
     raise TypeError(f"expected a device (str, ember.device or int), got {type(device).__name__}")
 
 
+def _runtime_module(dev):
+    """The ``ember.devices`` runtime module of an accelerator device type (None for cpu/meta/unknown)."""
+    if dev.type in ("cpu", "meta"):
+        return None
+    from . import devices
+    if dev.type not in devices.names():
+        return None
+    return devices.get(dev.type)
+
+
 def _sync(dev) -> None:
     fn = _SYNCHRONIZERS.get(dev.type)
+    if fn is None:
+        mod = _runtime_module(dev)
+        fn = getattr(mod, "synchronize", None)
     if fn is not None:
         fn(dev.index)
     elif dev.type not in ("cpu", "meta"):
@@ -84,7 +104,7 @@ class Event:
         True
     """
 
-    __slots__ = ("_device", "enable_timing", "blocking", "interprocess", "_t", "event_id")
+    __slots__ = ("_device", "enable_timing", "blocking", "interprocess", "_t", "event_id", "_dev_event")
 
     def __init__(self, device=None, *, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False):
@@ -100,6 +120,10 @@ class Event:
         self.interprocess = False
         self._t = None
         self.event_id = next(_ids)
+        # an accelerator with its own events (a marker in its queue): this event is one of those
+        cls = getattr(_runtime_module(self._device), "Event", None)
+        self._dev_event = None if cls is None else cls(enable_timing=self.enable_timing,
+                                                        device=self._device.index or 0)
 
     @property
     def device(self):
@@ -108,21 +132,30 @@ class Event:
 
     def record(self, stream=None) -> None:
         """Mark the current point of the device's work (re-recording moves the mark)."""
-        _sync(self._device)     # asynchronous devices: the mark falls after their queued work
+        if self._dev_event is not None:
+            self._dev_event.record()     # a marker in the device's queue: no wait
+        else:
+            _sync(self._device)          # other asynchronous devices: the mark falls after their work
         self._t = time.perf_counter_ns()
 
     def query(self) -> bool:
         """Whether the work before the mark is done: always true for ember's synchronous CPU (and for an
         event never recorded, as in torch)."""
+        if self._dev_event is not None:
+            return self._dev_event.query()
         return True
 
     def synchronize(self) -> None:
         """Wait until the work before the mark is done."""
-        if self._t is not None:
+        if self._dev_event is not None:
+            self._dev_event.synchronize()
+        elif self._t is not None:
             _sync(self._device)
 
     def wait(self, stream=None) -> None:
         """Make future work on ``stream`` wait for this event: ember's work is already in order."""
+        if self._dev_event is not None:
+            self._dev_event.wait()
         return None
 
     def elapsed_time(self, end_event: "Event") -> float:
@@ -137,6 +170,12 @@ class Event:
             raise EventError("Both events must be created with argument 'enable_timing=True'.")
         if self._t is None or end_event._t is None:
             raise EventError("Both events must be recorded before calculating elapsed time.")
+        a, b = self._device, end_event._device
+        if (a.type, a.index or 0) != (b.type, b.index or 0) and (self._dev_event or end_event._dev_event):
+            raise EventError(f"elapsed_time(): the events are on different devices ({self._device} and "
+                             f"{end_event._device})")
+        if self._dev_event is not None:
+            return self._dev_event.elapsed_time(end_event._dev_event)
         return (end_event._t - self._t) / 1e6
 
     def ipc_handle(self):

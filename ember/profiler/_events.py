@@ -48,11 +48,18 @@ class FunctionEvent:
     ``input_shapes``/``input_dtypes`` are filled when ``record_shapes=True``; ``cpu_memory_usage`` is the
     change in allocated bytes during the event (``profile_memory=True``); ``fields`` holds whatever
     ``record_event``/``record_range`` was given (bytes and direction of a copy, reason of a fallback...).
+
+    Device work (a kernel or a copy that ran on an OpenCL device) is an event with ``device_type``
+    "OpenCL", ``device_index`` and the device's start/end converted to the profiler's clock;
+    ``launch_ns`` is when the host enqueued it. Its CPU times are 0 and its device times its duration.
+    ``kernels`` of a CPU event are the device events it launched itself (as in torch), so a CPU
+    event's ``device_time_total`` covers its own kernels and its children's.
     """
 
     __slots__ = ("id", "name", "kind", "thread", "start_ns", "end_ns", "cpu_parent", "cpu_children",
                  "input_shapes", "input_dtypes", "sequence_nr", "fwd_thread", "is_backward",
-                 "cpu_memory_usage", "stack", "fields", "instant", "device_type", "_mem0", "_base")
+                 "cpu_memory_usage", "stack", "fields", "instant", "device_type", "device_index", "kernels",
+                 "launch_ns", "_mem0", "_base")
 
     def __init__(self, id, name, kind, thread, start_ns, base_ns):  # noqa: A002 - torch's name
         self.id = id
@@ -73,6 +80,9 @@ class FunctionEvent:
         self.fields = {}
         self.instant = False
         self.device_type = "CPU"
+        self.device_index = -1
+        self.kernels = []
+        self.launch_ns = None
         self._mem0 = None
         self._base = base_ns
 
@@ -96,6 +106,8 @@ class FunctionEvent:
 
     @property
     def cpu_time_total(self) -> float:
+        if self.device_type != "CPU":
+            return 0.0
         return self.duration_ns / 1e3
 
     @property
@@ -104,6 +116,8 @@ class FunctionEvent:
 
     @property
     def self_cpu_time_total(self) -> float:
+        if self.device_type != "CPU":
+            return 0.0
         return (self.duration_ns - sum(c.duration_ns for c in self.cpu_children)) / 1e3
 
     @property
@@ -120,11 +134,28 @@ class FunctionEvent:
 
     @property
     def device_time_total(self) -> float:
-        return 0.0
+        """Microseconds on the device: a device event's duration; for a CPU event, the device events it
+        and its children launched."""
+        if self.device_type != "CPU":
+            return self.duration_ns / 1e3
+        if not self.kernels and not self.cpu_children:
+            return 0.0
+        return (sum(k.duration_ns for k in self.kernels) / 1e3 +
+                sum(c.device_time_total for c in self.cpu_children))
 
-    self_device_time_total = device_time_total
+    @property
+    def self_device_time_total(self) -> float:
+        """A device event's duration; for a CPU event, the device events it launched itself."""
+        if self.device_type != "CPU":
+            return self.duration_ns / 1e3
+        return sum(k.duration_ns for k in self.kernels) / 1e3
+
+    @property
+    def device_time(self) -> float:
+        return self.device_time_total
+
     cuda_time_total = device_time_total
-    self_cuda_time_total = device_time_total
+    self_cuda_time_total = self_device_time_total
 
     def __repr__(self):
         tr = self.time_range
@@ -149,13 +180,19 @@ class FunctionEventAvg:
         self.kind = None
         self.is_backward = False
         self.device_type = "CPU"
+        self.device_time_total = 0.0
+        self.self_device_time_total = 0.0
         self.fields = {}
 
     def add(self, ev) -> "FunctionEventAvg":
         """Fold one event (or another average) into this row."""
+        if self.count == 0:
+            self.device_type = ev.device_type
         self.count += ev.count
         self.cpu_time_total += ev.cpu_time_total
         self.self_cpu_time_total += ev.self_cpu_time_total
+        self.device_time_total += ev.device_time_total
+        self.self_device_time_total += ev.self_device_time_total
         self.cpu_memory_usage += ev.cpu_memory_usage
         self.self_cpu_memory_usage += ev.self_cpu_memory_usage
         if self.kind is None:
@@ -184,12 +221,16 @@ class FunctionEventAvg:
         return self.self_cpu_time_total / self.count if self.count else 0.0
 
     @property
-    def device_time_total(self) -> float:
-        return 0.0
+    def device_time(self) -> float:
+        return self.device_time_total / self.count if self.count else 0.0
 
-    self_device_time_total = device_time_total
-    cuda_time_total = device_time_total
-    self_cuda_time_total = device_time_total
+    @property
+    def cuda_time_total(self) -> float:
+        return self.device_time_total
+
+    @property
+    def self_cuda_time_total(self) -> float:
+        return self.self_device_time_total
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={_fmt_time(self.self_cpu_time_total)} "
@@ -198,8 +239,8 @@ class FunctionEventAvg:
 
 
 _SORT_KEYS = ("cpu_time", "cpu_time_total", "self_cpu_time_total", "count", "cpu_memory_usage",
-              "self_cpu_memory_usage", "device_time_total", "self_device_time_total", "cuda_time_total",
-              "self_cuda_time_total")
+              "self_cpu_memory_usage", "device_time", "device_time_total", "self_device_time_total",
+              "cuda_time_total", "self_cuda_time_total")
 
 
 class EventList(list):
@@ -251,10 +292,13 @@ class EventList(list):
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
               top_level_events_only: bool = False, time_unit: str | None = None) -> str:
         """A text table like torch's: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg,
-        [CPU Mem, Self CPU Mem], # of Calls, [Input Shapes], [Source Location].
+        [Self OPENCL, Self OPENCL %, OPENCL total, OPENCL time avg], [CPU Mem, Self CPU Mem], # of Calls,
+        [Input Shapes], [Source Location]. The device columns appear when device work was recorded
+        (torch's "Self CUDA" columns); their percentages are of the device events' total.
 
         ``sort_by`` is an attribute of the rows ("self_cpu_time_total", "cpu_time_total", "cpu_time",
-        "count", "cpu_memory_usage", "self_cpu_memory_usage"), largest first.
+        "count", "cpu_memory_usage", "self_cpu_memory_usage", "self_device_time_total",
+        "device_time_total", "device_time"), largest first.
         """
         return _build_table(self, sort_by, row_limit, max_src_column_width, max_name_column_width,
                             max_shapes_column_width, header, top_level_events_only, time_unit)
@@ -311,9 +355,16 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
     mem = events._profile_memory if isinstance(events, EventList) else False
     shapes = events._with_shapes if isinstance(events, EventList) else False
     stacks = events._with_stack if isinstance(events, EventList) else False
+    dev_types = sorted({e.device_type for e in events if e.device_type != "CPU"})
+    has_device = any(e.self_device_time_total > 0 for e in events)
+    total_self_dev = sum(e.self_device_time_total for e in events if e.device_type != "CPU")
+    dname = (dev_types[0] if dev_types else "device").upper()
     name_w = min(max([len(e.key) for e in rows] + [len("Name")]) + 4, max_name_column_width)
     cols = [("Name", name_w), ("Self CPU %", 12), ("Self CPU", 12), ("CPU total %", 12), ("CPU total", 12),
             ("CPU time avg", 12)]
+    if has_device:
+        cols += [(f"Self {dname}", 12), (f"Self {dname} %", 14), (f"{dname} total", 12),
+                 (f"{dname} time avg", 15)]
     if mem:
         cols += [("CPU Mem", 12), ("Self CPU Mem", 12)]
     cols.append(("# of Calls", 12))
@@ -339,6 +390,10 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
         cells = [e.key, _pct(e.self_cpu_time_total, total_self), _fmt_time(e.self_cpu_time_total, time_unit),
                  _pct(e.cpu_time_total, total_self), _fmt_time(e.cpu_time_total, time_unit),
                  _fmt_time(e.cpu_time_total / max(e.count, 1), time_unit)]
+        if has_device:
+            cells += [_fmt_time(e.self_device_time_total, time_unit), _pct(e.self_device_time_total, total_self_dev),
+                      _fmt_time(e.device_time_total, time_unit),
+                      _fmt_time(e.device_time_total / max(e.count, 1), time_unit)]
         if mem:
             cells += [_fmt_mem(e.cpu_memory_usage), _fmt_mem(e.self_cpu_memory_usage)]
         cells.append(str(e.count))
@@ -352,6 +407,8 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
                 out.append(line([""] * (len(cols) - 1) + [s]))
     out.append(sep)
     out.append(f"Self CPU time total: {_fmt_time(total_self, time_unit)}")
+    if has_device:
+        out.append(f"Self {dname} time total: {_fmt_time(total_self_dev, time_unit)}")
     return "\n".join(out) + "\n"
 
 

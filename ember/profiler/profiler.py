@@ -5,6 +5,16 @@ eager op call) and ``_node_hook`` in ``ember.autograd.engine.NODE_HOOKS`` (every
 backward engine runs). When no profile records, both lists are empty and the eager path pays only
 the ``if HOOKS`` check it always makes; ``record_function`` and ``record_event`` check one flag.
 
+Device work: while a profile with the ``PrivateUse1`` activity runs (the default), its callbacks sit
+in ``ember.devices.opencl``'s ``KERNEL_HOOKS``, ``COPY_HOOKS`` and ``FALLBACK_HOOKS`` (empty
+otherwise: the device pays one truth test per launch). Kernels and copies arrive as records with
+device timestamps once the device finished them (at a synchronize, when enough are pending, and at
+``stop``); they become events of ``device_type`` "OpenCL" on the profiler's clock: the device clock
+plus an offset per device, the largest ``host enqueue time - device queued time`` seen so far (a lower
+bound of the true offset, so a command never appears to start before the host enqueued it). Results
+link each device event to the innermost CPU range open when it was enqueued (``FunctionEvent.kernels``),
+which gives the ops their device time. A fallback is an instant "fallback::<op>" inside the op.
+
 Events nest through a per-thread stack: every range started while another is open on the same thread
 becomes its child, so self time = own time - children's time, and the Chrome trace gets one track per
 thread with properly contained ranges.
@@ -34,8 +44,10 @@ _clock = time.perf_counter_ns
 
 
 class ProfilerActivity(enum.Enum):
-    """What to profile (``torch.profiler.ProfilerActivity``). ember records ``CPU`` activity; device
-    activities are accepted for scripts written for torch and record nothing until a device exists."""
+    """What to profile (``torch.profiler.ProfilerActivity``). ember records ``CPU`` activity and, as
+    ``PrivateUse1`` (torch's activity for an out-of-tree device), the OpenCL device's kernels, copies
+    and CPU fallbacks; the other device activities are accepted for scripts written for torch and
+    record nothing."""
     CPU = "CPU"
     XPU = "XPU"
     MTIA = "MTIA"
@@ -45,8 +57,13 @@ class ProfilerActivity(enum.Enum):
 
 
 def supported_activities() -> set:
-    """Activities ember can record on this machine."""
-    return {ProfilerActivity.CPU}
+    """Activities ember can record on this machine: ``CPU``, and ``PrivateUse1`` when an OpenCL device
+    is available."""
+    from ..devices import opencl
+    acts = {ProfilerActivity.CPU}
+    if opencl.is_available():
+        acts.add(ProfilerActivity.PrivateUse1)
+    return acts
 
 
 class ProfilerAction(enum.Enum):
@@ -393,6 +410,54 @@ def record_fallback(op: str, reason: str, device: str = "cpu"):
     return record_event(E.FALLBACK, f"fallback::{op}", op=op, reason=reason, device=str(device))
 
 
+_COPY_DIRECTIONS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD"}
+KERNEL_TRACK = 1            # FunctionEvent.thread of device kernels (a track of the device in the trace)
+COPY_TRACK = 2              # ... and of device copies
+
+
+def _start_of(ev) -> int:
+    return ev.start_ns
+
+
+def _link_device_events(events) -> None:
+    """Give each device event the innermost CPU range (on any thread) that was open when the host
+    enqueued it: it joins that range's ``kernels`` (recomputed from scratch: idempotent)."""
+    import bisect
+    dev = [e for e in events if e.device_type != "CPU" and e.launch_ns is not None]
+    if not dev:
+        return
+    tops: dict = {}
+    for e in events:
+        if e.device_type == "CPU":
+            if e.kernels:
+                e.kernels = []
+            if not e.instant and e.cpu_parent is None and e.end_ns is not None:
+                tops.setdefault(e.thread, []).append(e)
+    for lst in tops.values():
+        lst.sort(key=lambda e: e.start_ns)
+    starts = {t: [e.start_ns for e in lst] for t, lst in tops.items()}
+
+    def innermost(lst, st, t):
+        i = bisect.bisect_right(st, t) - 1
+        if i < 0 or lst[i].end_ns < t:
+            return None, 0
+        ev, depth = lst[i], 1
+        while True:
+            kids = ev.cpu_children          # in order of start, not overlapping
+            j = bisect.bisect_right(kids, t, key=_start_of) - 1
+            if j < 0 or kids[j].instant or kids[j].end_ns is None or kids[j].end_ns < t:
+                return ev, depth
+            ev, depth = kids[j], depth + 1
+    for d in dev:
+        best, best_depth = None, 0
+        for t, lst in tops.items():
+            ev, depth = innermost(lst, starts[t], d.launch_ns)
+            if ev is not None and depth > best_depth:
+                best, best_depth = ev, depth
+        if best is not None:
+            best.kernels.append(d)
+
+
 # ---- the profile ----------------------------------------------------------------------------------------
 class profile:  # noqa: N801 - torch's name
     """Profile ember code (``torch.profiler.profile``).
@@ -416,16 +481,25 @@ class profile:  # noqa: N801 - torch's name
                  profile_memory: bool = False, with_stack: bool = False, with_flops: bool = False,
                  with_modules: bool = False, experimental_config=None, execution_trace_observer=None,
                  acc_events: bool = False, use_cuda=None, custom_trace_id_callback=None):
-        acts = set(activities) if activities is not None else supported_activities()
-        for a in acts:
-            if not isinstance(a, ProfilerActivity):
-                raise TypeError(f"profile(): activities must be ProfilerActivity members, got {a!r}")
-        unsupported = acts - supported_activities()
-        if unsupported:
-            warnings.warn(f"ember.profiler: {', '.join(sorted(a.name for a in unsupported))} activity is not "
-                          "available (ember runs on the CPU only so far); nothing will be recorded for it",
-                          stacklevel=2)
+        if activities is None:
+            # CPU and the device: the device hooks cost nothing when no device work runs (and asking
+            # whether a device exists would load the OpenCL driver)
+            acts = {ProfilerActivity.CPU, ProfilerActivity.PrivateUse1}
+        else:
+            acts = set(activities)
+            for a in acts:
+                if not isinstance(a, ProfilerActivity):
+                    raise TypeError(f"profile(): activities must be ProfilerActivity members, got {a!r}")
+            unsupported = acts - {ProfilerActivity.CPU}
+            if unsupported:
+                unsupported -= supported_activities()
+            if unsupported:
+                warnings.warn(f"ember.profiler: {', '.join(sorted(a.name for a in unsupported))} activity is not "
+                              "available (ember records CPU activity, and PrivateUse1 for an OpenCL device); "
+                              "nothing will be recorded for it", stacklevel=2)
         self.activities = acts
+        self._device_activity = ProfilerActivity.PrivateUse1 in acts
+        self._dev_offset: dict = {}      # device index -> device clock to perf_counter_ns offset
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_stack = bool(with_stack)
@@ -476,6 +550,7 @@ class profile:  # noqa: N801 - torch's name
         """Stop profiling (what ``with`` does on exit); runs ``on_trace_ready`` for a cycle in progress."""
         if not self._running:
             return self
+        self._flush_device()         # the device's records of this profile (waits for its queued work)
         self._close_step()
         was_recording = self._recording
         self._set_action(ProfilerAction.NONE)
@@ -500,6 +575,7 @@ class profile:  # noqa: N801 - torch's name
         action = self.schedule(self.step_num)
         if prev == ProfilerAction.RECORD_AND_SAVE:
             # the active cycle just ended: hand it over, start the next one fresh
+            self._flush_device()
             self._close_open()
             self._done_events = self._events
             if self.on_trace_ready is not None:
@@ -518,6 +594,13 @@ class profile:  # noqa: N801 - torch's name
         if self.profile_memory:
             _mem._enable("profiler")
             _mem._LISTENERS.append(self._on_memory)
+        if self._device_activity:
+            from ..devices import opencl
+            if opencl._PENDING:
+                opencl._flush_records()      # commands queued before this profile are not its business
+            opencl.KERNEL_HOOKS.append(self._on_kernel)
+            opencl.COPY_HOOKS.append(self._on_copy)
+            opencl.FALLBACK_HOOKS.append(self._on_fallback)
 
     def _uninstall(self):
         from ..ops import registry
@@ -530,6 +613,51 @@ class profile:  # noqa: N801 - torch's name
             if self._on_memory in _mem._LISTENERS:
                 _mem._LISTENERS.remove(self._on_memory)
             _mem._disable("profiler")
+        if self._device_activity:
+            from ..devices import opencl
+            for hooks, fn in ((opencl.KERNEL_HOOKS, self._on_kernel), (opencl.COPY_HOOKS, self._on_copy),
+                              (opencl.FALLBACK_HOOKS, self._on_fallback)):
+                if fn in hooks:
+                    hooks.remove(fn)
+
+    # ---- device records -------------------------------------------------------------------------
+    def _flush_device(self):
+        if self._device_activity:
+            from ..devices import opencl
+            if opencl._PENDING:
+                opencl._flush_records()
+
+    def _device_event(self, name, kind, track, rec) -> FunctionEvent | None:
+        if not self._recording or rec.host_ns < self._base_ns:
+            return None
+        # the device clock -> perf_counter_ns: the host enqueue time is before the device's queued (or
+        # start) time, so host - device is a lower bound of the offset; keep the largest seen
+        dev_t = getattr(rec, "queued_ns", 0) or rec.start_ns
+        off = self._dev_offset.get(rec.device)
+        if off is None or rec.host_ns - dev_t > off:
+            off = self._dev_offset[rec.device] = rec.host_ns - dev_t
+        ev = FunctionEvent(next(_ids), name, kind, track, rec.start_ns + off, self._base_ns)
+        ev.end_ns = max(rec.end_ns, rec.start_ns) + off
+        ev.device_type = "OpenCL"
+        ev.device_index = rec.device
+        ev.launch_ns = rec.host_ns
+        ev.fields["device"] = f"opencl:{rec.device}"
+        self._events.append(ev)
+        return ev
+
+    def _on_kernel(self, rec):
+        self._device_event(rec.name, E.KERNEL, KERNEL_TRACK, rec)
+
+    def _on_copy(self, rec):
+        d = _COPY_DIRECTIONS[rec.direction]
+        ev = self._device_event(f"Memcpy {d} ({_DIRECTIONS[d]})", E.MEMCPY, COPY_TRACK, rec)
+        if ev is not None:
+            ev.fields.update(bytes=int(rec.nbytes), direction=d)
+
+    def _on_fallback(self, rec):
+        if self._recording:
+            _instant(self, f"fallback::{rec.op}", E.FALLBACK,
+                     {"op": rec.op, "reason": rec.reason, "device": f"opencl:{rec.device}"})
 
     def _set_action(self, action):
         self.current_action = action
@@ -565,8 +693,11 @@ class profile:  # noqa: N801 - torch's name
         return self._done_events if self._done_events is not None else self._events
 
     def events(self) -> EventList:
-        """Every recorded event (ranges, instants) in order of start."""
+        """Every recorded event (ranges, instants, device work) in order of start."""
+        if self._running and self._recording:
+            self._flush_device()
         evs = sorted(self._result(), key=lambda e: (e.start_ns, e.id))
+        _link_device_events(evs)
         return EventList(evs, profile_memory=self.profile_memory, with_shapes=self.record_shapes,
                          trace=self)
 

@@ -69,6 +69,12 @@ INFLATE_ALLOWANCE = 64 << 20  # ... or to this many bytes, whichever is more
 MAX_CALL_ALLOCATION = 64 << 20  # bytes one call of an allowlisted global (bytearray(n), Tensor(n)) may allocate
 
 
+def _limit(name: str) -> int:
+    """The current value of limit ``name`` (``MAX_INFLATE_RATIO`` ...): read from ``ember.serialization`` at
+    call time, so a value the user sets there applies to the next load."""
+    return getattr(sys.modules["ember.serialization"], name)
+
+
 class _CheckpointLimitError(pickle.UnpicklingError):
     """A zip member whose declared sizes are out of bounds: refused before anything is inflated.
 
@@ -579,11 +585,12 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
         if not isinstance(args, tuple):
             return  # not a call pickle would make (REDUCE/NEWOBJ raise on it themselves)
         cost = _call_allocation(func, args)
-        if cost > MAX_CALL_ALLOCATION:
+        bound = _limit("MAX_CALL_ALLOCATION")
+        if cost > bound:
             name = self._names.get(id(func), repr(func))
             shown = ", ".join(str(a) if type(a) is int else f"<{type(a).__name__}>" for a in args)
             raise pickle.UnpicklingError(
-                f"{name}({shown}) would allocate {cost} bytes, more than the {MAX_CALL_ALLOCATION} bytes "
+                f"{name}({shown}) would allocate {cost} bytes, more than the {bound} bytes "
                 "(ember.serialization.MAX_CALL_ALLOCATION) one call of an allowed global may allocate")
 
     def load_reduce(self):
@@ -822,11 +829,12 @@ class _CheckpointReader:
         if info.compress_type == zipfile.ZIP_STORED and n != packed:
             raise _CheckpointLimitError(f"ember.load: zip member {full} is stored uncompressed but declares "
                                         f"{n} bytes of content in {packed} bytes of data")
-        if n > max(INFLATE_ALLOWANCE, MAX_INFLATE_RATIO * packed):
+        ratio, allowance = _limit("MAX_INFLATE_RATIO"), _limit("INFLATE_ALLOWANCE")
+        if n > max(allowance, ratio * packed):
             raise _CheckpointLimitError(
                 f"ember.load: zip member {full} declares {n} bytes inflated from {packed} compressed bytes, more "
-                f"than ember.serialization.MAX_INFLATE_RATIO ({MAX_INFLATE_RATIO}) times its size and more than "
-                f"INFLATE_ALLOWANCE ({INFLATE_ALLOWANCE} bytes); refusing to inflate it (raise the bound to load a "
+                f"than ember.serialization.MAX_INFLATE_RATIO ({ratio}) times its size and more than "
+                f"INFLATE_ALLOWANCE ({allowance} bytes); refusing to inflate it (raise the bound to load a "
                 "file you trust)")
         return info
 

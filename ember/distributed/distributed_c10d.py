@@ -481,8 +481,8 @@ class _Reduction:
                 q = np.abs(buf) // n
                 np.copyto(buf, np.where(buf < 0, -q, q), casting="unsafe")
         flat = out.reshape(-1)
-        if buf is not flat:
-            np.copyto(flat, buf, casting="unsafe")
+        if buf.__array_interface__["data"][0] != flat.__array_interface__["data"][0] or buf.dtype != flat.dtype:
+            np.copyto(flat, buf, casting="unsafe")         # a converted work buffer (not the tensor's memory)
 
 
 _REDUCTIONS: dict = {}

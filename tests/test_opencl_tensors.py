@@ -206,3 +206,28 @@ def test_save_and_load_across_devices(tmp_path):
     d = ember.tensor([1.0, 2.0], device="opencl")
     for c in (pickle.loads(pickle.dumps(d)), copy.deepcopy(d)):
         assert c.device.type == "opencl" and c.tolist() == [1.0, 2.0]
+
+
+def test_contiguous_and_batched_linear_on_the_device():
+    # .contiguous() of a device view, and linear on a 3-d input with a bias (its autograd node is chosen
+    # from the layouts of the device arrays), as in a transformer block
+    rng = np.random.default_rng(3)
+    x = ember.tensor(rng.standard_normal((2, 3, 4)).astype(np.float32))
+    lin = nn.Linear(4, 5)
+    xd = x.to("opencl").requires_grad_()
+    lind = nn.Linear(4, 5).to("opencl")
+    lind.load_state_dict({k: v.to("opencl") for k, v in lin.state_dict().items()})
+    t = xd.transpose(1, 2)
+    c = t.contiguous()
+    assert not t.is_contiguous() and c.is_contiguous() and xd.contiguous() is xd
+    np.testing.assert_array_equal(_np(c), x.numpy().transpose(0, 2, 1))
+    xc = x.clone().requires_grad_()
+    out_d, out_c = lind(xd), lin(xc)
+    np.testing.assert_allclose(_np(out_d), out_c.detach().numpy(), rtol=1e-5, atol=1e-6)
+    out_d.sum().backward()
+    out_c.sum().backward()
+    np.testing.assert_allclose(_np(xd.grad), xc.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(lind.bias.grad), lin.bias.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # load_state_dict above copied into device parameters; an expanded device tensor is refused as on the CPU
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.zeros(1, device="opencl").expand(3).copy_(ember.ones(3, device="opencl"))

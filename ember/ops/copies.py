@@ -28,7 +28,7 @@ def clone(input, *, memory_format=None):
 
 def contiguous(self, memory_format=None):
     d = self._data
-    if d.flags.c_contiguous:
+    if d.flags.c_contiguous if type(d) is np.ndarray else d.is_contiguous():     # (or a device array)
         return self
     return apply(CONTIG, (self,))
 
@@ -228,7 +228,8 @@ def _check_no_overlap(self, name):
     d = self._data
     if d.size == 0:
         return
-    if not d.flags.writeable or any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
+    flags = getattr(d, "flags", None)          # (none on a device array: its strides are in elements)
+    if (flags is not None and not flags.writeable) or any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
 

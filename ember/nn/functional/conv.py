@@ -146,6 +146,12 @@ _LINEAR_NODES = {n: node_class(n + "Backward0") for n in ("Mm", "Addmm", "Squeez
 _LINEAR_NODES["Squeeze"] = node_class("SqueezeBackward4")
 
 
+def _c_contiguous(a) -> bool:
+    # a NumPy array, or a device array (ember.devices.opencl.DeviceArray)
+    flags = getattr(a, "flags", None)
+    return flags.c_contiguous if flags is not None else a.is_contiguous()
+
+
 def _linear_node(op, args, attrs, nout):
     """The node for linear, named as torch's: mm / addmm on a matrix input; other ranks run a matmul
     (ending in a squeeze or a view), or with a contiguous input and a row-broadcast contiguous bias,
@@ -159,7 +165,7 @@ def _linear_node(op, args, attrs, nout):
         name = "Squeeze" if nd == 1 else "UnsafeView"
     else:
         bd = b._data
-        fused = x.flags.c_contiguous and bd.flags.c_contiguous and (bd.ndim < 2 or bd.shape[0] == 1) and bd.ndim <= 2
+        fused = _c_contiguous(x) and _c_contiguous(bd) and (bd.ndim < 2 or bd.shape[0] == 1) and bd.ndim <= 2
         name = "View" if fused else "Add"
     return _LINEAR_NODES[name](op, args, attrs, nout)
 

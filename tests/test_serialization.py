@@ -440,7 +440,7 @@ def test_torch_mmap_and_computed_offsets_read_ember_files(tmp_path):
 
 
 def test_zip64_records(tmp_path, monkeypatch):
-    monkeypatch.setattr(ser, "_ZIP64_LIMIT", 300)  # pretend 300 bytes is 4 GiB
+    monkeypatch.setattr(ser._writer, "_ZIP64_LIMIT", 300)  # pretend 300 bytes is 4 GiB
     sd = {"a": ember.arange(100, dtype=ember.float64), "b": ember.ones(3), "c": ember.arange(90, dtype=ember.int32)}
     ember.save(sd, tmp_path / "z.pt")
     with zipfile.ZipFile(tmp_path / "z.pt") as z:

@@ -14,7 +14,7 @@ import ember.distributed as dist
 from ember.nn.parallel import DistributedDataParallel as DDP
 from ember.bench.models import mlp
 
-from distributed_worker import Checks, expect_raises, finish, TIMEOUT
+from distributed_worker import Checks, accelerator, expect_raises, finish, TIMEOUT
 
 STEPS = 20
 BATCH = 8          # per rank
@@ -276,6 +276,27 @@ def main(out_path):
         if seen[0] == seen[1]:
             return "set_epoch did not change the order"
     c.run("sampler_loader", sampler_loader)
+
+    def device_module():
+        """A model on the accelerator: gradients averaged through host copies, left on the device."""
+        dev, skip = accelerator()
+        if skip:
+            return skip
+        ember.manual_seed(4)
+        m = ember.nn.Sequential(ember.nn.Linear(6, 5), ember.nn.Tanh(), ember.nn.Linear(5, 3))
+        ref = ember.nn.Sequential(ember.nn.Linear(6, 5), ember.nn.Tanh(), ember.nn.Linear(5, 3))
+        ref.load_state_dict(m.state_dict())
+        ddp = DDP(m.to(dev))
+        rng = np.random.default_rng(11)
+        x = ember.from_numpy(rng.standard_normal((4 * n, 6)).astype(np.float32))
+        ddp(x[4 * r:4 * r + 4].to(dev)).square().mean().backward()
+        ref(x).square().mean().backward()       # one process, the combined batch (the mean of the ranks' means)
+        for (k, p), q in zip(m.named_parameters(), ref.parameters()):
+            if p.grad is None or p.grad.device.type != dev:
+                return f"{k}: grad {None if p.grad is None else p.grad.device}"
+            if not np.allclose(p.grad.cpu()._data, q.grad._data, rtol=1e-5, atol=1e-6):
+                return f"{k}: {p.grad.cpu()._data} vs {q.grad._data}"
+    c.run("device_module", device_module)
 
     finish(c, out_path)
 

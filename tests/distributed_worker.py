@@ -34,13 +34,21 @@ def collective_check_names() -> list:
               "gather", "scatter", "gather_list_on_wrong_rank", "isend_irecv_any_source", "recv_shape_mismatch",
               "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "barrier",
               "new_group", "mismatched_shapes", "mismatched_dtypes", "mismatched_collectives",
-              "mismatched_src", "float_bitwise_error", "world"]
+              "mismatched_src", "float_bitwise_error", "world", "device_tensors"]
     return names
 
 
 def ddp_check_names() -> list:
     return ["launcher_env", "mlp_20_steps", "no_sync", "compiled_module", "compile_ddp", "unused_parameters",
-            "buffers_broadcast", "state_dict", "initial_broadcast", "shape_verification", "sampler_loader"]
+            "buffers_broadcast", "state_dict", "initial_broadcast", "shape_verification", "sampler_loader",
+            "device_module"]
+
+
+def accelerator():
+    """The accelerator device's name, or a SKIP reason naming what is missing."""
+    if not ember.accelerator.is_available():
+        return None, "SKIP: no accelerator device (ember.accelerator.is_available() is False: no OpenCL platform)"
+    return str(ember.accelerator.current_accelerator()), None
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------
@@ -113,10 +121,13 @@ class Checks:
             print(f"[rank {dist.get_rank()}] {name}", file=sys.stderr, flush=True)
         try:
             out = fn()
-            ok, detail = (True, "") if out is None or out is True else (False, str(out))
+            if isinstance(out, str) and out.startswith("SKIP: "):
+                ok, detail = None, out[len("SKIP: "):]          # the test skips with this reason
+            else:
+                ok, detail = (True, "") if out is None or out is True else (False, str(out))
         except Exception:           # noqa: BLE001
             ok, detail = False, traceback.format_exc(limit=6)
-        if not ok and os.environ.get("EMBER_DIST_TRACE"):
+        if ok is False and os.environ.get("EMBER_DIST_TRACE"):
             print(f"[rank {dist.get_rank()}] FAILED {name}: {detail}", file=sys.stderr, flush=True)
         self.results[name] = [ok, detail]
 
@@ -465,6 +476,39 @@ def collectives(out_path):
             return "initialized state"
         expect_raises(lambda: dist.init_process_group("mpi"), ValueError, "twice")
     c.run("world", world)
+
+    def device_tensors():
+        """Device tensors go through host copies and stay on their device."""
+        dev, skip = accelerator()
+        if skip:
+            return skip
+        for name, op in (("float32", "SUM"), ("int64", "MAX"), ("bool", "PRODUCT"), ("float32", "AVG")):
+            x = tensor(make(r, name)).to(dev)
+            dist.all_reduce(x, op=getattr(ReduceOp, op))
+            want = ref_reduce(np.stack([make(i, name) for i in range(n)]), op, name, n)
+            if x.device.type != dev or not same(x.cpu()._data, want):
+                return f"all_reduce {name} {op} on {dev}: {x.cpu()._data}"
+        y = tensor(make(r, "float32")).to(dev)
+        dist.broadcast(y, src=1)
+        outs = [ember.zeros(3, 4, device=dev) for _ in range(n)]
+        dist.all_gather(outs, tensor(make(r, "float32")).to(dev))
+        rs = ember.zeros(2, 3, device=dev)
+        dist.reduce_scatter_tensor(rs, tensor(make(r, "float32", shape=(2 * n, 3))).to(dev))
+        full = ref_reduce(np.stack([make(i, "float32", shape=(2 * n, 3)) for i in range(n)]), "SUM", "float32", n)
+        if not (same(y.cpu()._data, make(1, "float32")) and
+                all(same(outs[i].cpu()._data, make(i, "float32")) for i in range(n)) and
+                same(rs.cpu()._data, full[2 * r:2 * r + 2])):
+            return "broadcast / all_gather / reduce_scatter_tensor on the device differ"
+        if any(t.device.type != dev for t in [y, rs] + outs):
+            return "a result left its device"
+        if r == 0:
+            dist.send(tensor(make(0, "int16", shape=(5,))).to(dev), dst=1)
+        elif r == 1:
+            got = ember.zeros(5, dtype=ember.int16, device=dev)
+            dist.recv(got, src=0)
+            if not same(got.cpu()._data, make(0, "int16", shape=(5,))):
+                return "send/recv of a device tensor"
+    c.run("device_tensors", device_tensors)
 
     finish(c, out_path)
 

@@ -286,10 +286,10 @@ def main(out_path):
         m = ember.nn.Sequential(ember.nn.Linear(6, 5), ember.nn.Tanh(), ember.nn.Linear(5, 3))
         ref = ember.nn.Sequential(ember.nn.Linear(6, 5), ember.nn.Tanh(), ember.nn.Linear(5, 3))
         ref.load_state_dict(m.state_dict())
-        ddp = DDP(m.to(dev))
+        ddp = DDP(m.to(dev), device_ids=[0])              # inputs are moved to the module's device
         rng = np.random.default_rng(11)
         x = ember.from_numpy(rng.standard_normal((4 * n, 6)).astype(np.float32))
-        ddp(x[4 * r:4 * r + 4].to(dev)).square().mean().backward()
+        ddp(x[4 * r:4 * r + 4]).square().mean().backward()
         ref(x).square().mean().backward()       # one process, the combined batch (the mean of the ranks' means)
         for (k, p), q in zip(m.named_parameters(), ref.parameters()):
             if p.grad is None or p.grad.device.type != dev:

@@ -343,11 +343,13 @@ class DistributedDataParallel(Module):
                 raise TypeError(f"DistributedDataParallel: module must be an nn.Module or an ember.compile'd module, "
                                 f"got {type(module).__name__}")
             inner, compiled = orig, module
-        if device_ids or output_device is not None:
+        devices = {p.device for p in inner.parameters()}
+        on_device = len(devices) == 1 and next(iter(devices)).type != "cpu"
+        if (device_ids or output_device is not None) and not (on_device and (not device_ids or len(device_ids) == 1)):
             raise ValueError(
-                "DistributedDataParallel device_ids and output_device arguments only work with single-device/"
-                f"multiple-device GPU modules or CPU modules, but got device_ids {device_ids}, output_device "
-                f"{output_device}, and module parameters on the CPU (ember has no accelerator devices).")
+                "DistributedDataParallel device_ids and output_device arguments only work with single-device "
+                f"accelerator modules, but got device_ids {device_ids}, output_device {output_device}, and module "
+                f"parameters {devices}.")
         if mixed_precision is not None or device_mesh is not None:
             raise ValueError("DistributedDataParallel: mixed_precision and device_mesh are not supported by ember")
         pg = c10d._resolve(process_group, "DistributedDataParallel")
@@ -361,8 +363,10 @@ class DistributedDataParallel(Module):
         self.__dict__["_call_module"] = compiled if compiled is not None else inner
         self.process_group = pg
         self.dim = dim
-        self.device_ids = None
-        self.output_device = None
+        # a single-device accelerator module with device_ids: forward moves tensor inputs to its device
+        self.device_ids = list(device_ids) if device_ids else None
+        self.output_device = output_device
+        self.__dict__["_input_device"] = next(iter(devices)) if (on_device and device_ids) else None
         self.broadcast_buffers = bool(broadcast_buffers)
         self.find_unused_parameters = bool(find_unused_parameters)
         self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
@@ -446,6 +450,11 @@ class DistributedDataParallel(Module):
         if bufs:
             _coalesced_broadcast(bufs, self.process_group, 0, "DistributedDataParallel broadcast of buffers before "
                                  "forward")
+        dev = self._input_device
+        if dev is not None:
+            from ...tensor import Tensor
+            inputs = tuple(a.to(dev) if isinstance(a, Tensor) else a for a in inputs)
+            kwargs = {k: (v.to(dev) if isinstance(v, Tensor) else v) for k, v in kwargs.items()}
         return self._call_module(*inputs, **kwargs)
 
     @contextlib.contextmanager

@@ -297,7 +297,7 @@ def test_memory_fraction_is_checked_before_the_driver(monkeypatch):
     total = o.recommended_max_memory()
     calls = []
     real = o._create_buffer
-    monkeypatch.setattr(o, "_create_buffer", lambda ctx, size: calls.append(size) or real(ctx, size))
+    monkeypatch.setattr(o._device_runtime, "_create_buffer", lambda ctx, size: calls.append(size) or real(ctx, size))
     keep = o.empty((1 << 20,), np.uint8)                # 1 MiB held
     held = o.driver_allocated_memory()
     ember.opencl.set_per_process_memory_fraction((held + (11 << 19)) / total)   # room for 5.5 MiB more
@@ -342,7 +342,7 @@ def test_driver_failure_empties_the_cache_retries_once_then_raises(monkeypatch):
             raise cl.MemoryError("MEM_OBJECT_ALLOCATION_FAILURE")
         return real(ctx, size)
 
-    monkeypatch.setattr(o, "_create_buffer", flaky)
+    monkeypatch.setattr(o._device_runtime, "_create_buffer", flaky)
     o.empty((5 << 20,), np.uint8)                       # freed at once: something in the cache
     assert o.memory_stats()["cached_bytes"] >= 5 << 20
     retries = o.memory_stats()["num_alloc_retries"]

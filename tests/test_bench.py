@@ -112,3 +112,33 @@ def test_train_suite_cases():
     names = [train.case_name(*s) for s in train.SPECS]
     assert names == ["mlp_b64_sgd", "mlp_b64_adam", "mlp_b512_sgd", "mlp_b512_adam", "cnn_b64_sgd",
                      "cnn_b64_adam"]
+
+
+def test_device_suite_quick_smoke(tmp_path, capsys):
+    from ember.devices import opencl
+    from ember.bench import device
+    if not opencl.is_available():
+        assert device.results(repeat=2, quick=True) == []
+        pytest.skip(f"no OpenCL platform: {opencl.unavailable_reason()}")
+    assert "device" in SUITES
+    res = device.results(repeat=2, name_filter="add_1k", quick=True)
+    assert {r.variant for r in res} >= {"ember.opencl", "ember.opencl sync", "cl launch", "ember"}
+    assert all(r.name == "add_1k_launch" and r.per == "op" and len(r.samples) == 2 and r.median > 0 for r in res)
+    res = device.results(repeat=2, name_filter="64KiB", quick=True)
+    assert sorted({(r.name, r.variant) for r in res}) == [("d2h_64KiB", "ember.opencl"), ("d2h_64KiB", "host memcpy"),
+                                                          ("h2d_64KiB", "ember.opencl"), ("h2d_64KiB", "host memcpy")]
+    bw = device.report(res)["bandwidth_MBps"]
+    assert set(bw) == {"h2d_64KiB", "d2h_64KiB"} and all(v["ember.opencl"] > 0 for v in bw.values())
+    js = tmp_path / "device.json"
+    assert main(["device", "--quick", "--repeat", "2", "--filter", "mlp", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert "device/mlp_b16_sgd_step" in out and "opencl/cpu" in out
+    doc = json.loads(js.read_text())
+    assert {(r["name"], r["variant"]) for r in doc["results"]} >= {("mlp_b16_sgd_step", "ember.opencl"),
+                                                                   ("mlp_b16_sgd_step", "ember")}
+    rep = doc["reports"]["device"]
+    step = rep["steps"]["mlp_b16_sgd_step"]
+    assert step["ms"]["ember.opencl"] > 0 and step["opencl_vs_cpu"] > 0 and step["launches"] > 0
+    assert step["fallbacks_total"] == sum(step["fallbacks"].values())
+    assert step["copies"]["h2d"]["count"] >= 0 and rep["device"]["compute_units"] >= 1
+    assert not [n for n in rep["notes"] if "WARNING" in n]        # device and CPU losses agree

@@ -10,6 +10,9 @@ Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
   message size, and MLP/GPT training steps/s on 1 and 2 processes with the share of the gradient
   all-reduce hidden behind backward (such a suite exposes ``results(repeat, name_filter, threads)``
   instead of cases).
+- ``device``: the OpenCL device eager: per-op launch overhead, host<->device copy bandwidth, and MLP,
+  CNN and small GPT training steps on the device against ember on the CPU and torch, with the CPU
+  fallbacks, kernel launches and copies per step (``--quick``: small sizes, for CI).
 
 A suite may also expose ``report(results) -> dict``: called after the results table to print more
 (``compile`` prints speed-ups and first-step times); what it returns is saved by ``--json``.
@@ -18,4 +21,4 @@ A suite may also expose ``report(results) -> dict``: called after the results ta
 against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
 performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead", "train", "compile", "distributed"]
+SUITES = ["overhead", "train", "compile", "distributed", "device"]

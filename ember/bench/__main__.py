@@ -32,11 +32,15 @@ def _run(args) -> int:
     measured: list[Result] = []
     for s in suites:
         mod = importlib.import_module(f"{__package__}.{s}")
-        if hasattr(mod, "results"):      # suites that measure in their own processes (distributed)
-            measured.extend(mod.results(repeat=args.repeat, name_filter=args.filter, threads=args.threads))
+        if hasattr(mod, "results"):      # suites that measure by themselves (distributed, device)
+            extra = {"quick": True} if args.quick and "quick" in inspect.signature(mod.results).parameters else {}
+            measured.extend(mod.results(repeat=args.repeat, name_filter=args.filter, threads=args.threads, **extra))
         # suites whose cases are costly to build (compile) take the filter, to build only those
-        takes_filter = "name_filter" in inspect.signature(mod.cases).parameters
-        cases.extend(mod.cases(name_filter=args.filter) if takes_filter else mod.cases())
+        params = inspect.signature(mod.cases).parameters
+        kw = {"name_filter": args.filter} if "name_filter" in params else {}
+        if args.quick and "quick" in params:
+            kw["quick"] = True
+        cases.extend(mod.cases(**kw))
     if args.filter:
         cases = [c for c in cases if args.filter in c.name]
     try:
@@ -87,6 +91,7 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="PNG of ember vs baseline per case")
     p.add_argument("--filter", default=None, help="only cases whose name contains this")
     p.add_argument("--progress", action="store_true", help="force the progress bar")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, for CI (suites that have a quick mode)")
     p.add_argument("--threads", type=int, default=1,
                    help="intra-op threads for BOTH ember (its BLAS) and torch (default 1: on a shared 2-core "
                         "machine two spinning thread pools collapse; equal counts keep the comparison fair)")

@@ -13,15 +13,6 @@ pytestmark = pytest.mark.skipif(not ocl.is_available(),
                                 reason=f"no OpenCL platform: {ocl.unavailable_reason()}")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _dispatcher_out_afterwards():
-    yield
-    from ember.devices import dispatch
-    from ember.ops import registry
-    assert dispatch.deactivate(), "device tensors are still alive after the device tests"
-    assert registry.HOOKS == [] and registry.DEVICE_RUN[0] is None
-
-
 @pytest.fixture(autouse=True)
 def _quiet_fallback_warnings():
     with warnings.catch_warnings():

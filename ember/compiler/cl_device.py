@@ -38,12 +38,7 @@ def runtime(device=None) -> "Runtime":
     return rt
 
 
-def _cstrides(shape) -> tuple:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
+from ..devices.opencl._arrays import _contiguous_strides as _cstrides  # noqa: E402
 
 
 class Runtime:

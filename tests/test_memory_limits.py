@@ -35,13 +35,7 @@ def _frozen_heap():
     gc.unfreeze()
 
 
-@pytest.fixture(autouse=True)
-def _tracking():
-    gc.collect()
-    mem.enable_tracking()
-    yield
-    mem._clear_limit()
-    mem.disable_tracking()
+from test_memory import _tracking  # noqa: E402,F401 - the same tracking fixture (autouse)
 
 
 def _limit_at(extra_bytes):

@@ -12,6 +12,7 @@ from ...autograd.grad_mode import no_grad
 from .module import Module
 from ..parameter import Parameter
 from .. import functional as F
+from ..functional.sparse import _padding
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -23,15 +24,8 @@ def _normal_weight(shape, device, dtype) -> Tensor:
 
 
 def _resolve_padding(padding_idx, n: int, msg: str):
-    if padding_idx is not None:
-        if padding_idx > 0:
-            if padding_idx >= n:
-                raise AssertionError(msg)
-        elif padding_idx < 0:
-            if padding_idx < -n:
-                raise AssertionError(msg)
-            padding_idx = n + padding_idx
-    return padding_idx
+    """``padding_idx`` checked and made non-negative (None stays None), as the functional form does."""
+    return None if padding_idx is None else _padding(padding_idx, n, msg)
 
 
 class Embedding(Module):

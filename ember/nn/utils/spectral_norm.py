@@ -89,9 +89,5 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
 def remove_spectral_norm(module, name: str = "weight"):
     """Turn ``<name>_orig / sigma`` back into a plain parameter ``<name>``."""
-    for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    from .weight_norm import _remove_reparametrization
+    return _remove_reparametrization(module, name, SpectralNorm, "spectral_norm")

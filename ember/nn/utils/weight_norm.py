@@ -56,9 +56,15 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
 
 def remove_weight_norm(module, name: str = "weight"):
     """Fold ``<name>_g`` / ``<name>_v`` back into one parameter ``<name>``."""
+    return _remove_reparametrization(module, name, WeightNorm, "weight_norm")
+
+
+def _remove_reparametrization(module, name: str, kind: type, what: str):
+    """Take the forward pre-hook of class ``kind`` for parameter ``name`` off ``module`` (weight_norm,
+    spectral_norm), folding the parameter back."""
     for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")

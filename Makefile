@@ -14,9 +14,10 @@ $(PY):
 install: $(PY)
 	$(PIP) install -q -e .
 
-# the demo trains on scikit-learn's bundled digits data set (no download)
+# the demo trains on scikit-learn's bundled digits data set (no download), and on the OpenCL device when
+# the machine has a driver (pyopencl comes along; without a driver that part says what to install)
 demo: install
-	$(PIP) install -q "scikit-learn>=1.3"
+	$(PIP) install -q "scikit-learn>=1.3" "pyopencl>=2024.1"
 	$(PY) -m ember.demo
 
 # torch is a test-time oracle only, pinned exactly: 2.13.0 resolves to the CPU wheel on disk.

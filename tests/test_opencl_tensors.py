@@ -47,6 +47,10 @@ def test_factories_to_and_cpu_round_trip():
     ember.opencl.synchronize()
     np.testing.assert_array_equal(_np(nb), x.numpy())
     assert x.opencl().device.type == "opencl" and x.to("opencl", ember.float64).dtype is ember.float64
+    like = ember.zeros(1, dtype=ember.float64, device="opencl")
+    moved = x.to(like)                                         # to(other): other's dtype and device
+    assert moved.device.type == "opencl" and moved.dtype is ember.float64
+    assert moved.to(x).device.type == "cpu" and moved.to(x).dtype is ember.float32
 
 
 def test_printing_numpy_and_mixed_device_errors():

@@ -88,7 +88,7 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
         elif isinstance(a, (str, _device)):
             device = a
         elif isinstance(a, Tensor):
-            dtype = a._dtype
+            dtype, device = a._dtype, a.device      # to(other): other's dtype and device
         elif a is None:
             pass
         else:

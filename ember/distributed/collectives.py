@@ -1,0 +1,274 @@
+"""The collectives on tensors: barrier, all_reduce, broadcast, reduce, all_gather(_into_tensor),
+reduce_scatter(_tensor), gather and scatter."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _mpi
+from .arg_check import _check_args
+from .process_groups import _resolve, _root, _timeout_seconds, default_pg_timeout
+from .reductions import ReduceOp, _as_op, _reduction
+from .tensor_io import _Host, _check_tensor, _check_tensor_list, _desc, _same, _write
+from .work import _Done, _run, _what
+
+
+def barrier(group=None, async_op: bool = False, device_ids=None):
+    """Wait until every rank of the group has called ``barrier``."""
+    pg = _resolve(group, "barrier")
+    if pg is None:
+        return None
+    _check_args(pg, "barrier")          # the header exchange is itself a barrier
+    return _Done() if async_op else None
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False):
+    """``barrier`` with its own timeout (default: the group's)."""
+    pg = _resolve(group, "monitored_barrier")
+    if pg is None:
+        return None
+    if pg.size() == 1:
+        return None
+    secs = pg._timeout if timeout is None else _timeout_seconds(timeout, default_pg_timeout)
+    req = pg._comm.Ibarrier()
+    _mpi.wait_requests([req], "monitored_barrier", secs)
+    return None
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``tensor`` over the group with ``op``; every rank gets the result in place."""
+    _check_tensor(tensor, "tensor", "all_reduce")
+    pg = _resolve(group, "all_reduce")
+    if pg is None:
+        return None
+    op = _as_op(op, "all_reduce")
+    err = spec = None
+    try:
+        spec = _reduction(tensor.dtype, op, "all_reduce")
+    except Exception as e:       # noqa: BLE001 - raised on every rank by _check_args
+        err = e
+    _check_args(pg, "all_reduce", tensor, op, err=err)
+    h = _Host(tensor, writes=True)
+    buf = spec.buffer(h.arr)
+    n = pg.size()
+    MPI = _mpi._MPI
+    reqs = [pg._comm.Iallreduce(MPI.IN_PLACE, [buf, spec.mpi_type], spec.mpi_op)] if n > 1 else []
+
+    def finish():
+        spec.finish(buf, h.arr, n)
+        h.done()
+    return _run(reqs, _what("all_reduce", pg, tensor), pg, async_op, finish, [tensor])
+
+
+def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
+    """Copy ``tensor`` from rank ``src`` to every rank of the group."""
+    _check_tensor(tensor, "tensor", "broadcast")
+    pg = _resolve(group, "broadcast")
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "broadcast", "src")
+    _check_args(pg, "broadcast", tensor, root=root)
+    h = _Host(tensor, writes=pg.rank() != root)
+    MPI = _mpi._MPI
+    reqs = [pg._comm.Ibcast([h.bytes(), MPI.BYTE], root=root)] if pg.size() > 1 else []
+    return _run(reqs, _what("broadcast", pg, tensor), pg, async_op, h.done, [tensor])
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
+    """Reduce ``tensor`` over the group into rank ``dst``'s tensor (the others' are left as they are)."""
+    _check_tensor(tensor, "tensor", "reduce")
+    pg = _resolve(group, "reduce")
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "reduce", "dst")
+    op = _as_op(op, "reduce")
+    err = spec = None
+    try:
+        spec = _reduction(tensor.dtype, op, "reduce")
+    except Exception as e:       # noqa: BLE001
+        err = e
+    _check_args(pg, "reduce", tensor, op, root=root, err=err)
+    me = pg.rank() == root
+    h = _Host(tensor, writes=me)
+    buf = spec.buffer(h.arr)
+    n = pg.size()
+    MPI = _mpi._MPI
+    reqs = []
+    if n > 1:
+        if me:
+            reqs = [pg._comm.Ireduce(MPI.IN_PLACE, [buf, spec.mpi_type], spec.mpi_op, root=root)]
+        else:
+            reqs = [pg._comm.Ireduce([buf, spec.mpi_type], None, spec.mpi_op, root=root)]
+
+    def finish():
+        if me:
+            spec.finish(buf, h.arr, n)
+            h.done()
+    return _run(reqs, _what("reduce", pg, tensor), pg, async_op, finish, [tensor])
+
+
+def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
+    """Every rank's ``tensor`` into every rank's ``tensor_list`` (one tensor of the same shape per rank)."""
+    _check_tensor_list(tensor_list, "tensor_list", "all_gather")
+    _check_tensor(tensor, "tensor", "all_gather")
+    pg = _resolve(group, "all_gather")
+    if pg is None:
+        return None
+    n = pg.size()
+    err = None
+    if len(tensor_list) != n:
+        err = ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, expected one per rank ({n})")
+    elif not all(_same(t, tensor) for t in tensor_list):
+        err = ValueError(f"all_gather: every tensor of tensor_list must be {_desc(tensor)} like the input; got "
+                         f"{', '.join(_desc(t) for t in tensor_list)}")
+    _check_args(pg, "all_gather", tensor, err=err)
+    h = _Host(tensor, writes=False)
+    out = np.empty((n,) + h.arr.shape, h.arr.dtype)
+    MPI = _mpi._MPI
+    reqs = [pg._comm.Iallgather([h.bytes(), MPI.BYTE], [out.reshape(-1).view(np.uint8), MPI.BYTE])]
+
+    def finish():
+        for i, t in enumerate(tensor_list):
+            _write(t, out[i])
+    return _run(reqs, _what("all_gather", pg, tensor), pg, async_op, finish, tensor_list)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
+    """Every rank's ``input_tensor`` concatenated (along dim 0, or stacked) into ``output_tensor``."""
+    _check_tensor(output_tensor, "output_tensor", "all_gather_into_tensor")
+    _check_tensor(input_tensor, "input_tensor", "all_gather_into_tensor")
+    pg = _resolve(group, "all_gather_into_tensor")
+    if pg is None:
+        return None
+    n = pg.size()
+    err = None
+    if output_tensor.dtype != input_tensor.dtype:
+        err = TypeError(f"all_gather_into_tensor: output is {output_tensor.dtype.name} but input is "
+                        f"{input_tensor.dtype.name}")
+    elif output_tensor.numel() != n * input_tensor.numel():
+        err = ValueError(f"all_gather_into_tensor: output {_desc(output_tensor)} must hold {n} x the input "
+                         f"{_desc(input_tensor)} ({n * input_tensor.numel()} elements)")
+    _check_args(pg, "all_gather_into_tensor", input_tensor, err=err)
+    h = _Host(input_tensor, writes=False)
+    o = _Host(output_tensor, writes=True)
+    MPI = _mpi._MPI
+    reqs = [pg._comm.Iallgather([h.bytes(), MPI.BYTE], [o.bytes(), MPI.BYTE])]
+    return _run(reqs, _what("all_gather_into_tensor", pg, input_tensor), pg, async_op, o.done, [output_tensor])
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):  # noqa: A002
+    """Reduce ``input`` over the group and give rank i the i-th of ``group size`` equal chunks of it."""
+    _check_tensor(output, "output", "reduce_scatter_tensor")
+    _check_tensor(input, "input", "reduce_scatter_tensor")
+    pg = _resolve(group, "reduce_scatter_tensor")
+    if pg is None:
+        return None
+    return _reduce_scatter(pg, "reduce_scatter_tensor", output, _Host(input, writes=False).arr, input, op, async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce the group's ``input_list``s element-wise; rank i gets the reduced ``input_list[i]``."""
+    _check_tensor(output, "output", "reduce_scatter")
+    _check_tensor_list(input_list, "input_list", "reduce_scatter")
+    pg = _resolve(group, "reduce_scatter")
+    if pg is None:
+        return None
+    n = pg.size()
+    if len(input_list) != n or not all(_same(t, output) for t in input_list):
+        err = ValueError(f"reduce_scatter: input_list must hold {n} tensors of {_desc(output)} (the output's), got "
+                         f"{', '.join(_desc(t) for t in input_list)}")
+        _check_args(pg, "reduce_scatter", output, _as_op(op, "reduce_scatter"), err=err)
+    stacked = np.stack([_Host(t, writes=False).arr for t in input_list]) if input_list else None
+    return _reduce_scatter(pg, "reduce_scatter", output, stacked, output, op, async_op)
+
+
+def _reduce_scatter(pg, name, output, in_arr, shown, op, async_op):
+    n = pg.size()
+    op = _as_op(op, name)
+    err = spec = None
+    try:
+        spec = _reduction(output.dtype, op, name)
+        if in_arr.dtype != output._data.dtype:
+            raise TypeError(f"{name}: input is {shown.dtype.name} but output is {output.dtype.name}")
+        if in_arr.size != n * output.numel():
+            raise ValueError(f"{name}: input {_desc(shown)} must hold {n} x the output {_desc(output)} "
+                             f"({n * output.numel()} elements)")
+    except Exception as e:       # noqa: BLE001
+        err = e
+    _check_args(pg, name, shown, op, err=err)
+    o = _Host(output, writes=True)
+    send = spec.buffer(in_arr)            # MPI only reads it: the input's own array when no conversion is needed
+    recv = spec.buffer(o.arr)
+    if n > 1:
+        reqs = [pg._comm.Ireduce_scatter_block([send, spec.mpi_type], [recv, spec.mpi_type], spec.mpi_op)]
+    else:
+        np.copyto(recv, send)
+        reqs = []
+
+    def finish():
+        spec.finish(recv, o.arr, n)
+        o.done()
+    return _run(reqs, _what(name, pg, shown), pg, async_op, finish, [output])
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
+    """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (default 0)."""
+    _check_tensor(tensor, "tensor", "gather")
+    if gather_list is not None:
+        _check_tensor_list(gather_list, "gather_list", "gather")
+    pg = _resolve(group, "gather")
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "gather", "dst", default0=True)
+    n = pg.size()
+    me = pg.rank() == root
+    err = None
+    if me and not gather_list:
+        err = ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    elif not me and gather_list:
+        err = ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    elif me and (len(gather_list) != n or not all(_same(t, tensor) for t in gather_list)):
+        err = ValueError(f"gather: gather_list must hold {n} tensors of {_desc(tensor)}, got "
+                         f"{', '.join(_desc(t) for t in gather_list)}")
+    _check_args(pg, "gather", tensor, root=root, err=err)
+    h = _Host(tensor, writes=False)
+    MPI = _mpi._MPI
+    out = np.empty((n,) + h.arr.shape, h.arr.dtype) if me else None
+    recv = [out.reshape(-1).view(np.uint8), MPI.BYTE] if me else None
+    reqs = [pg._comm.Igather([h.bytes(), MPI.BYTE], recv, root=root)]
+
+    def finish():
+        if me:
+            for i, t in enumerate(gather_list):
+                _write(t, out[i])
+    return _run(reqs, _what("gather", pg, tensor), pg, async_op, finish, gather_list or [])
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = False, group_src=None):
+    """``scatter_list[i]`` on rank ``src`` (default 0) into rank i's ``tensor``."""
+    _check_tensor(tensor, "tensor", "scatter")
+    if scatter_list is not None:
+        _check_tensor_list(scatter_list, "scatter_list", "scatter")
+    pg = _resolve(group, "scatter")
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "scatter", "src", default0=True)
+    n = pg.size()
+    me = pg.rank() == root
+    err = None
+    if me and not scatter_list:
+        err = ValueError("Argument ``scatter_list`` must be specified on source rank.")
+    elif not me and scatter_list:
+        err = ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    elif me and (len(scatter_list) != n or not all(_same(t, tensor) for t in scatter_list)):
+        err = ValueError(f"scatter: scatter_list must hold {n} tensors of {_desc(tensor)}, got "
+                         f"{', '.join(_desc(t) for t in scatter_list)}")
+    _check_args(pg, "scatter", tensor, root=root, err=err)
+    h = _Host(tensor, writes=True)
+    MPI = _mpi._MPI
+    send = None
+    if me:
+        stacked = np.ascontiguousarray(np.stack([_Host(t, writes=False).arr for t in scatter_list]))
+        send = [stacked.reshape(-1).view(np.uint8), MPI.BYTE]
+    reqs = [pg._comm.Iscatter(send, [h.bytes(), MPI.BYTE], root=root)]
+    keep = send
+    return _run(reqs, _what("scatter", pg, tensor), pg, async_op, lambda: (keep, h.done()), [tensor])

@@ -7,7 +7,7 @@ import numpy as np
 from . import _mpi
 from .arg_check import _check_args
 from .process_groups import _resolve, _root, _timeout_seconds, default_pg_timeout
-from .reductions import ReduceOp, _as_op, _reduction
+from .reductions import ReduceOp, _as_op, _reduction, _reduction_or_error
 from .tensor_io import _Host, _check_tensor, _check_tensor_list, _desc, _same, _write
 from .work import _Done, _run, _what
 
@@ -41,11 +41,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     if pg is None:
         return None
     op = _as_op(op, "all_reduce")
-    err = spec = None
-    try:
-        spec = _reduction(tensor.dtype, op, "all_reduce")
-    except Exception as e:       # noqa: BLE001 - raised on every rank by _check_args
-        err = e
+    spec, err = _reduction_or_error(tensor.dtype, op, "all_reduce")
     _check_args(pg, "all_reduce", tensor, op, err=err)
     h = _Host(tensor, writes=True)
     buf = spec.buffer(h.arr)
@@ -81,11 +77,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
         return None
     root = _root(pg, dst, group_dst, "reduce", "dst")
     op = _as_op(op, "reduce")
-    err = spec = None
-    try:
-        spec = _reduction(tensor.dtype, op, "reduce")
-    except Exception as e:       # noqa: BLE001
-        err = e
+    spec, err = _reduction_or_error(tensor.dtype, op, "reduce")
     _check_args(pg, "reduce", tensor, op, root=root, err=err)
     me = pg.rank() == root
     h = _Host(tensor, writes=me)
@@ -210,6 +202,19 @@ def _reduce_scatter(pg, name, output, in_arr, shown, op, async_op):
     return _run(reqs, _what(name, pg, shown), pg, async_op, finish, [output])
 
 
+def _root_list_error(op: str, param: str, role: str, tensors, me: bool, n: int, tensor):
+    """The error (or None) for the list of ``n`` tensors like ``tensor`` that only the root passes
+    (gather's ``gather_list``, scatter's ``scatter_list``; ``role``: "destination" or "source")."""
+    if me and not tensors:
+        return ValueError(f"Argument ``{param}`` must be specified on {role} rank.")
+    if not me and tensors:
+        return ValueError(f"Argument ``{param}`` must NOT be specified on non-{role} ranks.")
+    if me and (len(tensors) != n or not all(_same(t, tensor) for t in tensors)):
+        return ValueError(f"{op}: {param} must hold {n} tensors of {_desc(tensor)}, got "
+                          f"{', '.join(_desc(t) for t in tensors)}")
+    return None
+
+
 def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
     """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (default 0)."""
     _check_tensor(tensor, "tensor", "gather")
@@ -221,14 +226,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     root = _root(pg, dst, group_dst, "gather", "dst", default0=True)
     n = pg.size()
     me = pg.rank() == root
-    err = None
-    if me and not gather_list:
-        err = ValueError("Argument ``gather_list`` must be specified on destination rank.")
-    elif not me and gather_list:
-        err = ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    elif me and (len(gather_list) != n or not all(_same(t, tensor) for t in gather_list)):
-        err = ValueError(f"gather: gather_list must hold {n} tensors of {_desc(tensor)}, got "
-                         f"{', '.join(_desc(t) for t in gather_list)}")
+    err = _root_list_error("gather", "gather_list", "destination", gather_list, me, n, tensor)
     _check_args(pg, "gather", tensor, root=root, err=err)
     h = _Host(tensor, writes=False)
     MPI = _mpi._MPI
@@ -254,14 +252,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
     root = _root(pg, src, group_src, "scatter", "src", default0=True)
     n = pg.size()
     me = pg.rank() == root
-    err = None
-    if me and not scatter_list:
-        err = ValueError("Argument ``scatter_list`` must be specified on source rank.")
-    elif not me and scatter_list:
-        err = ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    elif me and (len(scatter_list) != n or not all(_same(t, tensor) for t in scatter_list)):
-        err = ValueError(f"scatter: scatter_list must hold {n} tensors of {_desc(tensor)}, got "
-                         f"{', '.join(_desc(t) for t in scatter_list)}")
+    err = _root_list_error("scatter", "scatter_list", "source", scatter_list, me, n, tensor)
     _check_args(pg, "scatter", tensor, root=root, err=err)
     h = _Host(tensor, writes=True)
     MPI = _mpi._MPI

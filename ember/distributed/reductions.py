@@ -83,6 +83,15 @@ def _reduction(dt, op: ReduceOp, opname: str) -> _Reduction:
     return spec
 
 
+def _reduction_or_error(dt, op: ReduceOp, opname: str):
+    """``(_reduction(dt, op, opname), None)``, or ``(None, the error)`` for the caller to raise on every rank
+    alike through _check_args."""
+    try:
+        return _reduction(dt, op, opname), None
+    except Exception as e:       # noqa: BLE001 - raised on every rank by _check_args
+        return None, e
+
+
 def _as_op(op, opname: str) -> ReduceOp:
     if isinstance(op, ReduceOp):
         return op

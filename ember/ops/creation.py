@@ -202,7 +202,9 @@ def _like(fn_fill):
         check_tensor(input, f.__name__)
         dt = dtype_arg(dtype, f.__name__) or input._dtype
         shape = input._data.shape
-        return _finish(_alloc(shape, dt.np, fn_fill, shape, dt.np), dt, requires_grad, device)
+        # (as torch: the input's device unless one is given)
+        return _finish(_alloc(shape, dt.np, fn_fill, shape, dt.np), dt, requires_grad,
+                       input.device if device is None else device)
     return f
 
 
@@ -218,7 +220,8 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     _check_fill(fill_value, dt, "full_like")
     fill_value = wrap_unsigned(fill_value, dt)
     shape = input._data.shape
-    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad, device)
+    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad,
+                   input.device if device is None else device)
 
 
 def _new(fill):

@@ -67,8 +67,8 @@ def _make_seeds(outputs, grad_outputs, fn_name):
                     f"element {i} of tensors does not require grad and does not have a grad_fn")
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = _on_device_of(t, wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype))
-            _factory(g)
+            # (marked a constant before the move, so a capture makes it a device constant)
+            g = _on_device_of(t, _factory(wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 import time
 import warnings
+import weakref
 
+import numpy as np
 
 from ..tensor import Tensor
 from ..autograd.grad_mode import GRAD
@@ -43,9 +45,9 @@ class _Counters(dict):
 
 counters = _Counters({"captures": 0, "graph_breaks": 0, "recompiles": 0, "recompile_reasons": [], "fallbacks": 0,
             "fallback_reasons": [], "cache_hits": 0, "guard_failures": 0,
-            "replays": 0})
+            "replays": 0, "opencl_programs": 0, "opencl_declined": 0, "opencl_declined_reasons": []})
 
-_ALL: list = []     # weak registry of compiled functions, for reset()
+_ALL = weakref.WeakSet()     # weak registry of compiled functions, for reset()
 recompile_limit = 8
 BACKENDS = ("inductor", "aot_eager", "eager")
 
@@ -69,14 +71,18 @@ def _flatten(x, path, out):
 def _tensor_key(t: Tensor):
     d = t._data
     # for a leaf that requires grad, whether its .grad is None (a captured backward sets or adds to it)
-    return (d.shape, t._dtype, t._rg, d.flags.c_contiguous, t._rg and t._grad is None)
+    if type(d) is np.ndarray:
+        return (d.shape, t._dtype, t._rg, d.flags.c_contiguous, t._rg and t._grad is None)
+    # a device tensor: the device is a guard too (a CPU entry never replays for it, nor the reverse)
+    return (d.shape, t._dtype, t._rg, d.is_contiguous(), t._rg and t._grad is None, f"opencl:{d.device}")
 
 
 def _describe(path, key) -> str:
     name = "args" + "".join(f"[{p!r}]" for p in path)
-    if isinstance(key, tuple) and len(key) == 5 and hasattr(key[1], "np"):
+    if isinstance(key, tuple) and len(key) in (5, 6) and hasattr(key[1], "np"):
         return (f"{name}: shape={tuple(key[0])}, dtype={key[1]}, requires_grad={key[2]}, contiguous={key[3]}"
-                + (f", grad is None={key[4]}" if key[2] else ""))
+                + (f", grad is None={key[4]}" if key[2] else "")
+                + f", device={key[5] if len(key) == 6 else 'cpu'}")
     return f"{name} == {key!r}"
 
 
@@ -112,7 +118,7 @@ class CompiledFunction:
         self.warned = False
         self.last_failed_guard = None
         functools.update_wrapper(self, fn)
-        _ALL.append(self)
+        _ALL.add(self)
 
     # ---- guards ---------------------------------------------------------------------------------
     def _signature(self, args, kwargs):
@@ -253,6 +259,11 @@ class CompiledFunction:
         targets = [v for v in program.args + program.lifted if v.requires_grad]
         if not targets:
             return
+        if any(id(t) not in tracer.t2v for t in diff):
+            # (d = v.detach(); d.add_(y); return d: the compiled forward has one value for v and d)
+            tracer.refuse("an output is a detach() of a traced tensor that an in-place write gave autograd "
+                          "history of its own", "return a clone() of the tensor instead of writing into a detach()")
+            return
         target_tensors = [v.ref if v.kind == "lifted" else _arg_by_value(tracer, v) for v in targets]
         bt = Tracer()
         bt.parent = tracer
@@ -284,6 +295,13 @@ class CompiledFunction:
     def _make_runner(self, program):
         if self.backend == "eager":
             return lambda tensors: replay_eager(program, tensors)
+        if getattr(program, "device", None) is not None:
+            # device tensors: generated OpenCL kernels (inductor) or the op-by-op device replay
+            from .cl_compile import device_runner
+            r = device_runner(program, self.backend, self.__name__)
+            call = lambda tensors: r(tensors, GRAD[0])  # noqa: E731
+            call.device_runner = r       # (DeviceRunner: .cl is the CLRunner once built, .declined why not)
+            return call
         interp = Interpreter(program)
         if self.backend == "inductor":
             try:
@@ -351,7 +369,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
 
 def reset() -> None:
     """Drop all in-memory compiled code and traces (disk cache entries stay)."""
-    for f in _ALL:
+    for f in list(_ALL):
         f.reset()
     for k in counters:
         counters[k] = [] if isinstance(counters[k], list) else 0

@@ -24,6 +24,7 @@ from ..ops import inplace as _inplace
 from ..autograd import engine as _engine
 from ..autograd.grad_mode import no_grad, GRAD as _GRAD
 from .. import random as _random
+from ..devices.opencl import DeviceArray as _DeviceArray
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
 from .ir import map_struct, AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
 
@@ -112,6 +113,8 @@ class Tracer:
         self.grad_rebinds: list = []     # (lifted Value, weakref to owner): the Value is owner._grad per replay
         self.modules_seen: list = []     # (weakref to a module called while tracing, its training flag then)
         self.module_ids: set = set()
+        self.device = None               # the OpenCL device index of the device values, if any
+        self.d2v: dict = {}              # (block, offset, shape, strides, dtype) -> Value of device arrays
 
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
@@ -119,7 +122,13 @@ class Tracer:
 
     # ---- values --------------------------------------------------------------------------------
     def _new_value(self, kind, t: Tensor, ref=None) -> Value:
-        v = Value(len(self.values), kind, tuple(t._data.shape), t._dtype, ref, t._rg)
+        d = t._data
+        v = Value(len(self.values), kind, tuple(d.shape), t._dtype, ref, t._rg)
+        if type(d) is _DeviceArray:
+            # the device the value lived on while tracing (None: the CPU); a program with any device
+            # value is a device program (``Program.device``: the runners bind device arrays)
+            v.device = d.device
+            self.device = d.device
         self.values.append(v)
         self.t2v[id(t)] = v
         self.keep.append(t)
@@ -130,6 +139,8 @@ class Tracer:
     def _parent_alias(self, arr):
         """The forward Value whose buffer ``arr`` merely re-wraps (``detach()`` of a forward value inside a
         backward trace gives a new view with the same memory, shape and strides)."""
+        if type(arr) is _DeviceArray:
+            return self.parent.d2v.get(_dkey(arr))
         a = arr.base
         while isinstance(a, np.ndarray):
             pv = self.parent.a2v.get(id(a))
@@ -171,7 +182,7 @@ class Tracer:
                             + " was computed outside ember's ops from other tensors' values (in Python or "
                             "NumPy code of an op or derivative that is not capturable yet); a replay would reuse "
                             "the traced value", "run this function eagerly, or use ops that compute it")
-            v = self._new_value("const", t, np.array(t._data, copy=True))
+            v = self._new_value("const", t, _host_copy(t._data))
             self.consts.append(v)
         else:
             v = self._new_value("lifted", t, t)
@@ -221,10 +232,14 @@ class Tracer:
         for o in outs:
             v = self._new_value("node", o)
             self.a2v[id(o._data)] = v
+            if type(o._data) is _DeviceArray:
+                self.d2v.setdefault(_dkey(o._data), v)
             vals.append(v)
         filename, lineno = user_frame()
         node = OpNode(op, ins, dict(attrs), vals, f"{filename}:{lineno}", self.phase)
         node.grad_enabled = _GRAD[0]
+        if _registry.VIEW_CALL[0] is op:
+            node.view = True        # called through apply_view: a device replay makes a view, not a copy
         self.graphs[-1].nodes.append(node)
         return out
 
@@ -241,7 +256,8 @@ class Tracer:
             guarded.add(ins[k].id)
             count = mask.sum()                      # recorded in the current graph
             filename, lineno = user_frame()
-            br = BreakReason(f"{what}: the number of True values ({int(count._data)} when traced) sets the "
+            n_true = int(_host_copy(count._data))
+            br = BreakReason(f"{what}: the number of True values ({n_true} when traced) sets the "
                              "shape of the result", filename, lineno,
                              "keep shapes fixed where you can (ember.where(mask, x, 0), masked_fill); a call "
                              "whose count differs retraces")
@@ -249,7 +265,7 @@ class Tracer:
                 raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {filename}:{lineno}: "
                                       f"{br.reason}. Suggestion: {br.suggestion}")
             self.reasons.append(br)
-            self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", int(count._data),
+            self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", n_true,
                                                 f"{filename}:{lineno}")
             self.graphs.append(Graph())
 
@@ -257,6 +273,22 @@ class Tracer:
         """Attributes holding a traced value's buffer become references resolved at replay."""
         out = None
         for k, a in attrs.items():
+            if type(a) is _DeviceArray:
+                # device data as an attribute (a saved forward output): always a reference
+                v = self._array_value(a) or self.d2v.get(_dkey(a))
+                if v is None and self.parent is not None:
+                    pv = self.parent.d2v.get(_dkey(a))
+                    if pv is not None:
+                        v = self._new_value("fwd", _tensor_mod.wrap(a), pv.id)
+                        self.a2v[id(a)] = v
+                        self.fwd_refs.append(v)
+                if v is not None and tuple(a.shape) == v.shape:
+                    out = dict(attrs) if out is None else out
+                    out[k] = AttrRef(v)
+                else:
+                    self.refuse(f"op {op.name} takes device data that is not a traced value as attribute {k!r}",
+                                "pass the tensor as an argument of the op")
+                continue
             if isinstance(a, np.ndarray) and a.size > 1:
                 v = self._array_value(a)
                 if v is None:
@@ -314,7 +346,7 @@ class Tracer:
                 self.add_guard("leaf.grad is the same tensor", lambda ref=ref, gid=id(cur): ref() is not None and id(ref()._grad) == gid)
         if cur is None:
             gv = self.value_of(g)
-            new = _tensor_mod.wrap(np.array(g._data, copy=True), g._dtype)
+            new = _tensor_mod.wrap(_copy_data(g._data), g._dtype)
             leaf._grad = new
             lv = self.value_of(leaf)
             self.graphs[-1].nodes.append(SetGradNode(lv, gv))
@@ -336,6 +368,29 @@ class Tracer:
         if not self.in_kernel:
             self.safe_arrays.add(id(arr))
             self.created_arrays[id(arr)] = arr
+
+    def move_hook(self, t: Tensor, out: Tensor, src, dst):
+        """A tensor moved between the CPU and a device (``.to``, ``.cpu()``, a factory's ``device=``).
+        A constant factory's array becomes a constant on the device; anything else is recorded as a
+        ``_to_copy`` node (a copy where the whole program runs on one device)."""
+        if self.reading or self.in_kernel:
+            return
+        a = t._data
+        if (id(t) not in self.t2v and id(a) not in self.a2v and type(a) is np.ndarray
+                and any(id(x) in self.safe_arrays for x in _array_chain(a))):
+            self.safe_arrays.add(id(out._data))
+            self.created_arrays[id(out._data)] = out._data
+            return
+        from ..devices.dispatch import TO_DEVICE
+        iv = self.value_of(t)
+        ov = self._new_value("node", out)
+        self.a2v[id(out._data)] = ov
+        if type(out._data) is _DeviceArray:
+            self.d2v.setdefault(_dkey(out._data), ov)
+        filename, lineno = user_frame()
+        node = OpNode(TO_DEVICE, [iv], {"src": src, "dst": dst}, [ov], f"{filename}:{lineno}", self.phase)
+        node.grad_enabled = _GRAD[0]
+        self.graphs[-1].nodes.append(node)
 
     def wrap_hook(self, arr):
         self.created_arrays[id(arr)] = arr
@@ -380,6 +435,7 @@ class Tracer:
         _tensor_mod._mem_track = mem
         _random._GEN_HOOK[0] = self.gen_hook
         _registry.FACTORY[0] = self.factory_hook
+        _registry.CAPTURE_MOVE[0] = self.move_hook
         from ..optim import optimizer as _opt
         from . import optim_capture
         _opt.CAPTURE_STEP[0] = optim_capture.step_group
@@ -395,6 +451,7 @@ class Tracer:
             self._module_hook = None
         _random._GEN_HOOK[0] = None
         _registry.FACTORY[0] = None
+        _registry.CAPTURE_MOVE[0] = None
         from ..optim import optimizer as _opt
         _opt.CAPTURE_STEP[0] = None
         _tensor_mod._mem_track = self._prev_mem
@@ -464,6 +521,18 @@ class Tracer:
         p.fwd_refs = self.fwd_refs
         p.extra_guards = self.extra_guards
         p.grad_rebinds = self.grad_rebinds
+        p.device = self.device
+        if self.parent is None:
+            # tensors used by reference (parameters, optimizer state) are guarded on their device: a
+            # module moved with .to() after the trace retraces instead of binding the wrong storage
+            rebound = {id(v) for v, _ in self.grad_rebinds}
+            refs = [v.ref for v in self.lifted if id(v) not in rebound]
+            if refs:
+                p.extra_guards = list(p.extra_guards) + [(
+                    "the tensors used by reference are on the devices they were traced on",
+                    lambda refs=refs, nd=np.ndarray: tuple([-1 if type(t._data) is nd else t._data.device
+                                                            for t in refs]),
+                    tuple(_where(t._data) for t in refs))]
         if self.modules_seen:
             refs = [r for r, _ in self.modules_seen]
             seen = tuple(t for _, t in self.modules_seen)
@@ -482,6 +551,32 @@ class Tracer:
             self.modules_seen.append((weakref.ref(module), module.training))
 
 
+def _where(d) -> int:
+    """-1 for CPU storage, else the OpenCL device index."""
+    return d.device if type(d) is _DeviceArray else -1
+
+
+def _dkey(d) -> tuple:
+    """Identity of a device array's memory and layout (views made anew by each op compare equal)."""
+    return (id(d.block), d.offset, d.shape, d.strides, d.dtype)
+
+
+def _host_copy(d) -> np.ndarray:
+    """A NumPy copy of a CPU or device array."""
+    if type(d) is _DeviceArray:
+        from ..devices.opencl import to_numpy
+        return to_numpy(d)
+    return np.array(d, copy=True)
+
+
+def _copy_data(d):
+    """A fresh copy of a tensor's storage on the same device."""
+    if type(d) is _DeviceArray:
+        from ..devices import opencl
+        return opencl.copy_(opencl.empty(d.shape, d.dtype, d.device, op="grad"), d)
+    return np.array(d, copy=True)
+
+
 def _grad_matches(oref, shape, dt) -> bool:
     o = oref()
     g = None if o is None else o._grad
@@ -489,6 +584,9 @@ def _grad_matches(oref, shape, dt) -> bool:
 
 
 def _array_chain(a: np.ndarray):
+    if type(a) is _DeviceArray:
+        yield a
+        return
     while isinstance(a, np.ndarray):
         yield a
         a = a.base

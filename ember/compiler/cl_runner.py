@@ -9,7 +9,8 @@ enqueues there is only the comparison that finds an argument unchanged. Nothing 
 unless a step needs the host:
 
 - an ``extern`` step (an op without a decomposition, or one the renderer declined) runs the op's NumPy
-  kernel on host copies of its inputs and uploads the results: counted in ``STATS["host_fallbacks"]``;
+  kernel on host copies of its inputs and uploads the results: counted in ``STATS["host_fallbacks"]`` and
+  as a CPU fallback of the op (``ember.opencl.fallback_counts()``, one warning per op);
 - a kernel with an index check (gather, scatter-add) reads the error record after its segment.
 
 While a profiler listens (``ember.devices.opencl.KERNEL_HOOKS``), each enqueue keeps its event and is
@@ -188,6 +189,8 @@ class _Part:
         """Host fallback: the op's NumPy kernel on host copies; results uploaded."""
         rt = self.rt
         STATS["host_fallbacks"] += 1
+        # never silent, like an eager op without a device kernel: ember.opencl.fallback_counts(), a warning
+        _ocl_rt.record_fallback(e.op_node.op.name, f"in compiled program {self.label}: {e.reason}", device=rt.index)
 
         def arg(a):
             if isinstance(a, P.PNode):

@@ -63,7 +63,9 @@ def _adam(tr, opt, group):
             # the same layout eager Adam creates (made outside the graph: they are state, not values)
             from ..ops.creation import zeros
             from .. import dtypes as _dt
-            st["step"] = zeros((), dtype=_dt.float32)
+            # (on a device parameter's device: a compiled step then runs wholly there; eager keeps it on
+            # the CPU, and both read and advance it wherever it is)
+            st["step"] = zeros((), dtype=_dt.float32, device=p.device)
             st["exp_avg"] = zeros_like(p)
             st["exp_avg_sq"] = zeros_like(p)
             if amsgrad:

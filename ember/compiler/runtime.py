@@ -19,7 +19,7 @@ import numpy as np
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node
-from ..ops.registry import apply
+from ..ops.registry import apply, apply_view
 from .ir import OpNode, WriteNode, SetGradNode, ReadNode, AttrRef, Value, map_struct
 
 
@@ -54,6 +54,8 @@ def _same(a, b) -> bool:
 def _check_read(node: ReadNode, arr: np.ndarray):
     if not node.guard:
         return
+    if type(arr) is not np.ndarray:
+        arr = _host(arr)            # a device value: read on the host, like Tensor.item() does
     now = read_value(arr, node.value.dtype, node.kind)
     if not _same(now, node.seen):
         raise GuardFailure(f"value read at {node.where} ({node.kind}) was {_fmt(node.seen)} when traced, "
@@ -73,14 +75,18 @@ class _Undo:
         self.grads = []
 
     def buffer(self, arr):
-        self.buffers.append((arr, arr.copy()))
+        self.buffers.append((arr, arr.copy() if type(arr) is np.ndarray else copy_data(arr)))
 
     def grad(self, t):
         self.grads.append((t, t.grad))
 
     def restore(self):
         for arr, old in reversed(self.buffers):
-            np.copyto(arr, old)
+            if type(arr) is np.ndarray:
+                np.copyto(arr, old)
+            else:
+                from ..devices import opencl
+                opencl.copy_(arr, old)
         for t, g in reversed(self.grads):
             t._grad = g
 
@@ -101,7 +107,29 @@ def bind_inputs(program, arg_tensors, slots):
     for v in program.lifted:
         slots[v.id] = v.ref
     for v in program.consts:
-        slots[v.id] = wrap(np.array(v.ref, copy=True), v.dtype)
+        slots[v.id] = wrap(const_data(v), v.dtype)
+
+
+def const_data(v):
+    """A fresh copy of a constant's traced value, on the device it was made on."""
+    dev = getattr(v, "device", None)
+    if dev is None:
+        return np.array(v.ref, copy=True)
+    from ..devices import opencl
+    return opencl.from_numpy(np.asarray(v.ref), dev, op="constant")
+
+
+def copy_data(d):
+    """A fresh copy of a CPU or device array, where it is."""
+    if type(d) is np.ndarray:
+        return np.array(d, copy=True)
+    from ..devices import opencl
+    return opencl.copy_(opencl.empty(d.shape, d.dtype, d.device, op="copy"), d)
+
+
+def _host(d) -> np.ndarray:
+    from ..devices import opencl
+    return opencl.to_numpy(d)
 
 
 def replay_eager(program, arg_tensors):
@@ -119,7 +147,12 @@ def replay_eager(program, arg_tensors):
                     GRAD[0] = n.grad_enabled and prev
                     args = tuple(slots[i.id] if hasattr(i, "kind") else i for i in n.inputs)
                     attrs = {k: (slots[a.value.id]._data if type(a) is AttrRef else a) for k, a in n.attrs.items()}
-                    out = apply(n.op, args, attrs)
+                    # (an op the trace saw called as a view, on a device, makes a view of the device buffer)
+                    if n.op.name == "_to_copy":         # a move between devices (.to, .cpu())
+                        from ..devices.dispatch import to_device
+                        out = to_device(args[0], attrs["dst"])
+                    else:
+                        out = (apply_view if getattr(n, "view", False) else apply)(n.op, args, attrs)
                     outs = out if type(out) is tuple else (out,)
                     for v, o in zip(n.outputs, outs):
                         slots[v.id] = o
@@ -135,7 +168,7 @@ def replay_eager(program, arg_tensors):
                     if undo is not None:
                         undo.grad(leaf)
                     leaf._grad = None if n.source is None else \
-                        wrap(np.array(slots[n.source.id]._data, copy=True), leaf._dtype)
+                        wrap(copy_data(slots[n.source.id]._data), leaf._dtype)
             if g.ended_by is not None:
                 _check_read(g.ended_by, slots[g.ended_by.value.id]._data)
     except GuardFailure:

@@ -282,6 +282,8 @@ def to_device(t: Tensor, device, non_blocking: bool = False) -> Tensor:
     else:
         raise RuntimeError(f"to(): ember has no '{dst.type}' device (available: cpu, opencl)")
     out = wrap(arr, t._dtype)
+    if R.CAPTURE_MOVE[0] is not None:            # ember.compile capturing: fn(source, result, src, dst)
+        R.CAPTURE_MOVE[0](t, out, src, dst)
     if GRAD[0] and t._rg:
         from ..autograd.node import Node
         Node.record(TO_DEVICE, (t,), {"src": src}, (out,))

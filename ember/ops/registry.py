@@ -27,6 +27,7 @@ QUIET_HOOKS: set = set()  # hooks in HOOKS that only check (the memory limit's),
 DEVICE_RUN = [None]       # ember.devices.dispatch.run once a device tensor exists: ops on device data
 VIEW_CALL = [None]        # the op apply_view is running (the device dispatcher makes views, not copies)
 FACTORY = [None]          # set by ember.compiler while capturing: sees arrays made by constant factories          # callables hook(op, args, attrs, run) -> result; profiler/capture install here
+CAPTURE_MOVE = [None]     # set by ember.compiler while capturing: sees tensors moved between devices (to_device)
 _EMPTY: dict = {}
 
 

@@ -11,8 +11,9 @@ Three measurements, interleaved per case as usual (medians of ``--repeat`` sampl
    sizes, against a host ``np.copyto`` of the same bytes ("host memcpy"); the report gives MB/s.
 3. **Training steps** (zero_grad, forward, loss, backward, optimizer step) of the MLP and the small CNN
    (SGD, batch 64) and the small GPT (AdamW, batch 16: ``models.GPTConfig``), eager on the device
-   (data already there; the step ends with a synchronize), eager ember on the CPU and torch eager,
-   from the same weights and data. The report gives the device/CPU ratio and, per step, the CPU
+   (data already there; the step ends with a synchronize), the same step compiled whole with
+   ``ember.compile`` on the device (``ember.opencl compiled``: generated OpenCL kernels, synchronized
+   after each call), eager ember on the CPU and torch eager, from the same weights and data. The report gives the device/CPU ratio and, per step, the CPU
    fallbacks by op (the ops without a device kernel yet), the kernel launches and the copies.
 
 ``--quick`` keeps it small for CI: two copy sizes, batch 16 for the MLP and CNN and a one-layer GPT
@@ -169,6 +170,18 @@ def step_function(lib, kind: str, model, opt, data, sync=None):
     return step
 
 
+def compiled_step(kind: str, model, opt_name: str, data):
+    """The training step compiled whole with ``ember.compile`` on the device (forward, backward and optimizer
+    as generated OpenCL kernels), synchronized after each call like the eager device step."""
+    step = ember.compile(step_function(ember, kind, model, M.optimizer(ember, opt_name, model.parameters()), data))
+
+    def run():
+        loss = step()
+        ember.opencl.synchronize()
+        return loss
+    return run
+
+
 def model_name(kind: str, batch: int, opt_name: str) -> str:
     return f"{kind}_b{batch}_{opt_name}_step"
 
@@ -201,6 +214,8 @@ def model_results(repeat: int, specs, cfg, torch=None) -> list:
                                           dev_data, ember.opencl.synchronize),
             "ember": step_function(ember, kind, cpu_model, M.optimizer(ember, opt_name, cpu_model.parameters()), data),
         }
+        steps["ember.opencl compiled"] = compiled_step(kind, copy.deepcopy(cpu_model).to("opencl"), opt_name,
+                                                       dev_data)
         if torch is not None:
             tmodel = M.load_numpy(torch, _build(torch, kind, cfg), weights)
             steps["torch"] = step_function(torch, kind, tmodel, M.optimizer(torch, opt_name, tmodel.parameters()),
@@ -215,6 +230,7 @@ def model_results(repeat: int, specs, cfg, torch=None) -> list:
                 if not np.allclose(ls, base, rtol=1e-3, atol=1e-5):
                     _STATE["notes"].append(f"{name}: WARNING {k} losses {ls} differ from ember's {base}")
             counters = _per_step_counters(steps["ember.opencl"])
+            counters["compiled"] = _per_step_counters(steps["ember.opencl compiled"])
             _progress(f"{name}: timing")
             out += run_case(Case(name, "device", steps, unit="ms", per="step"), repeat=repeat)
         _STATE["models"][name] = counters
@@ -288,8 +304,9 @@ def report(results, file=None) -> dict:
                   file=file)
     steps = [(name, rs) for name, rs in by_case.items() if name.endswith("_step")]
     if steps:
-        print(f"\n{'step':22s} {'opencl ms':>10s} {'cpu ms':>9s} {'torch ms':>9s} {'opencl/cpu':>11s} "
-              f"{'launches':>9s} {'h2d':>4s} {'d2h':>4s}  fallbacks per step (op: count)", file=file)
+        print(f"\n{'step':22s} {'opencl ms':>10s} {'compiled':>9s} {'cpu ms':>9s} {'torch ms':>9s} "
+              f"{'opencl/cpu':>11s} {'launches':>9s} {'h2d':>4s} {'d2h':>4s}  fallbacks per step (op: count)",
+              file=file)
         for name, rs in steps:
             med = {k: r.median * 1e3 for k, r in rs.items()}
             c = _STATE["models"].get(name, {})
@@ -297,10 +314,11 @@ def report(results, file=None) -> dict:
             cp = c.get("copies", {})
             row = {"ms": med, "opencl_vs_cpu": med["ember.opencl"] / med["ember"] if "ember" in med else None,
                    "fallbacks": fb, "fallbacks_total": sum(fb.values()), "launches": c.get("launches"),
-                   "copies": cp}
+                   "copies": cp, "compiled": c.get("compiled")}
             doc["steps"][name] = row
             fbs = ", ".join(f"{k}: {v}" for k, v in sorted(fb.items(), key=lambda kv: -kv[1])) or "none"
-            print(f"{name:22s} {med['ember.opencl']:10.2f} {med.get('ember', float('nan')):9.2f} "
+            print(f"{name:22s} {med['ember.opencl']:10.2f} {med.get('ember.opencl compiled', float('nan')):9.2f} "
+                  f"{med.get('ember', float('nan')):9.2f} "
                   f"{med.get('torch', float('nan')):9.2f} {row['opencl_vs_cpu'] or float('nan'):10.2f}x "
                   f"{row['launches'] or 0:9d} {cp.get('h2d', {}).get('count', 0):4d} "
                   f"{cp.get('d2h', {}).get('count', 0):4d}  {sum(fb.values())}: {fbs}", file=file)

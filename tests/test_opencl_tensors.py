@@ -226,3 +226,17 @@ def test_contiguous_and_batched_linear_on_the_device():
     # load_state_dict above copied into device parameters; an expanded device tensor is refused as on the CPU
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         ember.zeros(1, device="opencl").expand(3).copy_(ember.ones(3, device="opencl"))
+
+
+def test_dropout_and_new_factories_follow_the_device():
+    x = ember.ones(4, 6, device="opencl")
+    ember.manual_seed(5)
+    y = nn.functional.dropout(x, 0.5, training=True)
+    ember.manual_seed(5)
+    ref = nn.functional.dropout(ember.ones(4, 6), 0.5, training=True)
+    assert y.device.type == "opencl"
+    np.testing.assert_array_equal(_np(y), ref.numpy())
+    for t in (x.new_zeros(2), x.new_ones(2, 3), x.new_empty(1), x.new_full((2,), 3.0), x.new_tensor([1.0, 2.0])):
+        assert t.device.type == "opencl", t
+    assert x.new_zeros(2, device="cpu").is_cpu
+

@@ -230,7 +230,8 @@ def _new(fill):
         if any(s < 0 for s in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
         dt = dtype_arg(dtype, f.__name__) or self._dtype
-        return _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad, device)
+        return _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad,
+                       self.device if device is None else device)
     return f
 
 
@@ -249,11 +250,13 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     shape = shape_arg((size,), "new_full")
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
-    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad, device)
+    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad,
+                   self.device if device is None else device)
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad,
+                  device=self.device if device is None else device)
 
 
 def _num(v) -> str:

@@ -58,6 +58,8 @@ def _dropout_impl(input: Tensor, p: float, train: bool, inplace: bool, feature: 
         zero = wrap(np.zeros((), dt.np), dt)
         return input.mul_(zero) if inplace else input * zero
     keep = _keep_mask(_noise_shape(input, feature), p, dt)
+    if not input.is_cpu:
+        keep = keep.to(input.device)        # drawn with the CPU generator, then copied to the device
     if alpha:
         a = 1.0 / np.sqrt((_ALPHA * _ALPHA * p + 1.0) * (1.0 - p))
         # kept: a * x + a*alpha*p ; dropped: -a*alpha + a*alpha*p (the same affine shift, SELU-consistent)

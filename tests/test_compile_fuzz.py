@@ -7,7 +7,9 @@ replays with new values, compared with a dtype-aware tolerance.
 - ``test_fuzz_rotating_seed``: ROTATING_COUNT new programs per run, from a random seed (printed;
   ``EMBER_FUZZ_SEED=N`` chooses it), built at -O0 (the same generated C, the same numerics: gcc builds
   it ~4x faster than at -O3, so more programs fit in the time box; the fixed set covers -O3).
-- ``EMBER_FUZZ_SCALE=k`` multiplies both counts (a longer local run).
+- ``test_fuzz_eager_backend_fixed_seed``: EAGER_COUNT programs (seed EAGER_SEED) through backend="eager", the
+  op-by-op replay whose autograd the dispatcher rebuilds (detach(), writes into views of intermediates).
+- ``EMBER_FUZZ_SCALE=k`` multiplies the counts (a longer local run).
 
 A difference fails the test with the fuzzer's minimised standalone repro. The module prints the counts
 (programs, compiled calls, differ) at the end of the run.
@@ -31,6 +33,8 @@ FIXED_SEED = 0
 SCALE = float(os.environ.get("EMBER_FUZZ_SCALE", "1"))
 FIXED_COUNT = int(90 * SCALE)
 ROTATING_COUNT = int(180 * SCALE)
+EAGER_SEED = 201
+EAGER_COUNT = int(400 * SCALE)
 BATCH = 6
 
 _TOTAL = fuzz.Stats()
@@ -53,22 +57,24 @@ def _print_counts(request):
         tr.write_line(line)
 
 
-def _run(seed, count, opt, how):
-    st = fuzz.fuzz(seed, count, batch=BATCH, opt=opt, minimise_budget_s=90.0)
+def _run(seed, count, opt, how, backend="inductor"):
+    st = fuzz.fuzz(seed, count, batch=BATCH, backend=backend, opt=opt, minimise_budget_s=90.0)
     for k in ("programs", "calls", "differ", "invalid", "fallback", "builds", "noisy"):
         setattr(_TOTAL, k, getattr(_TOTAL, k) + getattr(st, k))
     _TOTAL.seconds += st.seconds
     _SEEDS.append(f"{how} {seed}")
     print(f"compile fuzz ({how}, seed {seed}): {st.summary()}")
     if st.differ or st.invalid:
-        again = f"python -m ember.compiler.fuzz --seed {seed} --count {count}" + (f" --opt={opt}" if opt else "")
+        again = f"python -m ember.compiler.fuzz --seed {seed} --count {count}" + (f" --opt={opt}" if opt else "") \
+            + (f" --backend {backend}" if backend != "inductor" else "")
         if how == "rotating":
             again += f"  (or EMBER_FUZZ_SEED={seed} pytest tests/test_compile_fuzz.py -k rotating)"
         msg = [f"compile fuzz ({how}, seed {seed}): {st.summary()}; again: {again}"]
         for seeds, why in st.invalid_reasons:
             msg.append(f"\n--- programs {seeds}: the generator made a program eager code rejects: {why}")
         for p, r, m, mr in st.found:
-            msg.append(f"\n--- program {p.seed}: {r.message}\n--- minimised repro:\n{fuzz.repro(m, seed, mr, opt=opt)}")
+            msg.append(f"\n--- program {p.seed}: {r.message}\n--- minimised repro:\n"
+                       f"{fuzz.repro(m, seed, mr, backend=backend, opt=opt)}")
         pytest.fail("\n".join(msg), pytrace=False)
     return st
 
@@ -83,6 +89,14 @@ def test_fuzz_rotating_seed():
     seed = int(env) if env else 1 + int.from_bytes(os.urandom(4), "little") % 1_000_000
     st = _run(seed, ROTATING_COUNT, "-O0", "rotating")
     assert st.programs == ROTATING_COUNT
+
+
+def test_fuzz_eager_backend_fixed_seed():
+    """backend="eager" (the program replayed op by op, autograd rebuilt by the dispatcher): seed 201's first
+    EAGER_COUNT programs include detach() of intermediates, in-place writes into intermediates and their
+    views, and grad-requiring values written into arguments (wrong gradients before the replay knew them)."""
+    st = _run(EAGER_SEED, EAGER_COUNT, None, "eager backend", backend="eager")
+    assert st.programs == EAGER_COUNT and st.calls >= 3 * EAGER_COUNT - 3 * BATCH
 
 
 # ---- bug 1: a permuted GEMM operand saved for backward sat in an arena slot a later temporary reused ------

@@ -115,6 +115,8 @@ class Tracer:
         self.module_ids: set = set()
         self.device = None               # the OpenCL device index of the device values, if any
         self.d2v: dict = {}              # (block, offset, shape, strides, dtype) -> Value of device arrays
+        self.op_outs: list = []          # (OpNode, its output tensors): views are marked in program()
+        self.aliases: dict = {}          # id(tensor) -> index of a detached alias of a value (see _alias)
 
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
@@ -241,7 +243,25 @@ class Tracer:
         if _registry.VIEW_CALL[0] is op:
             node.view = True        # called through apply_view: a device replay makes a view, not a copy
         self.graphs[-1].nodes.append(node)
+        # for backend="eager" (which replays ops with autograd): inputs that are detached aliases, and
+        # (in program()) outputs that are views
+        al = tuple((i, k) for i, a in enumerate(args) if isinstance(a, Tensor) and (k := self._alias(a)) is not None)
+        if al:
+            node.aliases = al
+        self.op_outs.append((node, outs))
         return out
+
+    def _alias(self, t: Tensor):
+        """The index of the detached alias ``t`` is, or None. (Call after ``value_of(t)``.) A tensor that
+        shares a traced value's buffer without being the tensor the value stands for, first used without
+        autograd history (``v.detach()``, a saved tensor re-wrapped by a derivative), is the same value to
+        the kernels but has its own history: none at first, then what in-place writes into it give it.
+        A replay with autograd (backend="eager") uses one ``detach()`` of the value for all its uses."""
+        k = self.aliases.get(id(t))
+        if k is None and not t._rg and id(t) not in self.t2v:
+            k = self.aliases[id(t)] = len(self.aliases)
+            self.keep.append(t)
+        return k
 
     def _guard_mask_counts(self, args, ins, positions, what):
         """A bool mask's number of True values sets a result's size (``x[mask]``, masked_select) or how
@@ -322,6 +342,9 @@ class Tracer:
         sv = self.value_of(value)
         w = WriteNode(tv, sv)
         w.grad_enabled = _GRAD[0]
+        al = tuple((i, k) for i, t in enumerate((target, value)) if (k := self._alias(t)) is not None)
+        if al:
+            w.aliases = al          # (0: the target, 1: the source) -> detached alias, as for OpNode
         self.graphs[-1].nodes.append(w)
         vc = target._get_vc()
         self.vc_writes[id(vc)] = self.vc_writes.get(id(vc), 0) + 1
@@ -516,8 +539,19 @@ class Tracer:
                 return
 
     def program(self, outputs) -> Program:
-        out_struct = _map_struct(outputs, lambda t: self.value_of(t))
+        aliases = []
+        out_struct = _map_struct(outputs, lambda t: (self.value_of(t), aliases.append((self._alias(t), t._rg)))[0])
         p = Program(self.values, self.graphs, out_struct, self.args, self.lifted, self.consts, self.reasons)
+        if any(k is not None for k, _ in aliases):
+            # per output tensor, in map_struct order: the detached alias it is (backend="eager"), and
+            # whether it is one without history (the other backends return a detach() of the value)
+            p.output_aliases = [k for k, _ in aliases]
+            p.output_detached = [k is not None and not rg for k, rg in aliases]
+        for node, outs in self.op_outs:
+            # outputs apply_view made autograd views of the first input (what an in-place write into them
+            # rebases): backend="eager" replays the op as a view too
+            if any(o._base is not None for o in outs):
+                node.view = True
         p.fwd_refs = self.fwd_refs
         p.extra_guards = self.extra_guards
         p.grad_rebinds = self.grad_rebinds

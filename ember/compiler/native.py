@@ -39,7 +39,7 @@ from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
 from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, _build, \
-    _CompiledBackwardOp, no_double_backward
+    build_outputs, _CompiledBackwardOp, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
@@ -404,7 +404,7 @@ class NativeRunner:
             if t is None:
                 t = outs[v.id] = wrap(vals(v.id), v.dtype)
             return t
-        result = _build(p.outputs, out_tensor)
+        result = build_outputs(p, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:
             diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]

@@ -139,6 +139,7 @@ def replay_eager(program, arg_tensors):
     slots = [None] * len(program.values)
     bind_inputs(program, arg_tensors, slots)
     undo = _Undo() if any(g.ended_by is not None for g in program.graphs) else None
+    aliases = {}        # alias index -> the tensor (a detach() of a value) standing for it in this replay
     prev = GRAD[0]
     try:
         for g in program.graphs:
@@ -146,6 +147,8 @@ def replay_eager(program, arg_tensors):
                 if type(n) is OpNode:
                     GRAD[0] = n.grad_enabled and prev
                     args = tuple(slots[i.id] if hasattr(i, "kind") else i for i in n.inputs)
+                    if hasattr(n, "aliases"):           # inputs the trace used through x.detach()
+                        args = _use_aliases(args, n.inputs, n.aliases, slots, aliases)
                     attrs = {k: (slots[a.value.id]._data if type(a) is AttrRef else a) for k, a in n.attrs.items()}
                     # (an op the trace saw called as a view, on a device, makes a view of the device buffer)
                     if n.op.name == "_to_copy":         # a move between devices (.to, .cpu())
@@ -161,6 +164,8 @@ def replay_eager(program, arg_tensors):
                     if undo is not None:
                         undo.buffer(target._data)
                     src = slots[n.source.id]
+                    if hasattr(n, "aliases"):
+                        target, src = _use_aliases((target, src), (n.target, n.source), n.aliases, slots, aliases)
                     GRAD[0] = getattr(n, "grad_enabled", True) and prev
                     write_result(target, lambda s, src=src: src, "replay_write")
                 elif type(n) is SetGradNode:
@@ -178,7 +183,28 @@ def replay_eager(program, arg_tensors):
         raise
     finally:
         GRAD[0] = prev
-    return _build(program.outputs, lambda v: slots[v.id])
+    out_aliases = getattr(program, "output_aliases", None)
+    if out_aliases is None:
+        return _build(program.outputs, lambda v: slots[v.id])
+    it = iter(out_aliases)
+    return _build(program.outputs, lambda v: _use_aliases((None,), (v,), [(0, next(it))], slots, aliases)[0])
+
+
+def _use_aliases(ts, values, uses, slots, aliases) -> tuple:
+    """``ts`` (the tensors of ``values``) with those the trace used as a detached alias of the value
+    (``uses``: (position, alias index); a None index: not an alias) replaced by that alias: one
+    ``detach()`` of the value per alias, made at its first use, so the replay does not differentiate
+    through it and in-place writes into it give it (not the value) history, as eagerly."""
+    ts = list(ts)
+    for i, k in uses:
+        if k is None:
+            ts[i] = slots[values[i].id]
+            continue
+        a = aliases.get(k)
+        if a is None:
+            a = aliases[k] = slots[values[i].id].detach()
+        ts[i] = a
+    return tuple(ts)
 
 
 class Interpreter:
@@ -250,7 +276,7 @@ class Interpreter:
             if t is None:
                 t = outs[v.id] = wrap(slots[v.id], v.dtype)
             return t
-        result = _build(p.outputs, out_tensor)
+        result = build_outputs(p, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:
             diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]
@@ -333,6 +359,16 @@ def attach_node(op, diff_outs, targets) -> Node:
 
 def _attach_backward(bw, fwd_slots, diff_outs, targets):
     attach_node(_CompiledBackwardOp(bw, fwd_slots, len(diff_outs)), diff_outs, targets)
+
+
+def build_outputs(program, fn):
+    """The program's output structure with ``fn(value)`` for each Value; an output the function returned
+    through ``detach()`` is a new tensor sharing the value's memory, without its history, as eagerly."""
+    det = getattr(program, "output_detached", None)
+    if not det:
+        return _build(program.outputs, fn)
+    it = iter(det)
+    return _build(program.outputs, lambda v: fn(v).detach() if next(it) else fn(v))
 
 
 def _build(struct, fn):

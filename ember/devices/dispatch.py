@@ -262,7 +262,8 @@ def _copy_to_bw(ctx, g):
     return (to_device(g, ctx.attrs["src"]),)
 
 
-TO_DEVICE = R.register("_to_copy", lambda x, **_: x, _copy_to_bw)
+# an autograd node type, not a dispatchable op (never run through apply, so not in the registry)
+TO_DEVICE = R.OpDef("_to_copy", lambda x, **_: x, _copy_to_bw)
 TO_DEVICE.node_name = "ToCopyBackward0"
 
 

@@ -14,15 +14,9 @@ from ember.devices import opencl as ocl
 from ember.profiler import profile, ProfilerActivity
 from ember.profiler import trace as T
 
-pytestmark = pytest.mark.skipif(not ocl.is_available(),
-                                reason=f"no OpenCL platform: {ocl.unavailable_reason()}")
+from device_support import needs_opencl, _quiet_fallback_warnings  # noqa: E402,F401 - autouse fixture
 
-
-@pytest.fixture(autouse=True)
-def _quiet_fallback_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        yield
+pytestmark = needs_opencl
 
 
 def _no_hooks():

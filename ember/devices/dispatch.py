@@ -131,12 +131,7 @@ def run(op, args, attrs):
     else:
         outs = tuple(wrap(r) for r in res)
         out = outs
-    if GRAD[0] and op.differentiable:
-        from ..autograd.node import Node
-        for a in args:
-            if isinstance(a, Tensor) and a._rg:
-                Node.record(op, args, attrs, outs)
-                break
+    R.record_grad(op, args, attrs, outs)
     return out
 
 

@@ -106,12 +106,18 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
                     break
         return out
     outs = tuple(wrap(r if type(r) is np.ndarray else np.asarray(r)) for r in res)
+    record_grad(op, args, attrs, outs)
+    return outs
+
+
+def record_grad(op, args, attrs, outs) -> None:
+    """Record an autograd Node for ``outs = op(*args)`` when grad mode is on and an input requires grad
+    (``apply`` inlines this for one output: it is the hot path)."""
     if GRAD[0] and op.differentiable:
         for a in args:
             if isinstance(a, Tensor) and a._rg:
                 Node.record(op, args, attrs, outs)
                 break
-    return outs
 
 
 def _alloc_failed(op, e):

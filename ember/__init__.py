@@ -44,6 +44,7 @@ from . import nn, optim  # noqa: E402,F401
 from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401
+from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from .special import mvlgamma  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from ._settings import *  # noqa: E402,F401,F403

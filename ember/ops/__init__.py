@@ -15,3 +15,13 @@ def _load_all():
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.{name}":
                 raise
+
+
+def __getattr__(name):
+    # ember.ops.<namespace>: the custom ops registered with ember.library.custom_op("<namespace>::...")
+    import sys
+    lib = sys.modules.get("ember.library")
+    ns = lib._namespace(name) if lib is not None and not name.startswith("_") else None
+    if ns is None:
+        raise AttributeError(f"module 'ember.ops' has no attribute '{name}'")
+    return ns

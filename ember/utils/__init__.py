@@ -5,6 +5,6 @@ import importlib.util as _ilu
 
 from . import data  # noqa: F401
 
-for _sub in ("checkpoint", "hooks", "benchmark", "_pytree"):
+for _sub in ("checkpoint", "hooks", "benchmark", "_pytree", "cpp_extension"):
     if _ilu.find_spec(f"{__name__}.{_sub}") is not None:
         globals()[_sub] = _il.import_module(f"{__name__}.{_sub}")

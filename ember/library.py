@@ -1,0 +1,424 @@
+"""ember.library: user-defined operators with torch.library's decorator API.
+
+    @ember.library.custom_op("mylib::softshrink", mutates_args=())
+    def softshrink(x: Tensor, lambd: float) -> Tensor: ...
+
+    @softshrink.register_fake
+    def _(x, lambd): return ember.empty_like(x)
+
+    softshrink.register_autograd(backward, setup_context=setup_context)
+    softshrink.register_kernel("cpu")(fn)        # the implementation used for CPU tensors
+
+    ember.ops.mylib.softshrink(x, 0.5)            # callable by its qualified name once registered
+
+A custom op is one ``OpDef`` (``ember.ops.registry``), kept in ``CUSTOM_OPS`` (not in the builtin
+``REGISTRY``). Its kernel wraps the NumPy arrays as tensors, calls the user's function with grad off and
+unwraps the results, so ``ember.compile`` captures the op as ONE node and, having no decomposition, runs it
+as an extern call between the native segments (no graph break). Its derivative is the user's ``backward``
+(written in ember ops, so it is traced into compiled backward graphs too). ``setup_context(ctx, inputs,
+output)`` runs when the derivative is needed (it only stores what backward reads).
+
+Tensor arguments are the op's inputs; other arguments (numbers, bools, None, strings) are attributes.
+Ops with ``mutates_args`` run eagerly only (their writes bump the arguments' version counters); inside
+``ember.compile`` they raise NotImplementedError, and so does recording autograd through them.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+
+import numpy as np
+
+from .tensor import Tensor, wrap
+from .ops import registry as _registry
+from .ops.registry import OpDef, _camel
+from .autograd.grad_mode import GRAD
+
+__all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel", "opcheck",
+           "CUSTOM_OPS"]
+
+CUSTOM_OPS: dict = {}      # "ns::name" -> CustomOpDef
+
+
+class _Namespace(types.SimpleNamespace):
+    """``ember.ops.<ns>``: the custom ops of one namespace as attributes."""
+
+    def __init__(self, ns):
+        super().__init__()
+        object.__setattr__(self, "_ns", ns)
+
+    def __getattr__(self, name):
+        op = CUSTOM_OPS.get(f"{self._ns}::{name}")
+        if op is None:
+            raise AttributeError(f"'_OpNamespace' '{self._ns}' object has no attribute '{name}'")
+        return op
+
+
+NAMESPACES: dict = {}
+
+
+def _namespace(ns):
+    return NAMESPACES.get(ns)
+
+
+class _Ctx:
+    """The ``ctx`` of ``setup_context``/``backward``: attributes plus ``save_for_backward``."""
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tuple(tensors)
+
+    def mark_non_differentiable(self, *args):
+        pass
+
+    def set_materialize_grads(self, value):
+        pass
+
+
+def _capturing() -> bool:
+    from .compiler.capture import Tracer
+    return any(isinstance(getattr(h, "__self__", None), Tracer) for h in _registry.HOOKS)
+
+
+def _nout_of(fn) -> int:
+    try:
+        ret = typing.get_type_hints(fn).get("return", inspect.signature(fn).return_annotation)
+    except Exception:
+        ret = inspect.signature(fn).return_annotation
+    if typing.get_origin(ret) in (tuple, typing.Tuple):
+        args = typing.get_args(ret)
+        if args and args[-1] is not Ellipsis:
+            return len(args)
+    return 1
+
+
+class CustomOpDef:
+    """What ``custom_op`` returns: callable like the function, with the ``register_*`` methods."""
+
+    def __init__(self, name: str, fn, mutates_args, device_types, schema):
+        if not isinstance(name, str) or name.count("::") != 1 or not all(name.split("::")):
+            raise ValueError(f"custom_op: expected a qualified name 'namespace::name', got {name!r}")
+        if isinstance(mutates_args, str):
+            mutates_args = (mutates_args,) if mutates_args != "unknown" else ()
+        self._namespace, self._name = name.split("::")
+        self._qualname = name
+        self._init_fn = fn
+        self._sig = inspect.signature(fn)
+        self._params = list(self._sig.parameters)
+        for m in mutates_args:
+            if m not in self._params:
+                raise ValueError(f"custom_op {name}: mutates_args names {m!r}, which is not a parameter of "
+                                 f"{fn.__name__} ({', '.join(self._params)})")
+        self._mutates_args = tuple(mutates_args)
+        self._schema = schema
+        self._kernels: dict = {}
+        if device_types is not None:
+            for d in ([device_types] if isinstance(device_types, str) else device_types):
+                self._kernels[d] = fn
+        self._fake = None
+        self._backward = None
+        self._setup_context = None
+        self._opdef = OpDef(name, self._kernel, self._backward_rule, save="io", nout=_nout_of(fn))
+        self._opdef.node_name = _camel(f"{self._namespace}_{self._name}") + "Backward0"
+        self.__name__ = self._name
+        self.__doc__ = fn.__doc__
+
+    def __repr__(self):
+        return f"<CustomOpDef({self._qualname})>"
+
+    # ---- registration ---------------------------------------------------------------------------------
+    def register_fake(self, fn=None, /):
+        """The shape/dtype function: given the op's arguments, returns empty tensors of the outputs'
+        shapes and dtypes (used by ``opcheck``; capture runs the real kernel)."""
+        def deco(f):
+            self._fake = f
+            return f
+        return deco(fn) if fn is not None else deco
+
+    def register_autograd(self, backward, /, *, setup_context=None):
+        """``backward(ctx, *grads)`` returns one gradient (or None) per positional input;
+        ``setup_context(ctx, inputs, output)`` saves what it needs on ctx."""
+        if not callable(backward):
+            raise TypeError(f"register_autograd({self._qualname}): backward must be callable, got "
+                            f"{type(backward).__name__}")
+        if setup_context is not None and not callable(setup_context):
+            raise TypeError(f"register_autograd({self._qualname}): setup_context must be callable or None")
+        self._backward = backward
+        self._setup_context = setup_context
+
+    def register_kernel(self, device_types, fn=None, /):
+        """The implementation for ``device_types`` ("cpu", or a list); as a decorator or with ``fn``."""
+        devs = [device_types] if isinstance(device_types, str) or device_types is None else list(device_types)
+
+        def deco(f):
+            for d in devs:
+                if d not in ("cpu", None):
+                    raise NotImplementedError(f"register_kernel({self._qualname}): ember runs custom ops on "
+                                              f"'cpu' only so far, not {d!r}")
+                self._kernels["cpu"] = f
+            return f
+        return deco(fn) if fn is not None else deco
+
+    # ---- calling --------------------------------------------------------------------------------------
+    def _bind(self, args, kwargs):
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._qualname}(): {e}") from None
+        bound.apply_defaults()
+        return bound.arguments
+
+    def _impl(self):
+        return self._kernels.get("cpu", self._init_fn)
+
+    def __call__(self, *args, **kwargs):
+        vals = self._bind(args, kwargs)
+        for k, v in vals.items():
+            if isinstance(v, Tensor) and v.device.type != "cpu":
+                raise NotImplementedError(f"{self._qualname}: argument '{k}' is on {v.device}; custom ops "
+                                          "run on CPU tensors only so far")
+        if self._mutates_args:
+            return self._call_mutating(vals)
+        tensors = tuple(v for v in vals.values() if isinstance(v, Tensor))
+        attrs = {k: v for k, v in vals.items() if not isinstance(v, Tensor)}
+        return _registry.apply(self._opdef, tensors, attrs)
+
+    def _call_mutating(self, vals):
+        if _capturing():
+            raise NotImplementedError(f"{self._qualname} mutates {', '.join(self._mutates_args)}: custom ops "
+                                      "with mutates_args are not supported inside ember.compile yet; call it "
+                                      "outside the compiled function")
+        if GRAD[0] and any(isinstance(v, Tensor) and v.requires_grad for v in vals.values()):
+            raise NotImplementedError(f"{self._qualname}: autograd through a custom op with mutates_args is not "
+                                      "supported; call it under ember.no_grad() or on tensors that do not "
+                                      "require grad")
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            res = self._impl()(*vals.values())
+        for m in self._mutates_args:
+            t = vals[m]
+            if isinstance(t, Tensor):
+                t._bump()
+        return res
+
+    def _kernel(self, *arrays, **attrs):
+        # the OpDef's kernel: NumPy arrays in (the tensor arguments in order), arrays out
+        it = iter(arrays)
+        call = [attrs[k] if k in attrs else wrap(next(it)) for k in self._params]
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            res = self._impl()(*call)
+        outs = res if type(res) is tuple else (res,)
+        if len(outs) != self._opdef.nout:
+            raise RuntimeError(f"{self._qualname}: the implementation returned {len(outs)} outputs, the "
+                               f"op's signature declares {self._opdef.nout}")
+        datas = []
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"{self._qualname}: output {i} of the implementation is a "
+                                   f"{type(o).__name__}, expected a Tensor")
+            d = o._data
+            if not isinstance(d, np.ndarray):
+                raise RuntimeError(f"{self._qualname}: output {i} is not a CPU tensor")
+            if any(np.may_share_memory(d, a) for a in arrays):
+                d = d.copy()      # outputs never alias inputs (as torch requires of custom ops)
+            datas.append(d)
+        return datas[0] if self._opdef.nout == 1 else tuple(datas)
+
+    def _backward_rule(self, node, *grads):
+        if self._backward is None:
+            raise RuntimeError(f"Autograd not implemented for {self._qualname}: register a derivative with "
+                               f"{self._name}.register_autograd(backward, setup_context=...)")
+        it = iter(node.inputs)
+        attrs = node.attrs
+        inputs = tuple(attrs[k] if k in attrs else next(it) for k in self._params)
+        outs = node.outputs
+        output = outs[0] if self._opdef.nout == 1 else tuple(outs)
+        ctx = _Ctx()
+        if self._setup_context is not None:
+            self._setup_context(ctx, inputs, output)
+        gi = self._backward(ctx, *grads)
+        if type(gi) is not tuple:
+            gi = tuple(gi) if isinstance(gi, list) else (gi,)
+        if len(gi) != len(self._params):
+            raise RuntimeError(f"{self._qualname}: backward returned {len(gi)} gradients, expected "
+                               f"{len(self._params)} (one per input: {', '.join(self._params)})")
+        return tuple(g for k, g in zip(self._params, gi) if k not in attrs)
+
+
+def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None):
+    """torch.library.custom_op: turn ``fn`` into the operator ``name`` ("namespace::opname")."""
+    def deco(f):
+        if name in CUSTOM_OPS:
+            raise RuntimeError(f"custom_op: an operator named {name!r} is already registered")
+        op = CustomOpDef(name, f, mutates_args, device_types, schema)
+        CUSTOM_OPS[name] = op
+        NAMESPACES.setdefault(op._namespace, _Namespace(op._namespace))
+        return op
+    return deco(fn) if fn is not None else deco
+
+
+def _lookup(op) -> CustomOpDef:
+    if isinstance(op, CustomOpDef):
+        return op
+    found = CUSTOM_OPS.get(op) if isinstance(op, str) else None
+    if found is None:
+        raise ValueError(f"{op!r} is not a custom op registered with ember.library.custom_op")
+    return found
+
+
+def register_fake(op, fn=None, /):
+    return _lookup(op).register_fake(fn) if fn is not None else _lookup(op).register_fake
+
+
+def register_autograd(op, backward, /, *, setup_context=None):
+    return _lookup(op).register_autograd(backward, setup_context=setup_context)
+
+
+def register_kernel(op, device_types, fn=None, /):
+    return _lookup(op).register_kernel(device_types, fn)
+
+
+# ---- opcheck ----------------------------------------------------------------------------------------------
+
+DEFAULT_TEST_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor",
+                      "test_aot_dispatch_dynamic", "test_gradcheck")
+
+
+class OpCheckError(Exception):
+    """An opcheck test failed (torch.testing._internal.optests.OpCheckError)."""
+
+
+def _clone(x):
+    if isinstance(x, Tensor):
+        return x.detach().clone().requires_grad_(x.requires_grad)
+    return x
+
+
+def _outs(res):
+    return res if isinstance(res, tuple) else (res,)
+
+
+def opcheck(op, args, kwargs=None, *, test_utils=DEFAULT_TEST_UTILS, raise_exception=True, rtol=None, atol=None):
+    """torch.library.opcheck for ember custom ops. Runs each test in ``test_utils`` and returns
+    ``{test: "SUCCESS" | exception}``; the first failure raises OpCheckError when ``raise_exception``.
+
+    test_schema: arguments not named in mutates_args are not changed (values and version counters);
+    test_autograd_registration: inputs requiring grad need a registered derivative;
+    test_faketensor: the fake impl's output shapes and dtypes equal the real outputs';
+    test_aot_dispatch_dynamic: under ember.compile the op gives eager's outputs and gradients;
+    test_gradcheck (ember's addition): the derivative against finite differences, for float64 inputs."""
+    from . import ops as _ops  # noqa: F401
+    op = _lookup(op)
+    kwargs = kwargs or {}
+    if isinstance(test_utils, str):
+        test_utils = (test_utils,)
+    results = {}
+    for name in test_utils:
+        fn = _CHECKS.get(name)
+        if fn is None:
+            raise ValueError(f"opcheck: unknown test_utils entry {name!r} (known: {', '.join(_CHECKS)})")
+        try:
+            fn(op, args, kwargs, rtol, atol)
+            results[name] = "SUCCESS"
+        except Exception as e:
+            if raise_exception:
+                raise OpCheckError(f"opcheck(op={op._qualname}, ...): {name} failed with {e} "
+                                   f"({type(e).__name__})") from e
+            results[name] = e
+    return results
+
+
+def _check_schema(op, args, kwargs, rtol, atol):
+    vals = op._bind(args, kwargs)
+    before = {k: (v.detach().clone(), v._version) for k, v in vals.items() if isinstance(v, Tensor)}
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        op(*args, **kwargs)
+    for k, (copy, ver) in before.items():
+        if k in op._mutates_args:
+            continue
+        now = vals[k]
+        if now._version != ver or not np.array_equal(now.detach().numpy(), copy.numpy(), equal_nan=True):
+            raise RuntimeError(f"argument '{k}' was modified but is not in mutates_args {op._mutates_args}")
+
+
+def _check_autograd_registration(op, args, kwargs, rtol, atol):
+    vals = op._bind(args, kwargs)
+    if any(isinstance(v, Tensor) and v.requires_grad for v in vals.values()) and op._backward is None \
+            and not op._mutates_args:
+        raise RuntimeError(f"{op._qualname} has inputs that require grad but no derivative: use "
+                           "register_autograd")
+
+
+def _check_fake(op, args, kwargs, rtol, atol):
+    if op._fake is None:
+        raise RuntimeError(f"{op._qualname} has no fake impl: use register_fake")
+    from .autograd.grad_mode import no_grad
+    cargs = [_clone(a) for a in args]
+    ckw = {k: _clone(v) for k, v in kwargs.items()}
+    with no_grad():
+        real = _outs(op(*cargs, **ckw))
+        fake = _outs(op._fake(*[_clone(a) for a in args], **{k: _clone(v) for k, v in kwargs.items()}))
+    if op._mutates_args and real == (None,) and fake == (None,):
+        return
+    if len(real) != len(fake):
+        raise RuntimeError(f"fake impl returned {len(fake)} outputs, the real one {len(real)}")
+    for i, (r, f) in enumerate(zip(real, fake)):
+        if not isinstance(f, Tensor):
+            raise RuntimeError(f"fake impl output {i} is a {type(f).__name__}, not a Tensor")
+        if tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype:
+            raise RuntimeError(f"output {i}: fake impl gives {tuple(f.shape)} {f.dtype}, the real kernel "
+                               f"{tuple(r.shape)} {r.dtype}")
+
+
+def _grads(op, args, kwargs, fn):
+    cargs = [_clone(a) for a in args]
+    outs = _outs(fn(*cargs, **kwargs))
+    leaves = [a for a in cargs if isinstance(a, Tensor) and a.requires_grad]
+    diff = [o for o in outs if isinstance(o, Tensor) and o.requires_grad]
+    if leaves and diff:
+        total = diff[0].sum()
+        for i, o in enumerate(diff[1:]):
+            total = total + (o * float(i + 2)).sum()
+        total.backward()
+    return [o.detach().numpy() for o in outs if isinstance(o, Tensor)], [a.grad for a in leaves]
+
+
+def _check_compiled(op, args, kwargs, rtol, atol):
+    if op._mutates_args:
+        return
+    import ember
+    eo, eg = _grads(op, args, kwargs, lambda *a, **k: op(*a, **k))
+    co, cg = _grads(op, args, kwargs, ember.compile(lambda *a, **k: op(*a, **k)))
+    r = 1.3e-6 if rtol is None else rtol
+    t = 1e-5 if atol is None else atol
+    for i, (x, y) in enumerate(zip(eo, co)):
+        np.testing.assert_allclose(y, x, rtol=r, atol=t, err_msg=f"compiled output {i}")
+    for i, (x, y) in enumerate(zip(eg, cg)):
+        if (x is None) != (y is None):
+            raise RuntimeError(f"gradient {i}: eager gives {x is not None}, compiled {y is not None}")
+        if x is not None:
+            np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=r, atol=t, err_msg=f"compiled gradient {i}")
+
+
+def _check_gradcheck(op, args, kwargs, rtol, atol):
+    if op._mutates_args or op._backward is None:
+        return
+    tens = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+    if not tens or any(a.dtype.__repr__() != "ember.float64" for a in tens):
+        return
+    from .autograd.gradcheck import gradcheck
+    pos = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+
+    def f(*ts):
+        full = list(args)
+        for i, t in zip(pos, ts):
+            full[i] = t
+        return op(*full, **kwargs)
+    gradcheck(f, tuple(_clone(a) for a in tens), raise_exception=True)
+
+
+_CHECKS = {"test_schema": _check_schema, "test_autograd_registration": _check_autograd_registration,
+           "test_faketensor": _check_fake, "test_aot_dispatch_dynamic": _check_compiled,
+           "test_gradcheck": _check_gradcheck}

@@ -86,7 +86,7 @@ def _explain_no_break(fn, *args):
     return [op for ops in rep.ops_per_graph for op in ops]
 
 
-@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager", "eager"])
 def test_inside_compile_values_and_grads(backend):
     def f(x, w):
         h = (x * 2.0).exp() - 1.0

@@ -37,14 +37,21 @@ def _weighted(loss, weight, input, reduction, mean_by_weight: bool):
     raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
-    """Mean squared error ``(input - target)^2`` (optionally weighted elementwise)."""
-    _tensor_arg(input, "mse_loss", "input", 1)
-    _tensor_arg(target, "mse_loss", "target", 2)
+def _pair_args(input, target, name: str, size_average, reduce, reduction):
+    """The checks every (input, target) loss starts with: tensors, torch's size warning, the legacy
+    reduction flags; the pair broadcast together and the reduction."""
+    _tensor_arg(input, name, "input", 1)
+    _tensor_arg(target, name, "target", 2)
     _size_warning(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
-    x, t = _expand_pair(input, target, "mse_loss")
+    x, t = _expand_pair(input, target, name)
+    return x, t, reduction
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
+    """Mean squared error ``(input - target)^2`` (optionally weighted elementwise)."""
+    x, t, reduction = _pair_args(input, target, "mse_loss", size_average, reduce, reduction)
     if weight is not None:
         return _weighted((x - t).square(), weight, input, reduction, True)
     reduction = _reduction(None, None, reduction)
@@ -55,12 +62,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     """Mean absolute error ``|input - target|`` (optionally weighted elementwise)."""
-    _tensor_arg(input, "l1_loss", "input", 1)
-    _tensor_arg(target, "l1_loss", "target", 2)
-    _size_warning(input, target)
-    if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    x, t = _expand_pair(input, target, "l1_loss")
+    x, t, reduction = _pair_args(input, target, "l1_loss", size_average, reduce, reduction)
     if weight is not None:
         return _weighted((x - t).abs(), weight, input, reduction, True)
     reduction = _reduction(None, None, reduction)

@@ -26,6 +26,11 @@ def _nll_kernel(x, t, w, reduction, ignore_index):
     w = _up(w)
     ts, valid, wt = _targets(t, x.shape[1], w, ignore_index)
     loss = np.where(valid, -_take_class(x, ts) * wt, 0)
+    return _reduce_np(loss, reduction, single, wt, od)
+
+
+def _reduce_np(loss, reduction: str, single: bool, wt, od):
+    """A class-index loss per sample reduced as torch does ('mean' divides by the total target weight)."""
     if reduction == "none":
         r = loss[0] if single else loss
     elif reduction == "sum":
@@ -159,13 +164,7 @@ def _ce_kernel(x, t, w, reduction, ignore_index, label_smoothing):
         lw = logp if w is None else logp * _class_bcast(w, logp.ndim)
         smooth = np.where(valid, -lw.sum(axis=1), 0)
         loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
-    if reduction == "none":
-        r = loss[0] if single else loss
-    elif reduction == "sum":
-        r = loss.sum()
-    else:
-        r = loss.sum() / wt.sum()
-    return np.asarray(r).astype(od, copy=False), logp
+    return _reduce_np(loss, reduction, single, wt, od), logp
 
 
 def _ce_parts(shape, t, w, ignore_index, eps):

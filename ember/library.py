@@ -19,6 +19,8 @@ as an extern call between the native segments (no graph break). Its derivative i
 output)`` runs when the derivative is needed (it only stores what backward reads).
 
 Tensor arguments are the op's inputs; other arguments (numbers, bools, None, strings) are attributes.
+Kernels are registered for the CPU; on device tensors the op goes through the device dispatcher like any
+op without a device kernel (its CPU kernel on host copies, counted in ``ember.opencl.fallback_counts()``).
 Ops with ``mutates_args`` run eagerly only (their writes bump the arguments' version counters); inside
 ``ember.compile`` they raise NotImplementedError, and so does recording autograd through them.
 """
@@ -173,12 +175,14 @@ class CustomOpDef:
 
     def __call__(self, *args, **kwargs):
         vals = self._bind(args, kwargs)
-        for k, v in vals.items():
-            if isinstance(v, Tensor) and v.device.type != "cpu":
-                raise NotImplementedError(f"{self._qualname}: argument '{k}' is on {v.device}; custom ops "
-                                          "run on CPU tensors only so far")
         if self._mutates_args:
+            for k, v in vals.items():
+                if isinstance(v, Tensor) and v.device.type != "cpu":
+                    raise NotImplementedError(f"{self._qualname}: argument '{k}' is on {v.device}; custom ops "
+                                              "with mutates_args run on CPU tensors only so far")
             return self._call_mutating(vals)
+        # device tensors go through the device dispatcher like any op without a device kernel: the CPU
+        # kernel runs on host copies, counted in ember.opencl.fallback_counts()
         tensors = tuple(v for v in vals.values() if isinstance(v, Tensor))
         attrs = {k: v for k, v in vals.items() if not isinstance(v, Tensor)}
         return _registry.apply(self._opdef, tensors, attrs)

@@ -341,3 +341,25 @@ def test_load_inline_cpp_and_load(tmp_path):
     assert m.add3(1, 2, 3) == 6
     with pytest.raises(RuntimeError, match="CUDA"):
         load_inline("cu", cuda_sources="x")
+
+
+def test_device_tensors_run_the_cpu_kernel_as_a_counted_fallback():
+    from ember.devices import opencl as ocl
+    if not ocl.is_available():
+        pytest.skip(f"no OpenCL platform: {ocl.unavailable_reason()}")
+    import warnings
+    xs = _x(3)
+    ref = ember.tensor(xs, requires_grad=True)
+    softshrink(ref, 0.5).sum().backward()
+    ocl.reset_fallback_counts()
+    x = ember.tensor(xs, device="opencl", requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        y = softshrink(x, 0.5)
+        y.sum().backward()
+    assert y.device.type == "opencl" and x.grad.device.type == "opencl"
+    assert ocl.fallback_counts().get("testlib::softshrink") == 1
+    np.testing.assert_allclose(y.detach().cpu().numpy(), softshrink(ember.tensor(xs), 0.5).numpy())
+    np.testing.assert_allclose(x.grad.cpu().numpy(), ref.grad.numpy())
+    with pytest.raises(NotImplementedError, match="'opencl'"):
+        softshrink.register_kernel("opencl", lambda x, lambd: x)

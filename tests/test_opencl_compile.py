@@ -257,3 +257,18 @@ def test_moves_and_device_factories_inside():
         np.testing.assert_allclose(_np(got[0]), _np(want[0]), rtol=1e-6)
         np.testing.assert_allclose(got[1].numpy(), want[1].numpy(), rtol=1e-6)
     assert counters["captures"] == 1 and _runner(cf).cl is not None
+
+
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+def test_outputs_returned_through_detach_have_no_history_on_the_device(backend):
+    def f(x):
+        v = (x * 2).exp()
+        return v.detach(), v
+    cf = ember.compile(f, backend=backend)
+    for _ in range(3):
+        x = ember.tensor([0.1, 0.2, 0.3], device="opencl", requires_grad=True)
+        d, v = cf(x)
+        assert not d.requires_grad and d.grad_fn is None and v.requires_grad
+        np.testing.assert_allclose(d.cpu().numpy(), np.exp(2 * np.array([0.1, 0.2, 0.3])), rtol=1e-6)
+        v.sum().backward()
+        np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * np.exp(2 * np.array([0.1, 0.2, 0.3])), rtol=1e-5)

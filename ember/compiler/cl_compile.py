@@ -35,7 +35,7 @@ from ..ops import registry as R
 from . import logs
 from .decompose import Declined
 from .ir import OpNode, WriteNode, SetGradNode, AttrRef, Value, map_struct
-from .runtime import (Interpreter, GuardFailure, check_extra_guards, _check_read, _Undo, _build, attach_node,
+from .runtime import (Interpreter, GuardFailure, check_extra_guards, _check_read, attach_node, build_outputs,
                       no_double_backward, const_data, copy_data)
 
 TO_DEVICE = _dispatch.TO_DEVICE
@@ -149,41 +149,8 @@ class DeviceInterpreter(Interpreter):
         finally:
             GRAD[0] = prev
 
-    def __call__(self, arg_tensors, grad_enabled: bool):
-        p = self.program
-        check_extra_guards(p)
-        self._args = arg_tensors
-        slots = [None] * len(p.values)
-        for v, t in zip(p.args, arg_tensors):
-            slots[v.id] = t._data
-        for v in p.lifted:
-            slots[v.id] = v.ref._data
-        for v in p.consts:
-            slots[v.id] = const_data(v)
-        undo = _Undo() if self.has_reads else None
-        try:
-            self.run_slots(slots, undo)
-        except GuardFailure:
-            undo.restore()
-            raise
-        outs = {}
-
-        def out_tensor(v):
-            if v.kind == "arg":
-                return arg_tensors[p.args.index(v)]
-            if v.kind == "lifted":
-                return v.ref
-            t = outs.get(v.id)
-            if t is None:
-                t = outs[v.id] = wrap(slots[v.id], v.dtype)
-            return t
-        result = _build(p.outputs, out_tensor)
-        bw = p.backward
-        if bw is not None and grad_enabled:
-            diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]
-            targets = [arg_tensors[p.args.index(v)] if v.kind == "arg" else v.ref for v in bw.grad_targets]
-            attach_node(_DeviceBackwardOp(bw, slots, len(diff_outs)), diff_outs, targets)
-        return result
+    def _attach_backward(self, bw, slots, diff_outs, targets):
+        attach_node(_DeviceBackwardOp(bw, slots, len(diff_outs)), diff_outs, targets)
 
 
 class _BackwardOp:
@@ -341,7 +308,7 @@ class DeviceRunner:
                     d = _ocl.to_numpy(d)        # a CPU tensor when traced: returned on the CPU
                 t = outs[v.id] = wrap(d, v.dtype)
             return t
-        result = _build(p.outputs, out_tensor)
+        result = build_outputs(p, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled and self.cl.bwd is not None:
             diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]

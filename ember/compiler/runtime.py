@@ -258,7 +258,7 @@ class Interpreter:
         for v in p.lifted:
             slots[v.id] = v.ref._data
         for v in p.consts:
-            slots[v.id] = np.array(v.ref, copy=True)
+            slots[v.id] = const_data(v)
         undo = _Undo() if self.has_reads else None
         try:
             self.run_slots(slots, undo)
@@ -281,8 +281,12 @@ class Interpreter:
         if bw is not None and grad_enabled:
             diff_outs = [out_tensor(v) for v in bw.grad_outputs_of]
             targets = [arg_tensors[p.args.index(v)] if v.kind == "arg" else v.ref for v in bw.grad_targets]
-            _attach_backward(bw, slots, diff_outs, targets)
+            self._attach_backward(bw, slots, diff_outs, targets)
         return result
+
+    def _attach_backward(self, bw, slots, diff_outs, targets):
+        """Link the outputs to the ahead-of-time backward program (run on the forward's slots)."""
+        _attach_backward(bw, slots, diff_outs, targets)
 
 
 def no_double_backward() -> None:

@@ -192,20 +192,9 @@ class _Part:
         # never silent, like an eager op without a device kernel: ember.opencl.fallback_counts(), a warning
         _ocl_rt.record_fallback(e.op_node.op.name, f"in compiled program {self.label}: {e.reason}", device=rt.index)
 
-        def arg(a):
-            if isinstance(a, P.PNode):
-                return rt.to_host(self.view(a, arrs))
-            return a
-        args = [arg(a) for a in e.args]
-        attrs = {k: arg(v) for k, v in e.attrs.items()}
-        op = e.op_node.op
-        res = op.kernel(*args, **attrs)
-        outs = (res,) if op.nout == 1 else res
-        for buf, r in zip(e.outs, outs):
-            r = np.asarray(r)
-            if r.shape != buf.shape:
-                raise RuntimeError(f"ember.compile: {op.name} returned shape {r.shape}, compiled for {buf.shape}")
-            arrs[buf.id] = rt.to_device(np.ascontiguousarray(r, dtype=buf.dtype))
+        from .native import run_extern
+        for buf, r in zip(e.outs, run_extern(e, lambda a: rt.to_host(self.view(a, arrs)))):
+            arrs[buf.id] = rt.to_device(r)
 
     def escaping(self, n, arrs) -> DeviceArray:
         """``view(n)``, copied out of the arena if it lies there (the planner should not let it)."""

@@ -38,7 +38,7 @@ from .decompose import decompose, Declined
 from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
-from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, _build, \
+from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, \
     build_outputs, _CompiledBackwardOp, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
@@ -548,23 +548,28 @@ def _cstr(shape):
     return cstrides(shape)
 
 
-def _extern(c, fb, e, arrays, arena):
-    def arg(a):
-        if isinstance(a, P.PNode):
-            return _array_of(c, fb, a, arrays, arena)
-        return a
-    args = [arg(a) for a in e.args]
-    attrs = {k: arg(v) for k, v in e.attrs.items()}
+def run_extern(e, resolve) -> list:
+    """An extern step's NumPy kernel on its arguments (``resolve(node)`` gives a node's array): its results
+    as C-contiguous arrays of the output buffers' dtypes, checked against the shapes the program was
+    specialised for. The native runner and the OpenCL runner (on host copies) both run externs so."""
+    args = [resolve(a) if isinstance(a, P.PNode) else a for a in e.args]
+    attrs = {k: resolve(v) if isinstance(v, P.PNode) else v for k, v in e.attrs.items()}
     op = e.op_node.op
     res = op.kernel(*args, **attrs)
-    outs = (res,) if op.nout == 1 else res
-    for buf, r in zip(e.outs, outs):
+    out = []
+    for buf, r in zip(e.outs, (res,) if op.nout == 1 else res):
         r = np.asarray(r)
         if r.shape != buf.shape:
             raise RuntimeError(f"ember.compile: {op.name} returned shape {r.shape} where the compiled code was "
                                f"specialised for {buf.shape}")
         if r.dtype != buf.dtype or not r.flags.c_contiguous:
             r = np.ascontiguousarray(r, dtype=buf.dtype)
+        out.append(r)
+    return out
+
+
+def _extern(c, fb, e, arrays, arena):
+    for buf, r in zip(e.outs, run_extern(e, lambda a: _array_of(c, fb, a, arrays, arena))):
         if np.may_share_memory(r, arena):
             r = r.copy()
         arrays[c.slots[buf.id]] = r

@@ -635,7 +635,7 @@ class Tensor:
     def opencl(self, device=None, non_blocking: bool = False) -> "Tensor":
         """This tensor on the OpenCL device ``device`` (an index or "opencl:N"; default 0)."""
         from .devices.dispatch import to_device
-        d = device if isinstance(device, (str, globals()["device"])) else f"opencl:{device or 0}"
+        d = f"opencl:{device or 0}" if device is None or isinstance(device, int) else device
         return to_device(self, d, non_blocking)
 
     def cuda(self, *a, **k):

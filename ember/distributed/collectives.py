@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _mpi
 from .arg_check import _check_args
-from .process_groups import _resolve, _root, _timeout_seconds, default_pg_timeout
+from .process_groups import _resolve, _rooted, _timeout_seconds, default_pg_timeout
 from .reductions import ReduceOp, _as_op, _reduction, _reduction_or_error
 from .tensor_io import _Host, _check_tensor, _check_tensor_list, _desc, _same, _write
 from .work import _Done, _run, _what
@@ -58,12 +58,12 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
     """Copy ``tensor`` from rank ``src`` to every rank of the group."""
     _check_tensor(tensor, "tensor", "broadcast")
-    pg = _resolve(group, "broadcast")
-    if pg is None:
+    rooted = _rooted(group, src, group_src, "broadcast", "src")
+    if rooted is None:
         return None
-    root = _root(pg, src, group_src, "broadcast", "src")
+    pg, root, me = rooted
     _check_args(pg, "broadcast", tensor, root=root)
-    h = _Host(tensor, writes=pg.rank() != root)
+    h = _Host(tensor, writes=not me)
     MPI = _mpi._MPI
     reqs = [pg._comm.Ibcast([h.bytes(), MPI.BYTE], root=root)] if pg.size() > 1 else []
     return _run(reqs, _what("broadcast", pg, tensor), pg, async_op, h.done, [tensor])
@@ -72,14 +72,13 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
     """Reduce ``tensor`` over the group into rank ``dst``'s tensor (the others' are left as they are)."""
     _check_tensor(tensor, "tensor", "reduce")
-    pg = _resolve(group, "reduce")
-    if pg is None:
+    rooted = _rooted(group, dst, group_dst, "reduce", "dst")
+    if rooted is None:
         return None
-    root = _root(pg, dst, group_dst, "reduce", "dst")
+    pg, root, me = rooted
     op = _as_op(op, "reduce")
     spec, err = _reduction_or_error(tensor.dtype, op, "reduce")
     _check_args(pg, "reduce", tensor, op, root=root, err=err)
-    me = pg.rank() == root
     h = _Host(tensor, writes=me)
     buf = spec.buffer(h.arr)
     n = pg.size()
@@ -220,12 +219,11 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     _check_tensor(tensor, "tensor", "gather")
     if gather_list is not None:
         _check_tensor_list(gather_list, "gather_list", "gather")
-    pg = _resolve(group, "gather")
-    if pg is None:
+    rooted = _rooted(group, dst, group_dst, "gather", "dst", default0=True)
+    if rooted is None:
         return None
-    root = _root(pg, dst, group_dst, "gather", "dst", default0=True)
+    pg, root, me = rooted
     n = pg.size()
-    me = pg.rank() == root
     err = _root_list_error("gather", "gather_list", "destination", gather_list, me, n, tensor)
     _check_args(pg, "gather", tensor, root=root, err=err)
     h = _Host(tensor, writes=False)
@@ -246,12 +244,11 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
     _check_tensor(tensor, "tensor", "scatter")
     if scatter_list is not None:
         _check_tensor_list(scatter_list, "scatter_list", "scatter")
-    pg = _resolve(group, "scatter")
-    if pg is None:
+    rooted = _rooted(group, src, group_src, "scatter", "src", default0=True)
+    if rooted is None:
         return None
-    root = _root(pg, src, group_src, "scatter", "src", default0=True)
+    pg, root, me = rooted
     n = pg.size()
-    me = pg.rank() == root
     err = _root_list_error("scatter", "scatter_list", "source", scatter_list, me, n, tensor)
     _check_args(pg, "scatter", tensor, root=root, err=err)
     h = _Host(tensor, writes=True)

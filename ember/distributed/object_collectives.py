@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _mpi
 from .arg_check import _check_args
-from .process_groups import ProcessGroup, _resolve, _root
+from .process_groups import ProcessGroup, _resolve, _rooted
 
 
 def _pickle(obj) -> np.ndarray:
@@ -50,16 +50,15 @@ def all_gather_object(object_list, obj, group=None) -> None:
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None) -> None:
     """Replace ``object_list``'s entries on every rank with rank ``src``'s (default 0)."""
-    pg = _resolve(group, "broadcast_object_list")
-    if pg is None:
+    rooted = _rooted(group, src, group_src, "broadcast_object_list", "src", default0=True)
+    if rooted is None:
         return None
-    root = _root(pg, src, group_src, "broadcast_object_list", "src", default0=True)
+    pg, root, me = rooted
     err = None if isinstance(object_list, list) else TypeError(
         f"broadcast_object_list: object_list must be a list, got {type(object_list).__name__}")
     _check_args(pg, "broadcast_object_list", root=root, err=err,
                 extra=len(object_list) if isinstance(object_list, list) else -2)
     MPI = _mpi._MPI
-    me = pg.rank() == root
     data = _pickle(list(object_list)) if me else None
     size = np.array([data.size if me else 0], np.int64)
     r = pg._comm.Ibcast([size, MPI.INT64_T], root=root)
@@ -74,12 +73,11 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
     """Every rank's ``obj`` into ``object_gather_list`` on rank ``dst`` (default 0)."""
-    pg = _resolve(group, "gather_object")
-    if pg is None:
+    rooted = _rooted(group, dst, group_dst, "gather_object", "dst", default0=True)
+    if rooted is None:
         return None
-    root = _root(pg, dst, group_dst, "gather_object", "dst", default0=True)
+    pg, root, me = rooted
     n = pg.size()
-    me = pg.rank() == root
     err = None
     if me and (not isinstance(object_gather_list, list) or len(object_gather_list) != n):
         err = ValueError(f"gather_object: object_gather_list on the destination rank must be a list of {n} entries")
@@ -96,12 +94,11 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
                         group_src=None) -> None:
     """``scatter_object_input_list[i]`` on rank ``src`` (default 0) into rank i's
     ``scatter_object_output_list[0]``."""
-    pg = _resolve(group, "scatter_object_list")
-    if pg is None:
+    rooted = _rooted(group, src, group_src, "scatter_object_list", "src", default0=True)
+    if rooted is None:
         return None
-    root = _root(pg, src, group_src, "scatter_object_list", "src", default0=True)
+    pg, root, me = rooted
     n = pg.size()
-    me = pg.rank() == root
     err = None
     if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
         err = ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")

@@ -309,6 +309,16 @@ def get_group_rank(group, global_rank: int) -> int:
     return g._ranks.index(global_rank)
 
 
+def _rooted(group, global_rank, group_rank, op: str, what: str, default0: bool = False):
+    """``(pg, root, me)`` for a rooted collective: the resolved group, the root's group rank and whether
+    this rank is the root; None when this rank is not a member of ``group`` (the op does nothing)."""
+    pg = _resolve(group, op)
+    if pg is None:
+        return None
+    root = _root(pg, global_rank, group_rank, op, what, default0)
+    return pg, root, pg.rank() == root
+
+
 def _root(pg: ProcessGroup, global_rank, group_rank, op: str, what: str, default0: bool = False) -> int:
     """The group rank of a root given as a global rank (``src``/``dst``) or a group rank."""
     if group_rank is not None:

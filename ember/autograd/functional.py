@@ -152,6 +152,16 @@ def _zeros_rg(t):
     return wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype).requires_grad_(True)
 
 
+def _finish_product(outputs, out_tuple, of, wrt, v, like, res_tuple, create_graph, strict, stage):
+    """The last step of vjp/jvp/vhp/hvp: the gradient of ``of`` with respect to ``wrt`` against ``v``
+    (zeros shaped like ``like`` where independent), with grad mode as ``create_graph`` asks; returns
+    ``(outputs, result)``, each a tuple or not as the caller's arguments were."""
+    with _gm.set_grad_enabled(True if create_graph else _gm.GRAD[0]):
+        res = _fill_zeros(_agrad(of, wrt, v, create_graph=create_graph), like, strict, stage)
+    return (_tuple_post(_postprocess(outputs, create_graph), out_tuple),
+            _tuple_post(_postprocess(res, create_graph), res_tuple))
+
+
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), v^T J)``: the vector-Jacobian product at ``inputs``."""
     with _gm.enable_grad():
@@ -167,10 +177,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         elif len(outputs) != 1 or outputs[0]._data.size != 1:
             raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
                                "Tensor with a single element.")
-    with _gm.set_grad_enabled(True if create_graph else _gm.GRAD[0]):
-        res = _fill_zeros(_agrad(outputs, inputs, v, create_graph=create_graph), inputs, strict, "back")
-    return (_tuple_post(_postprocess(outputs, create_graph), out_tuple),
-            _tuple_post(_postprocess(res, create_graph), in_tuple))
+    return _finish_product(outputs, out_tuple, outputs, inputs, v, inputs, in_tuple, create_graph, strict, "back")
 
 
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -191,11 +198,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_outputs = tuple(_zeros_rg(o) for o in outputs)
         grad_inputs = _agrad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    with _gm.set_grad_enabled(True if create_graph else _gm.GRAD[0]):
-        res = _agrad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        res = _fill_zeros(res, outputs, strict, "back_trick")
-    return (_tuple_post(_postprocess(outputs, create_graph), out_tuple),
-            _tuple_post(_postprocess(res, create_graph), out_tuple))
+    return _finish_product(outputs, out_tuple, grad_inputs, grad_outputs, v, outputs, out_tuple, create_graph,
+                           strict, "back_trick")
 
 
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
@@ -299,10 +303,7 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), v^T H)``: vector-Hessian product of a scalar function."""
     with _gm.enable_grad():
         in_tuple, out_tuple, inputs, v, outputs, jac = _hv_setup(func, inputs, v, create_graph, strict, "vhp")
-    with _gm.set_grad_enabled(True if create_graph else _gm.GRAD[0]):
-        res = _fill_zeros(_agrad(jac, inputs, v, create_graph=create_graph), inputs, strict, "double_back")
-    return (_tuple_post(_postprocess(outputs, create_graph), out_tuple),
-            _tuple_post(_postprocess(res, create_graph), in_tuple))
+    return _finish_product(outputs, out_tuple, jac, inputs, v, inputs, in_tuple, create_graph, strict, "double_back")
 
 
 def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -312,8 +313,5 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_jac = tuple(_zeros_rg(x) for x in inputs)
         double_back = _agrad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
-    with _gm.set_grad_enabled(True if create_graph else _gm.GRAD[0]):
-        res = _agrad(double_back, grad_jac, v, create_graph=create_graph)
-        res = _fill_zeros(res, inputs, strict, "double_back_trick")
-    return (_tuple_post(_postprocess(outputs, create_graph), out_tuple),
-            _tuple_post(_postprocess(res, create_graph), in_tuple))
+    return _finish_product(outputs, out_tuple, double_back, grad_jac, v, inputs, in_tuple, create_graph, strict,
+                           "double_back_trick")

@@ -214,18 +214,27 @@ def _root_list_error(op: str, param: str, role: str, tensors, me: bool, n: int, 
     return None
 
 
-def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
-    """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (default 0)."""
-    _check_tensor(tensor, "tensor", "gather")
-    if gather_list is not None:
-        _check_tensor_list(gather_list, "gather_list", "gather")
-    rooted = _rooted(group, dst, group_dst, "gather", "dst", default0=True)
+def _rooted_list_op(op: str, tensor, tensors, param: str, role: str, group, root_rank, group_root):
+    """The checks gather and scatter share: ``tensor`` and the root's list ``tensors`` (named ``param``),
+    the group and root (rooted on rank 0 by default); ``(pg, root, me, group size)``, or None off-group."""
+    _check_tensor(tensor, "tensor", op)
+    if tensors is not None:
+        _check_tensor_list(tensors, param, op)
+    rooted = _rooted(group, root_rank, group_root, op, "dst" if role == "destination" else "src", default0=True)
     if rooted is None:
         return None
     pg, root, me = rooted
     n = pg.size()
-    err = _root_list_error("gather", "gather_list", "destination", gather_list, me, n, tensor)
-    _check_args(pg, "gather", tensor, root=root, err=err)
+    _check_args(pg, op, tensor, root=root, err=_root_list_error(op, param, role, tensors, me, n, tensor))
+    return pg, root, me, n
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
+    """Every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (default 0)."""
+    rooted = _rooted_list_op("gather", tensor, gather_list, "gather_list", "destination", group, dst, group_dst)
+    if rooted is None:
+        return None
+    pg, root, me, n = rooted
     h = _Host(tensor, writes=False)
     MPI = _mpi._MPI
     out = np.empty((n,) + h.arr.shape, h.arr.dtype) if me else None
@@ -241,16 +250,10 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = False, group_src=None):
     """``scatter_list[i]`` on rank ``src`` (default 0) into rank i's ``tensor``."""
-    _check_tensor(tensor, "tensor", "scatter")
-    if scatter_list is not None:
-        _check_tensor_list(scatter_list, "scatter_list", "scatter")
-    rooted = _rooted(group, src, group_src, "scatter", "src", default0=True)
+    rooted = _rooted_list_op("scatter", tensor, scatter_list, "scatter_list", "source", group, src, group_src)
     if rooted is None:
         return None
-    pg, root, me = rooted
-    n = pg.size()
-    err = _root_list_error("scatter", "scatter_list", "source", scatter_list, me, n, tensor)
-    _check_args(pg, "scatter", tensor, root=root, err=err)
+    pg, root, me, n = rooted
     h = _Host(tensor, writes=True)
     MPI = _mpi._MPI
     send = None

@@ -102,16 +102,22 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     return _dropout_impl(input, p, training, inplace, True, False, "dropout1d")
 
 
+def _warn_unusual_rank(name: str, nd: int, spatial: int) -> None:
+    """torch's deprecation warning for a channel-wise dropout given neither ``spatial + 1`` nor
+    ``spatial + 2`` dimensions."""
+    if nd not in (spatial + 1, spatial + 2):
+        warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will result in an "
+                      "error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that {name} exists to provide channel-wise dropout on inputs with "
+                      f"{spatial} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
+
+
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels of a ``(N, C, H, W)`` input (a 3-D input is taken as ``(N, C, L)``, as torch does)."""
     _check_p(p)
     nd = input.ndim
-    if nd not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will result in an "
-                      "error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with "
-                      "2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-                      "inputs).", stacklevel=2)
+    _warn_unusual_rank("dropout2d", nd, 2)
     if nd == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
@@ -125,12 +131,7 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     """Zero whole channels of a ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
     _check_p(p)
     nd = input.ndim
-    if nd not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will result in an "
-                      "error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with "
-                      "3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
-                      "inputs).", stacklevel=2)
+    _warn_unusual_rank("dropout3d", nd, 3)
     if nd != 5:
         return _unbatched(input, p, training, inplace, "dropout3d")
     return _dropout_impl(input, p, training, inplace, True, False, "dropout3d")

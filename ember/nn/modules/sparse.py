@@ -28,32 +28,26 @@ def _resolve_padding(padding_idx, n: int, msg: str):
     return None if padding_idx is None else _padding(padding_idx, n, msg)
 
 
-class Embedding(Module):
-    """A lookup table: ``forward(indices)`` returns the rows ``weight[indices]``."""
+class _Table(Module):
+    """What Embedding and EmbeddingBag share: the ``(num_embeddings, embedding_dim)`` weight, N(0, 1)
+    with the ``padding_idx`` row zeroed (or the given ``_weight``), and the max-norm settings."""
 
-    __constants__ = ["num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
-                     "sparse"]
-
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                 sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device=None,
-                 dtype=None) -> None:
-        super().__init__()
+    def _init_table(self, num_embeddings, embedding_dim, padding_idx, padding_msg, max_norm, norm_type,
+                    scale_grad_by_freq, _weight, requires_grad, device, dtype) -> None:
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.padding_idx = _resolve_padding(padding_idx, num_embeddings, "Padding_idx must be within num_embeddings")
+        self.padding_idx = _resolve_padding(padding_idx, num_embeddings, padding_msg)
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         if _weight is None:
             self.weight = Parameter(_normal_weight((num_embeddings, embedding_dim), device, dtype),
-                                    requires_grad=not _freeze)
+                                    requires_grad=requires_grad)
             self._fill_padding_idx_with_zero()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
                 raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
-        self.sparse = sparse
+            self.weight = Parameter(_weight, requires_grad=requires_grad)
 
     def reset_parameters(self) -> None:
         with no_grad():
@@ -64,6 +58,22 @@ class Embedding(Module):
         if self.padding_idx is not None:
             with no_grad():
                 self.weight[self.padding_idx].fill_(0)
+
+
+class Embedding(_Table):
+    """A lookup table: ``forward(indices)`` returns the rows ``weight[indices]``."""
+
+    __constants__ = ["num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
+                     "sparse"]
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self._init_table(num_embeddings, embedding_dim, padding_idx, "Padding_idx must be within num_embeddings",
+                         max_norm, norm_type, scale_grad_by_freq, _weight, not _freeze, device, dtype)
+        self.sparse = sparse
 
     def forward(self, input: Tensor) -> Tensor:
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -96,7 +106,7 @@ class Embedding(Module):
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_Table):
     """Sums, means or maxima of bags of embeddings: ``forward(input, offsets=None, per_sample_weights=None)``."""
 
     __constants__ = ["num_embeddings", "embedding_dim", "max_norm", "norm_type", "scale_grad_by_freq", "mode",
@@ -107,32 +117,11 @@ class EmbeddingBag(Module):
                  _weight: Tensor | None = None, include_last_offset: bool = False, padding_idx: int | None = None,
                  device=None, dtype=None) -> None:
         super().__init__()
-        self.num_embeddings = num_embeddings
-        self.embedding_dim = embedding_dim
-        self.max_norm = max_norm
-        self.norm_type = norm_type
-        self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = _resolve_padding(padding_idx, num_embeddings, "padding_idx must be within num_embeddings")
-        if _weight is None:
-            self.weight = Parameter(_normal_weight((num_embeddings, embedding_dim), device, dtype))
-            self._fill_padding_idx_with_zero()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
-            self.weight = Parameter(_weight)
+        self._init_table(num_embeddings, embedding_dim, padding_idx, "padding_idx must be within num_embeddings",
+                         max_norm, norm_type, scale_grad_by_freq, _weight, True, device, dtype)
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-
-    def reset_parameters(self) -> None:
-        with no_grad():
-            self.weight.normal_()
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self) -> None:
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,
                 per_sample_weights: Tensor | None = None) -> Tensor:

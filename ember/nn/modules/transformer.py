@@ -233,7 +233,46 @@ def _any_requires_grad(tensors) -> bool:
 
 # ---- transformer layers -----------------------------------------------------------------------------
 
-class TransformerEncoderLayer(Module):
+class _AttentionBlockLayer(Module):
+    """What the encoder and decoder layers share: self-attention, feed-forward, LayerNorms and dropouts
+    built in torch's attribute order (so state-dict keys match), and the residual sub-blocks."""
+
+    __constants__ = ["norm_first"]
+    _FF_DROPOUT = "dropout2"      # the dropout after the feed-forward block (the last of the layer's)
+
+    def _build(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+               norm_first, bias, device, dtype, cross: bool) -> None:
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                            device=device, dtype=dtype)
+        if cross:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
+                                                     bias=bias, device=device, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
+        self.dropout = _dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
+        self.norm_first = norm_first
+        blocks = 3 if cross else 2
+        for i in range(1, blocks + 1):
+            setattr(self, f"norm{i}", _layer_norm(d_model, layer_norm_eps, bias, device, dtype))
+        for i in range(1, blocks + 1):
+            setattr(self, f"dropout{i}", _dropout(dropout))
+        self.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
+
+    def __setstate__(self, state):
+        state.setdefault("activation", F.relu)
+        super().__setstate__(state)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return getattr(self, self._FF_DROPOUT)(x)
+
+
+class TransformerEncoderLayer(_AttentionBlockLayer):
     """Self-attention block then feed-forward block, each with residual connection and LayerNorm
     (post-norm, or pre-norm with ``norm_first=True``).
 
@@ -242,31 +281,13 @@ class TransformerEncoderLayer(Module):
     ``forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)``.
     """
 
-    __constants__ = ["norm_first"]
-
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation=F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            device=device, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
-        self.dropout = _dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-        self.norm2 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-        self.dropout1 = _dropout(dropout)
-        self.dropout2 = _dropout(dropout)
-        if isinstance(activation, str):
-            activation = _get_activation_fn(activation)
-        self.activation_relu_or_gelu = _activation_code(activation)
-        self.activation = activation
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if not hasattr(self, "activation"):
-            self.activation = F.relu
+        self._build(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
+                    bias, device, dtype, cross=False)
+        self.activation_relu_or_gelu = _activation_code(self.activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -281,48 +302,22 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
-        return self.dropout1(x)
 
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
-
-
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_AttentionBlockLayer):
     """Self-attention, cross-attention over ``memory``, then feed-forward; residual + LayerNorm each.
 
     ``forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
     memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False)``.
     """
 
-    __constants__ = ["norm_first"]
+    _FF_DROPOUT = "dropout3"
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation=F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
-                                            device=device, dtype=dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
-                                                 bias=bias, device=device, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
-        self.dropout = _dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-        self.norm2 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-        self.norm3 = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-        self.dropout1 = _dropout(dropout)
-        self.dropout2 = _dropout(dropout)
-        self.dropout3 = _dropout(dropout)
-        self.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
-
-    def __setstate__(self, state):
-        state.setdefault("activation", F.relu)
-        super().__setstate__(state)
+        self._build(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
+                    bias, device, dtype, cross=True)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
@@ -337,19 +332,10 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
-                           need_weights=False)[0]
-        return self.dropout1(x)
-
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
         return self.dropout2(x)
-
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
 
 
 class TransformerEncoder(Module):

@@ -49,6 +49,19 @@ class _Table(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight, requires_grad=requires_grad)
 
+    # the value at which torch's repr leaves a setting out (mode is always shown)
+    _REPR_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2, "scale_grad_by_freq": False,
+                      "sparse": False}
+
+    def _table_repr(self, names, fmt) -> str:
+        s = f"{fmt(self.num_embeddings)}, {fmt(self.embedding_dim)}"
+        for k in names:
+            v = getattr(self, k)
+            default = self._REPR_DEFAULTS.get(k, object())
+            if not (v is default if default is None or isinstance(default, bool) else v == default):
+                s += f", {k}={fmt(v)}"
+        return s
+
     def reset_parameters(self) -> None:
         with no_grad():
             self.weight.normal_()
@@ -80,18 +93,7 @@ class Embedding(_Table):
                            self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
-        if self.sparse is not False:
-            s += ", sparse=True"
-        return s
+        return self._table_repr(("padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"), str)
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None,
@@ -130,17 +132,7 @@ class EmbeddingBag(_Table):
                                self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings!r}, {self.embedding_dim!r}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm!r}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type!r}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
-        s += f", mode={self.mode!r}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx!r}"
-        return s
+        return self._table_repr(("max_norm", "norm_type", "scale_grad_by_freq", "mode", "padding_idx"), repr)
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, max_norm: float | None = None,

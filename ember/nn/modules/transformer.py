@@ -476,22 +476,14 @@ class Transformer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__()
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            encoder_layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                                    layer_norm_eps, batch_first, norm_first, bias, device=device,
-                                                    dtype=dtype)
-            encoder_norm = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            decoder_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                                    layer_norm_eps, batch_first, norm_first, bias, device=device,
-                                                    dtype=dtype)
-            decoder_norm = _layer_norm(d_model, layer_norm_eps, bias, device, dtype)
-            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        def stack(custom, layer_cls, stack_cls, num_layers):
+            if custom is not None:
+                return custom
+            layer = layer_cls(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                              norm_first, bias, device=device, dtype=dtype)
+            return stack_cls(layer, num_layers, _layer_norm(d_model, layer_norm_eps, bias, device, dtype))
+        self.encoder = stack(custom_encoder, TransformerEncoderLayer, TransformerEncoder, num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoderLayer, TransformerDecoder, num_decoder_layers)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead

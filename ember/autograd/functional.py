@@ -152,6 +152,18 @@ def _zeros_rg(t):
     return wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype).requires_grad_(True)
 
 
+def _v_against(v, tensors, is_tuple, create_graph, op, when_none):
+    """``v`` checked against ``tensors`` (shapes) and prepared; None only where ``tensors`` is one
+    one-element tensor (``when_none`` finishes the error saying so)."""
+    if v is not None:
+        _, v = _as_tuple(v, "v", op)
+        v = _preprocess(v, create_graph, False)
+        _validate_v(v, tensors, is_tuple)
+    elif len(tensors) != 1 or tensors[0]._data.size != 1:
+        raise RuntimeError("The vector v can only be None if " + when_none)
+    return v
+
+
 def _finish_product(outputs, out_tuple, of, wrt, v, like, res_tuple, create_graph, strict, stage):
     """The last step of vjp/jvp/vhp/hvp: the gradient of ``of`` with respect to ``wrt`` against ``v``
     (zeros shaped like ``like`` where independent), with grad mode as ``create_graph`` asks; returns
@@ -170,13 +182,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         outputs = func(*inputs)
         out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
         _check_requires_grad(outputs, "outputs", strict)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vjp")
-            v = _preprocess(v, create_graph, False)
-            _validate_v(v, outputs, out_tuple)
-        elif len(outputs) != 1 or outputs[0]._data.size != 1:
-            raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
-                               "Tensor with a single element.")
+        v = _v_against(v, outputs, out_tuple, create_graph, "vjp",
+                       "the user-provided function returns a single Tensor with a single element.")
     return _finish_product(outputs, out_tuple, outputs, inputs, v, inputs, in_tuple, create_graph, strict, "back")
 
 
@@ -185,13 +192,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     with _gm.enable_grad():
         in_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _preprocess(inputs, create_graph, True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _preprocess(v, create_graph, False)
-            _validate_v(v, inputs, in_tuple)
-        elif len(inputs) != 1 or inputs[0]._data.size != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                               "single Tensor with a single element.")
+        v = _v_against(v, inputs, in_tuple, create_graph, "jvp",
+                       "the input to the user-provided function is a single Tensor with a single element.")
         outputs = func(*inputs)
         out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)

@@ -12,6 +12,14 @@ from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logit
 __all__ = ["Bernoulli"]
 
 
+def _expand_probs_or_logits(dist, new, shape) -> None:
+    """The parameter a probs-or-logits family was built with (and the other, if computed), expanded."""
+    for name in ("probs", "logits"):
+        if name in dist.__dict__:
+            setattr(new, name, dist.__dict__[name].expand(shape))
+            new._param = getattr(new, name)
+
+
 class Bernoulli(Distribution):
     """``Bernoulli(probs=None, logits=None)``: 1 with probability ``probs``."""
 
@@ -34,17 +42,8 @@ class Bernoulli(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Bernoulli, _instance)
-        batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_into(Bernoulli, batch_shape, _instance,
+                                 lambda new, shape: _expand_probs_or_logits(self, new, shape))
 
     @property
     def mean(self):

@@ -7,6 +7,7 @@ from ..tensor import Size
 from .. import dtypes as _dt
 from . import constraints
 from .distribution import Distribution
+from .bernoulli import _expand_probs_or_logits
 from .utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical", "OneHotCategorical"]
@@ -39,19 +40,10 @@ class Categorical(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Categorical, _instance)
-        batch_shape = Size(batch_shape)
-        param_shape = batch_shape + Size((self._num_events,))
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
-        new._num_events = self._num_events
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        def fill(new, shape):
+            _expand_probs_or_logits(self, new, shape + Size((self._num_events,)))
+            new._num_events = self._num_events
+        return self._expand_into(Categorical, batch_shape, _instance, fill)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -132,12 +124,9 @@ class OneHotCategorical(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        def fill(new, shape):
+            new._categorical = self._categorical.expand(shape)
+        return self._expand_into(OneHotCategorical, batch_shape, _instance, fill)
 
     @property
     def _param(self):

@@ -8,11 +8,12 @@ turned off (``validate_args=False`` or ``Distribution.set_default_validate_args(
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 
 from ..tensor import Tensor, Size
 from . import constraints
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -160,6 +161,31 @@ class Distribution:
             raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
                                       "__init__ method must also define a custom .expand() method.")
         return self.__new__(type(self)) if _instance is None else _instance
+
+    def _expand_into(self, cls, batch_shape, _instance, fill):
+        """``expand``'s frame: a new instance (``cls``'s check as above), ``fill(new, batch_shape)`` sets
+        its parameters, then the shapes and the validation flag carry over."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        fill(new, batch_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _init_broadcast(self, names, values, validate_args) -> None:
+        """The constructor of a family whose parameters ``names`` broadcast together: their broadcast
+        shape is the batch shape (empty when all are Python numbers)."""
+        for name, t in zip(names, broadcast_all(*values)):
+            setattr(self, name, t)
+        batch = Size() if all(isinstance(v, numbers.Number) for v in values) else getattr(self, names[0]).size()
+        Distribution.__init__(self, batch, validate_args=validate_args)
+
+    def _expand_broadcast(self, cls, names, batch_shape, _instance):
+        """``expand`` for a family built by ``_init_broadcast``."""
+        def fill(new, shape):
+            for name in names:
+                setattr(new, name, getattr(self, name).expand(shape))
+        return self._expand_into(cls, batch_shape, _instance, fill)
 
     def __repr__(self):
         param_names = [k for k in self.arg_constraints if k in self.__dict__]

@@ -27,13 +27,10 @@ class Independent(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Independent, _instance)
-        batch_shape = Size(batch_shape)
-        new.base_dist = self.base_dist.expand(batch_shape + self.event_shape[:self.reinterpreted_batch_ndims])
-        new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        def fill(new, shape):
+            new.base_dist = self.base_dist.expand(shape + self.event_shape[:self.reinterpreted_batch_ndims])
+            new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
+        return self._expand_into(Independent, batch_shape, _instance, fill)
 
     @property
     def has_rsample(self):

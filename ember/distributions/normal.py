@@ -9,7 +9,7 @@ from ..autograd.grad_mode import no_grad
 from .. import dtypes as _dt
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, _standard_normal
+from .utils import _standard_normal
 
 __all__ = ["Normal", "Laplace"]
 
@@ -31,21 +31,10 @@ class _LocScale(Distribution):
         return self.loc
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_broadcast(("loc", "scale"), (loc, scale), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(_LocScale, _instance)
-        batch_shape = Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_broadcast(_LocScale, ("loc", "scale"), batch_shape, _instance)
 
 
 class Normal(_LocScale):

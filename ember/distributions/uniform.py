@@ -1,12 +1,9 @@
 """Uniform distribution on ``[low, high)`` and the Exponential distribution."""
 from __future__ import annotations
 
-import numbers
-
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
 
 __all__ = ["Uniform", "Exponential"]
 
@@ -37,21 +34,10 @@ class Uniform(Distribution):
         return (self.high - self.low).pow(2) / 12
 
     def __init__(self, low, high, validate_args=None):
-        self.low, self.high = broadcast_all(low, high)
-        if isinstance(low, numbers.Number) and isinstance(high, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_broadcast(("low", "high"), (low, high), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = Size(batch_shape)
-        new.low = self.low.expand(batch_shape)
-        new.high = self.high.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_broadcast(Uniform, ("low", "high"), batch_shape, _instance)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
@@ -109,17 +95,10 @@ class Exponential(Distribution):
         return self.rate.pow(-2)
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_broadcast(("rate",), (rate,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_broadcast(Exponential, ("rate",), batch_shape, _instance)
 
     def rsample(self, sample_shape=Size()):
         from ..ops.creation import empty

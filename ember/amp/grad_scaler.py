@@ -285,3 +285,18 @@ class GradScaler:
         if self._enabled:
             self._per_optimizer_states = defaultdict(_fresh_state)
 
+
+
+class _DeprecatedDeviceGradScaler(GradScaler):
+    """torch's deprecated per-device spellings (``torch.cpu.amp.GradScaler``, ``torch.cuda.amp.GradScaler``):
+    ``GradScaler(device, args...)`` for the class's ``_DEVICE``, with torch's FutureWarning."""
+
+    _DEVICE = "cpu"
+
+    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        d = self._DEVICE
+        warnings.warn(f"`ember.{d}.amp.GradScaler(args...)` is deprecated. Please use "
+                      f"`ember.amp.GradScaler('{d}', args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__(d, init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
+                         growth_interval=growth_interval, enabled=enabled)

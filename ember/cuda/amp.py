@@ -26,16 +26,11 @@ class autocast(_am.autocast):
         super().__init__("cuda", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
 
-class GradScaler(_gs.GradScaler):
+class GradScaler(_gs._DeprecatedDeviceGradScaler):
     """``ember.cuda.amp.GradScaler(args...)`` is ``ember.amp.GradScaler("cuda", args...)`` (deprecated in
     torch); without CUDA it disables itself with a warning."""
 
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 2000, enabled: bool = True) -> None:
-        warnings.warn("`ember.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`ember.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+    _DEVICE = "cuda"
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):

@@ -81,46 +81,22 @@ class _ModePadNd(Module):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(_ModePadNd):
-    """Pad the last dim with its reflection (the edge is not repeated)."""
-    mode, n = "reflect", 1
+_HOW = {"reflect": "with their reflection (the edge is not repeated)", "replicate": "by repeating their edge values",
+        "circular": "by wrapping around"}
 
 
-class ReflectionPad2d(_ModePadNd):
-    """Pad the last two dims with their reflection."""
-    mode, n = "reflect", 2
+def _mode_pad(name: str, mode: str, n: int) -> type:
+    """The padding module ``name``: ``F.pad(input, padding, mode)`` over the last ``n`` dims."""
+    doc = f"Pad the last {n} dim{'s' if n > 1 else ''} {_HOW[mode]}: ``padding`` is an int or a {2 * n}-tuple."
+    return type(name, (_ModePadNd,), {"mode": mode, "n": n, "__doc__": doc, "__module__": __name__})
 
 
-class ReflectionPad3d(_ModePadNd):
-    """Pad the last three dims with their reflection."""
-    mode, n = "reflect", 3
-
-
-class ReplicationPad1d(_ModePadNd):
-    """Pad the last dim by repeating its edge values."""
-    mode, n = "replicate", 1
-
-
-class ReplicationPad2d(_ModePadNd):
-    """Pad the last two dims by repeating their edge values."""
-    mode, n = "replicate", 2
-
-
-class ReplicationPad3d(_ModePadNd):
-    """Pad the last three dims by repeating their edge values."""
-    mode, n = "replicate", 3
-
-
-class CircularPad1d(_ModePadNd):
-    """Pad the last dim by wrapping around."""
-    mode, n = "circular", 1
-
-
-class CircularPad2d(_ModePadNd):
-    """Pad the last two dims by wrapping around."""
-    mode, n = "circular", 2
-
-
-class CircularPad3d(_ModePadNd):
-    """Pad the last three dims by wrapping around."""
-    mode, n = "circular", 3
+ReflectionPad1d = _mode_pad("ReflectionPad1d", "reflect", 1)
+ReflectionPad2d = _mode_pad("ReflectionPad2d", "reflect", 2)
+ReflectionPad3d = _mode_pad("ReflectionPad3d", "reflect", 3)
+ReplicationPad1d = _mode_pad("ReplicationPad1d", "replicate", 1)
+ReplicationPad2d = _mode_pad("ReplicationPad2d", "replicate", 2)
+ReplicationPad3d = _mode_pad("ReplicationPad3d", "replicate", 3)
+CircularPad1d = _mode_pad("CircularPad1d", "circular", 1)
+CircularPad2d = _mode_pad("CircularPad2d", "circular", 2)
+CircularPad3d = _mode_pad("CircularPad3d", "circular", 3)

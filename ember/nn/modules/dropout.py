@@ -22,6 +22,15 @@ class _DropoutNd(Module):
         self.p = p
         self.inplace = inplace
 
+    _FN = "dropout"        # the functional form in ember.nn.functional
+    _INPLACE = True        # whether it takes ``inplace`` (torch's alpha dropouts ignore the module's)
+
+    def forward(self, input: Tensor) -> Tensor:
+        fn = getattr(F, self._FN)
+        if self._INPLACE:
+            return fn(input, self.p, self.training, self.inplace)
+        return fn(input, self.p, self.training)
+
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
 
@@ -29,40 +38,34 @@ class _DropoutNd(Module):
 class Dropout(_DropoutNd):
     """Zeroes each element with probability ``p`` and scales the others by ``1 / (1 - p)``."""
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout(input, self.p, self.training, self.inplace)
-
 
 class Dropout1d(_DropoutNd):
     """Zeroes whole channels of ``(N, C, L)`` / ``(C, L)`` inputs."""
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout1d(input, self.p, self.training, self.inplace)
+    _FN = "dropout1d"
 
 
 class Dropout2d(_DropoutNd):
     """Zeroes whole channels of ``(N, C, H, W)`` inputs."""
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout2d(input, self.p, self.training, self.inplace)
+    _FN = "dropout2d"
 
 
 class Dropout3d(_DropoutNd):
     """Zeroes whole channels of ``(N, C, D, H, W)`` / ``(C, D, H, W)`` inputs."""
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout3d(input, self.p, self.training, self.inplace)
+    _FN = "dropout3d"
 
 
 class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU's self-normalizing mean and variance."""
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.alpha_dropout(input, self.p, self.training)
+    _FN = "alpha_dropout"
+    _INPLACE = False
 
 
 class FeatureAlphaDropout(_DropoutNd):
     """Alpha dropout of whole channels."""
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.feature_alpha_dropout(input, self.p, self.training)
+    _FN = "feature_alpha_dropout"
+    _INPLACE = False

@@ -185,3 +185,10 @@ def map_struct(x, is_leaf, fn, _depth=0):
     y = copy.copy(x)
     y.__dict__.update(mapped)
     return y
+
+
+def flat_values(x) -> list:
+    """The Values in a nested structure (a program's outputs), in order."""
+    out = []
+    map_struct(x, lambda v: isinstance(v, Value), out.append)
+    return out

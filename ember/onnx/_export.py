@@ -83,22 +83,10 @@ def _trace(model, args, kwargs):
     return program
 
 
-def _flat_values(x, out, Value):
-    if isinstance(x, Value):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for i in x:
-            _flat_values(i, out, Value)
-    elif isinstance(x, dict):
-        for i in x.values():
-            _flat_values(i, out, Value)
-    return out
-
-
 def _pair_programs(p1, p2):
     """Map every Value of the first capture to its counterpart in the second, checking both ran the same
     ops (else the model's structure depends on a dynamic size)."""
-    from ..compiler.ir import OpNode, WriteNode, Value
+    from ..compiler.ir import OpNode, WriteNode, Value, flat_values
     m = {}
 
     def same(a, b, what):
@@ -131,7 +119,7 @@ def _pair_programs(p1, p2):
             nodes2[id(a)] = b
         elif isinstance(a, WriteNode):
             same([a.target, a.source], [b.target, b.source], "in-place writes")
-    same(_flat_values(p1.outputs, [], Value), _flat_values(p2.outputs, [], Value), "outputs")
+    same(flat_values(p1.outputs), flat_values(p2.outputs), "outputs")
     return m, nodes2
 
 
@@ -398,7 +386,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=False, input_names=No
     the opset."""
     from ..tensor import Tensor
     from ..compiler.api import _paths
-    from ..compiler.ir import OpNode, WriteNode, SetGradNode, Value
+    from ..compiler.ir import OpNode, WriteNode, SetGradNode, Value, flat_values
     from ._ops import CONVERTERS, MIN_OPSET_OF
     onnx = _onnx()
     if unused:
@@ -430,7 +418,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=False, input_names=No
     if len(in_names) > len(program.args):
         raise ValueError(f"ember.onnx.export: {len(in_names)} input_names for {len(program.args)} tensor inputs")
     in_names += _input_names_default(model, paths)[len(in_names):]
-    outs = _flat_values(program.outputs, [], Value)
+    outs = flat_values(program.outputs)
     out_names = list(output_names or [])
     if len(out_names) > len(outs):
         raise ValueError(f"ember.onnx.export: {len(out_names)} output_names for {len(outs)} tensor outputs")

@@ -58,7 +58,7 @@ def graph_def(model, inputs, verbose: bool = False):
     from ...autograd.grad_mode import no_grad
     from ...compiler.capture import Tracer
     from ...compiler.api import _paths
-    from ...compiler.ir import OpNode, Value
+    from ...compiler.ir import OpNode, Value, flat_values
     from ...nn.modules import module as _module
 
     if inputs is None:
@@ -143,8 +143,7 @@ def graph_def(model, inputs, verbose: bool = False):
             for j, o in enumerate(n.outputs):
                 vname[o.id] = name if len(n.outputs) == 1 else f"{name}:{j}"
 
-    outs = []
-    _collect(program.outputs, outs, Value)
+    outs = flat_values(program.outputs)
     for i, v in enumerate(outs):
         src = vname.get(v.id)
         nodes.append(node(f"output/output.{i}", "IO Node", [src] if src else [], [v],
@@ -153,14 +152,3 @@ def graph_def(model, inputs, verbose: bool = False):
     rm = config_pb2.RunMetadata(step_stats=step_stats_pb2.StepStats(
         dev_stats=[step_stats_pb2.DeviceStepStats(device="/device:CPU:0")]))
     return gd, rm
-
-
-def _collect(x, out, Value):
-    if isinstance(x, Value):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for i in x:
-            _collect(i, out, Value)
-    elif isinstance(x, dict):
-        for i in x.values():
-            _collect(i, out, Value)

@@ -143,24 +143,27 @@ def _size_args(size, kw_size, op):
 # ---- rand / randn / randint / randperm ------------------------------------------------------------------
 
 
+def _float_draw(op, kind, kernel, size, kw, generator, out, dtype, device, requires_grad) -> Tensor:
+    """rand/randn: a floating tensor of ``kind`` draws (``kernel`` names torch's kernel in its dtype error)."""
+    shape = _size_args(size, kw.pop("size", None), op)
+    dt = _dtype_for(dtype, out, _dt.get_default_dtype())
+    _need_float(dt, kernel)
+    _check_device(device)
+    return _result(draw(generator, kind, shape, dt), dt, requires_grad, device, out)
+
+
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False, **kw) -> Tensor:
     """Uniform samples from [0, 1) with the given shape (default dtype unless ``dtype``)."""
-    shape = _size_args(size, kw.pop("size", None), "rand")
-    dt = _dtype_for(dtype, out, _dt.get_default_dtype())
-    _need_float(dt, "check_uniform_bounds")
-    _check_device(device)
-    return _result(draw(generator, "uniform", shape, dt), dt, requires_grad, device, out)
+    return _float_draw("rand", "uniform", "check_uniform_bounds", size, kw, generator, out, dtype, device,
+                       requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, **kw) -> Tensor:
     """Standard normal samples with the given shape."""
-    shape = _size_args(size, kw.pop("size", None), "randn")
-    dt = _dtype_for(dtype, out, _dt.get_default_dtype())
-    _need_float(dt, "normal_kernel_cpu")
-    _check_device(device)
-    return _result(draw(generator, "normal", shape, dt), dt, requires_grad, device, out)
+    return _float_draw("randn", "normal", "normal_kernel_cpu", size, kw, generator, out, dtype, device,
+                       requires_grad)
 
 
 def _int_bounds(dt):

@@ -68,6 +68,18 @@ def _pad_to(g: Tensor, shape) -> Tensor:
     return apply(SLICE_BACKWARD, (g,), {"in_shape": tuple(shape), "key": key, "dtype": None})
 
 
+def _check_fill_value(op: str, value, dtype) -> None:
+    """A fill value (``index_fill``, ``masked_fill``) is a number that fits ``dtype`` or a 0-d tensor."""
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"{op}_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+    elif not isinstance(value, _NUMBER):
+        raise TypeError(f"{op}(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
+    else:
+        check_scalar_fits(value, dtype)
+
+
 def _tensor_arg(x, op: str, arg: str, pos: int) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")

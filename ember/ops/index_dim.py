@@ -7,9 +7,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from .registry import register, apply, attach, dtype_name
-from ._util import wrap_dim, fmt_shape, check_scalar_fits
+from ._util import wrap_dim, fmt_shape
 from .inplace import write_result, copy_out
-from .index import _NUMBER, _first_bad, _tensor_arg, _zeros
+from .index import _check_fill_value, _first_bad, _tensor_arg, _zeros
 from .index_scatter import _nd1
 
 
@@ -218,14 +218,7 @@ def index_fill(input, dim: int, index, value) -> Tensor:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if index._data.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
-    if isinstance(value, Tensor):
-        if value._data.ndim:
-            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                               f"{value._data.ndim} dimension(s).")
-    elif not isinstance(value, _NUMBER):
-        raise TypeError(f"index_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
-    else:
-        check_scalar_fits(value, input._dtype)
+    _check_fill_value("index_fill", value, input._dtype)
     x = input.reshape((1,)) if nd == 0 else input
     size = x._data.shape[d]
     bad = _first_bad(index._data, size, True)

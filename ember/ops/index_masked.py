@@ -9,9 +9,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, dtype_name, FUNCTIONS
-from ._util import broadcast_error, fmt_shape, check_scalar_fits
+from ._util import broadcast_error, fmt_shape
 from .inplace import write_result, copy_out
-from .index import _NUMBER, _const, _pad_to, _tensor_arg, _zeros
+from .index import _check_fill_value, _const, _pad_to, _tensor_arg, _zeros
 
 
 # ---- masked_fill / masked_select / masked_scatter ---------------------------------------------------
@@ -54,14 +54,7 @@ def masked_fill(input, mask, value) -> Tensor:
     _tensor_arg(input, "masked_fill", "input", 1)
     _check_mask(mask, lambda m: f"masked_fill_ only supports boolean masks, but got mask with dtype "
                                 f"{_c_type(m._dtype)}")
-    if isinstance(value, Tensor):
-        if value._data.ndim:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                               f"{value._data.ndim} dimension(s).")
-    elif not isinstance(value, _NUMBER):
-        raise TypeError(f"masked_fill(): argument 'value' must be Number or Tensor, not {type(value).__name__}")
-    else:
-        check_scalar_fits(value, input._dtype)
+    _check_fill_value("masked_fill", value, input._dtype)
     _bshape("masked_fill", input._data.shape, mask._data.shape)
     return apply(MASKED_FILL, (input, mask, value))
 

@@ -124,14 +124,22 @@ def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Te
     return r if out is None else copy_out(r, out)
 
 
-def _scatter_kernel(x, index, src, dim, reduce=None):
+def _scatter_targets(x, index, src, dim):
+    """A scatter kernel's operands: the output (a copy of ``x``), its at-least-1-d view, the coordinates
+    ``index`` addresses along ``dim``, and the source values for them (None when ``index`` is empty)."""
     out = np.array(x, copy=True)
     if index.size == 0:
-        return out
+        return out, None, None, None
     o = np.atleast_1d(out)
     ia = np.atleast_1d(index).astype(np.intp, copy=False)
-    c = _coords(ia, dim)
     s = _corner(np.atleast_1d(src), ia.shape) if isinstance(src, np.ndarray) else np.array(src).astype(o.dtype)
+    return out, o, _coords(ia, dim), s
+
+
+def _scatter_kernel(x, index, src, dim, reduce=None):
+    out, o, c, s = _scatter_targets(x, index, src, dim)
+    if o is None:
+        return out
     if reduce is None:
         o[c] = s
     elif reduce == "add":
@@ -224,13 +232,9 @@ def _identity(reduce, dtype):
 
 
 def _scatter_reduce_kernel(x, index, src, dim, reduce, include_self):
-    out = np.array(x, copy=True)
-    if index.size == 0:
+    out, o, c, s = _scatter_targets(x, index, src, dim)
+    if o is None:
         return out
-    o = np.atleast_1d(out)
-    ia = np.atleast_1d(index).astype(np.intp, copy=False)
-    c = _coords(ia, dim)
-    s = _corner(np.atleast_1d(src), ia.shape)
     if not include_self:
         o[c] = _identity(reduce, o.dtype)
     if reduce in ("sum", "mean"):

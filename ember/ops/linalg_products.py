@@ -428,18 +428,25 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None) -> Tensor:
     return r if out is None else _out(r, out)
 
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
-    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
-    _tensor_arg(input, "addbmm", "input")
+def _batched_operands(op, input, batch1, batch2, result_shape):
+    """addbmm/baddbmm's first checks: ``input`` broadcasts to the result (torch sizes the result before
+    checking ranks: ``result_shape(s1, s2)``), then both batches are 3-D; the operands after autocast."""
+    _tensor_arg(input, op, "input")
     if _AUTOCAST[0] is not None:
         input, batch1, batch2 = _autocast_args(input, batch1, batch2)
     s1, s2 = batch1._data.shape, batch2._data.shape
     if len(s1) >= 2 and len(s2) >= 3:
-        input.expand(s1[1], s2[2])                 # torch sizes the result before checking ranks
-    if batch1._data.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if batch2._data.ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
+        input.expand(*result_shape(s1, s2))
+    for name, b in (("batch1", batch1), ("batch2", batch2)):
+        if b._data.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    return input, batch1, batch2
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    input, batch1, batch2 = _batched_operands("addbmm", input, batch1, batch2, lambda s1, s2: (s1[1], s2[2]))
+    s1, s2 = batch1._data.shape, batch2._data.shape
     if s1[0] != s2[0]:
         raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {s1[0]} and {s2[0]}")
     if s1[2] != s2[1]:
@@ -457,16 +464,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
-    _tensor_arg(input, "baddbmm", "input")
-    if _AUTOCAST[0] is not None:
-        input, batch1, batch2 = _autocast_args(input, batch1, batch2)
-    s1, s2 = batch1._data.shape, batch2._data.shape
-    if len(s1) >= 2 and len(s2) >= 3:
-        input.expand(s1[0], s1[1], s2[2])          # torch sizes the result before checking ranks
-    if batch1._data.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if batch2._data.ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
+    input, batch1, batch2 = _batched_operands("baddbmm", input, batch1, batch2,
+                                              lambda s1, s2: (s1[0], s1[1], s2[2]))
     if not (input._dtype is batch1._dtype is batch2._dtype):
         raise RuntimeError(f"Input dtypes must be the same, got: input {_cname(input._dtype)}, batch1: "
                            f"{_cname(batch1._dtype)}, batch2: {_cname(batch2._dtype)}")

@@ -559,6 +559,22 @@ def dist(input, other, p=2) -> Tensor:  # noqa: A002
 _DIST = node_class("DistBackward0")
 
 
+def _check_cov_weights(w, name: str, n_obs: int, dtype_ok, kind: str) -> None:
+    """cov's ``fweights``/``aweights``: a vector of ``kind`` dtype, one non-negative weight per observation."""
+    _tensor(w, "cov", name)
+    if w._data.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{w._data.ndim} dimensions")
+    if not dtype_ok(w._dtype):
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{dtype_name(w._dtype)} dtype")
+    if w._data.size != n_obs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                           f"input but got {w._data.size} != {n_obs}")
+    if w._data.size and w._data.min() < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:  # noqa: A002
     """The covariance matrix of the variables in the rows of ``input`` (observations in columns).
 
@@ -576,32 +592,10 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor: 
     n_obs = x._data.shape[1]
     w = None
     if fweights is not None:
-        _tensor(fweights, "cov", "fweights")
-        if fweights._data.ndim > 1:
-            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights with "
-                               f"{fweights._data.ndim} dimensions")
-        if fweights._dtype not in _INTEGRAL:
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{dtype_name(fweights._dtype)} dtype")
-        if fweights._data.size != n_obs:
-            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations in the "
-                               f"input but got {fweights._data.size} != {n_obs}")
-        if fweights._data.size and fweights._data.min() < 0:
-            raise RuntimeError("cov(): fweights cannot be negative")
+        _check_cov_weights(fweights, "fweights", n_obs, lambda d: d in _INTEGRAL, "integral")
         w = fweights
     if aweights is not None:
-        _tensor(aweights, "cov", "aweights")
-        if aweights._data.ndim > 1:
-            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
-                               f"{aweights._data.ndim} dimensions")
-        if not aweights._dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
-                               f"{dtype_name(aweights._dtype)} dtype")
-        if aweights._data.size != n_obs:
-            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations in the "
-                               f"input but got {aweights._data.size} != {n_obs}")
-        if aweights._data.size and aweights._data.min() < 0:
-            raise RuntimeError("cov(): aweights cannot be negative")
+        _check_cov_weights(aweights, "aweights", n_obs, lambda d: d.is_floating_point, "floating point")
         w = aweights if w is None else w * aweights
     if w is None:
         avg = x.mean(1)

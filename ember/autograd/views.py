@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import weakref
 
+try:                                    # NumPy 2 moved it; 1.26 has it at the top level
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:                     # pragma: no cover
+    from numpy import byte_bounds as _byte_bounds
+
 from ..tensor import Tensor
 
 
@@ -59,8 +64,10 @@ def refresh(root: Tensor, skip: Tensor | None = None) -> None:
     from ..ops.shape import AS_STRIDED, view_geometry
     from .node import Node
     written = _extent((skip if skip is not None else root)._data)
+    if written[0] == written[1]:
+        return
     for v in views.live():
-        if v is skip or v._base is not root:
+        if v is skip or v._base is not root or v._data.size == 0:
             continue
         lo, hi = _extent(v._data)
         if hi <= written[0] or lo >= written[1]:
@@ -82,13 +89,5 @@ def move_retain_grad(t: Tensor) -> None:
 
 
 def _extent(a) -> tuple:
-    """[first, last) byte addresses an array touches."""
-    if a.size == 0:
-        return (0, 0)
-    lo = hi = a.__array_interface__["data"][0]
-    for n, st in zip(a.shape, a.strides):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi + a.itemsize
+    """[first, last) byte addresses an array touches (an empty range at its pointer when it is empty)."""
+    return _byte_bounds(a)

@@ -17,6 +17,7 @@ import zlib
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.views import _extent
 from ..tensor import Tensor, Size, device
 from ._files import _CHUNK, _atomic_write, _is_path
 from ._storage import _STORAGE_NAME, CheckpointStorage
@@ -88,20 +89,6 @@ def _memory_root(a: np.ndarray) -> np.ndarray:
             a = inner
             continue
         return a
-
-
-def _extent(a: np.ndarray) -> tuple[int, int]:
-    """The byte range [lo, hi) the elements of ``a`` occupy."""
-    ptr = a.__array_interface__["data"][0]
-    if a.size == 0:
-        return ptr, ptr
-    lo = hi = ptr
-    for n, s in zip(a.shape, a.strides):
-        if s < 0:
-            lo += (n - 1) * s
-        else:
-            hi += (n - 1) * s
-    return lo, hi + a.itemsize
 
 
 def _contiguous_strides(shape) -> tuple:

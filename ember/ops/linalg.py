@@ -139,9 +139,21 @@ def _check_linalg(A, op: str, square: bool = True, arg: str = "A") -> None:
             raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got {dtype_name(A._dtype)}")
         raise _not_impl(_LOW_KERNEL.get(op, op), A._dtype)
     if square:
-        m, n = A._data.shape[-2:]
-        if m != n:
-            raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {m} by {n} matrices")
+        _check_square(A, op)
+
+
+def _check_square(A, op: str) -> None:
+    m, n = A._data.shape[-2:]
+    if m != n:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {m} by {n} matrices")
+
+
+def _check_square_input(A, op: str) -> None:
+    """A (batch of) square matrices of any dtype (matrix_power, matrix_exp check their dtypes themselves)."""
+    _tensor_arg(A, op, "A")
+    if A._data.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    _check_square(A, op)
 
 
 def _lu_zero_pivot(a: np.ndarray) -> int:

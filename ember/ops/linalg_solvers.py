@@ -14,7 +14,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from .registry import register, apply, attach, dtype_name
 from .linalg import (
-    InvExResult, SolveExResult, TriangularSolveResult, _bcast_shapes, _check_linalg, _const, _eye, _info_array,
+    InvExResult, SolveExResult, TriangularSolveResult, _bcast_shapes, _check_linalg, _check_square_input, _const, _eye, _info_array,
     _lu_zero_pivot, _nan_matrices, _not_impl, _out, _out_tuple, _singular_error, _tensor_arg, _without_nan_matrices)
 from .linalg_products import ADD_SCALED, matmul_raw
 from .linalg_parts import tril, triu
@@ -198,13 +198,8 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False, unitrian
 
 def matrix_power(A, n: int, *, out=None) -> Tensor:
     """``A`` to the integer power ``n`` (``n < 0`` inverts first; ``n == 0`` gives the identity)."""
-    _tensor_arg(A, "linalg.matrix_power", "A")
-    if A._data.ndim < 2:
-        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
-    p, q = A._data.shape[-2:]
-    if p != q:
-        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {p} by {q} "
-                           f"matrices")
+    _check_square_input(A, "linalg.matrix_power")
+    p = A._data.shape[-1]
     if not isinstance(n, (int, np.integer)):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     n = int(n)
@@ -243,13 +238,8 @@ def matrix_exp(A) -> Tensor:
     """The matrix exponential of (batches of) square matrices, by scaling and squaring with the degree-13
     Padé approximant (Higham 2005). Written with matmul and solve, so autograd differentiates the same
     computation (double backward included)."""
-    _tensor_arg(A, "linalg.matrix_exp", "A")
-    if A._data.ndim < 2:
-        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
-    p, q = A._data.shape[-2:]
-    if p != q:
-        raise RuntimeError(f"linalg.matrix_exp: A must be batches of square matrices, but they are {p} by {q} "
-                           "matrices")
+    _check_square_input(A, "linalg.matrix_exp")
+    p = A._data.shape[-1]
     if not A._dtype.is_floating_point:
         raise _not_impl("linalg_matrix_exp", A._dtype)
     if A._data.size == 0:

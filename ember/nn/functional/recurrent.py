@@ -164,21 +164,30 @@ def _keep_rows(new, old, b):
     return new if b == old.shape[0] else _ember.cat([new, old[b:]])
 
 
-def _rnn_graph(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity, reverse, batch_sizes):
+def _recurrence(x, states, w_ih, biases, reverse, batch_sizes, step):
+    """The graph path's time loop (ember ops, so autograd can differentiate it twice): the input
+    projection ``x @ w_ih.T + biases`` once, then ``step(projected x_t, states)`` per time step on the
+    rows still active; returns the stacked first state (the output) and the last states."""
     E = _ember
-    act = E.tanh if nonlinearity == "tanh" else E.relu
     xw = E.matmul(x, w_ih.T)
-    for bias in (b_ih, b_hh):
+    for bias in biases:
         if bias is not None:
             xw = xw + bias
     B = x.shape[1]
     outs = [None] * x.shape[0]
-    h = h0
     for t in _steps(x.shape[0], reverse):
         b = _active(batch_sizes, t, B)
-        h = _keep_rows(act(xw[t, :b] + E.matmul(h[:b], w_hh.T)), h, b)
-        outs[t] = h
-    return E.stack(outs)
+        new = step(xw[t, :b], tuple(st[:b] for st in states))
+        states = tuple(_keep_rows(n, st, b) for n, st in zip(new, states))
+        outs[t] = states[0]
+    return E.stack(outs), states
+
+
+def _rnn_graph(x, h0, w_ih, w_hh, b_ih, b_hh, nonlinearity, reverse, batch_sizes):
+    E = _ember
+    act = E.tanh if nonlinearity == "tanh" else E.relu
+    return _recurrence(x, (h0,), w_ih, (b_ih, b_hh), reverse, batch_sizes,
+                       lambda xt, st: (act(xt + E.matmul(st[0], w_hh.T)),))[0]
 
 
 def _rnn_bw(ctx, g_out):
@@ -287,23 +296,15 @@ def _lstm_bw_kernel(g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, acts, c_all, 
 
 def _lstm_graph(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, batch_sizes):
     E = _ember
-    xw = E.matmul(x, w_ih.T)
-    for bias in (b_ih, b_hh):
-        if bias is not None:
-            xw = xw + bias
-    B = x.shape[1]
-    outs = [None] * x.shape[0]
-    h, c = h0, c0
-    for t in _steps(x.shape[0], reverse):
-        b = _active(batch_sizes, t, B)
-        i, f, g, o = (xw[t, :b] + E.matmul(h[:b], w_hh.T)).chunk(4, 1)
-        c_new = E.sigmoid(f) * c[:b] + E.sigmoid(i) * E.tanh(g)
+
+    def step(xt, st):
+        h, c = st
+        i, f, g, o = (xt + E.matmul(h, w_hh.T)).chunk(4, 1)
+        c_new = E.sigmoid(f) * c + E.sigmoid(i) * E.tanh(g)
         h_new = E.sigmoid(o) * E.tanh(c_new)
-        if w_hr is not None:
-            h_new = E.matmul(h_new, w_hr.T)
-        h, c = _keep_rows(h_new, h, b), _keep_rows(c_new, c, b)
-        outs[t] = h
-    return E.stack(outs), c
+        return (h_new if w_hr is None else E.matmul(h_new, w_hr.T)), c_new
+    out, (_, c) = _recurrence(x, (h0, c0), w_ih, (b_ih, b_hh), reverse, batch_sizes, step)
+    return out, c
 
 
 def _lstm_bw(ctx, g_out, g_cn, *_):
@@ -398,25 +399,18 @@ def _gru_bw_kernel(g_out, x, h0, w_ih, w_hh, out, acts, ghn_all, reverse=False, 
 
 def _gru_graph(x, h0, w_ih, w_hh, b_ih, b_hh, reverse, batch_sizes):
     E = _ember
-    xw = E.matmul(x, w_ih.T)
-    if b_ih is not None:
-        xw = xw + b_ih
-    B = x.shape[1]
-    outs = [None] * x.shape[0]
-    h = h0
-    for t in _steps(x.shape[0], reverse):
-        b = _active(batch_sizes, t, B)
-        hb = h[:b]
+
+    def step(xt, st):
+        hb = st[0]
         gh = E.matmul(hb, w_hh.T)
         if b_hh is not None:
             gh = gh + b_hh
-        xr, xz, xn = xw[t, :b].chunk(3, 1)
+        xr, xz, xn = xt.chunk(3, 1)
         hr, hz, hn = gh.chunk(3, 1)
         r, z = E.sigmoid(xr + hr), E.sigmoid(xz + hz)
         n = E.tanh(xn + r * hn)
-        h = _keep_rows(n + z * (hb - n), h, b)
-        outs[t] = h
-    return E.stack(outs)
+        return (n + z * (hb - n),)
+    return _recurrence(x, (h0,), w_ih, (b_ih,), reverse, batch_sizes, step)[0]
 
 
 def _gru_bw(ctx, g_out, *_):

@@ -15,6 +15,7 @@ import torch
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from ember.bench.compile import step_function
 from ember.compiler import counters
 from ember.compiler.capture import NOT_CAPTURABLE
 
@@ -265,12 +266,7 @@ def _cnn():
                          nn.Linear(4 * 6 * 6, 5))
 
 
-def _cnn_step(model, opt, x, y):
-    opt.zero_grad()
-    loss = F.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss.detach()
+_cnn_step = step_function(ember, "mlp")     # a classifier's training step (cross-entropy on logits)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -19,6 +19,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.bench import models as M
+from ember.bench.compile import step_function
 from ember.compiler import counters
 
 STEPS = 20
@@ -45,20 +46,9 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ember-cache"))
 
 
-def mlp_step(model, opt, x, y):
-    opt.zero_grad()
-    loss = F.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss.detach()
-
-
-def gpt_step(model, opt, idx, targets):
-    opt.zero_grad()
-    _, loss = model(idx, targets)
-    loss.backward()
-    opt.step()
-    return loss.detach()
+# the benchmark's training steps (forward, loss, backward, optimizer step; the loss detached)
+mlp_step = step_function(ember, "mlp")
+gpt_step = step_function(ember, "gpt")
 
 
 def _pair(make):
@@ -149,17 +139,12 @@ def test_gpt_training_matches_eager(backend):
 SCRIPT = textwrap.dedent("""
     import json, sys
     import ember
-    import ember.nn.functional as F
     from ember.bench import models as M
     from ember.compiler import build, counters
 
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
+    from ember.bench.compile import step_function
 
+    step = step_function(ember, "mlp")
     ember.manual_seed(0)
     model = M.mlp(ember)
     opt = M.optimizer(ember, "sgd", model.parameters())

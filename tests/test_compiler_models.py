@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import ember
-import ember.nn.functional as F
 from ember.bench import models as M
 from ember.bench.compile import step_function
 from ember.compiler import counters

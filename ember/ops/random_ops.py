@@ -632,15 +632,21 @@ def _finish_range(vals, dt, requires_grad, device, out):
     return _result(vals, dt, requires_grad, device, out)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default dtype unless ``dtype``)."""
-    start, end = _range_endpoints(start, end, "linspace")
-    steps = _as_int(steps, "linspace", "steps", 3)
+def _spaced_args(op, start, end, steps, dtype, out):
+    """linspace/logspace's checked arguments: the endpoints, ``steps`` >= 0 and a non-bool dtype."""
+    start, end = _range_endpoints(start, end, op)
+    steps = _as_int(steps, op, "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype_for(dtype, out, _dt.get_default_dtype())
     if dt is _dt.bool:
-        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
+    return start, end, steps, dt
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default dtype unless ``dtype``)."""
+    start, end, steps, dt = _spaced_args("linspace", start, end, steps, dtype, out)
     vals = _alloc((steps,), dt.np, _linspace_values, start, end, steps, dt) if steps else np.zeros(0)
     return _finish_range(vals, dt, requires_grad, device, out)
 
@@ -648,13 +654,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 def logspace(start, end, steps, base: float = 10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
-    start, end = _range_endpoints(start, end, "logspace")
-    steps = _as_int(steps, "logspace", "steps", 3)
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    dt = _dtype_for(dtype, out, _dt.get_default_dtype())
-    if dt is _dt.bool:
-        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    start, end, steps, dt = _spaced_args("logspace", start, end, steps, dtype, out)
     if steps == 0:
         vals = np.zeros(0)
     else:

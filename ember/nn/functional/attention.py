@@ -304,6 +304,18 @@ def _pad_last(t, n=1):
     return E_.cat([t, z], -1)
 
 
+def _heads_of(x, static, name: str, batch_heads: int, head_dim: int):
+    """Keys or values with the heads moved into the batch, ``(N * heads, S, head_dim)``: ``x`` reshaped,
+    or the caller's ``static_k``/``static_v`` after checking its size."""
+    if static is None:
+        return x.reshape(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+    if static.size(0) != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got {static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {static.size(2)}")
+    return static
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
                                  out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,
@@ -403,22 +415,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
 
     # ---- heads into the batch: (N * heads, L, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    if static_k is None:
-        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_k.size(0) != bsz * num_heads:
-            raise AssertionError(f"expecting static_k.size(0) of {bsz * num_heads}, but got {static_k.size(0)}")
-        if static_k.size(2) != head_dim:
-            raise AssertionError(f"expecting static_k.size(2) of {head_dim}, but got {static_k.size(2)}")
-        k = static_k
-    if static_v is None:
-        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_v.size(0) != bsz * num_heads:
-            raise AssertionError(f"expecting static_v.size(0) of {bsz * num_heads}, but got {static_v.size(0)}")
-        if static_v.size(2) != head_dim:
-            raise AssertionError(f"expecting static_v.size(2) of {head_dim}, but got {static_v.size(2)}")
-        v = static_v
+    k = _heads_of(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _heads_of(v, static_v, "static_v", bsz * num_heads, head_dim)
     if add_zero_attn:
         zshape = (bsz * num_heads, 1, head_dim)
         k = E_.cat([k, E_.zeros(zshape, dtype=k.dtype)], 1)

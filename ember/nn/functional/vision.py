@@ -347,20 +347,24 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # ---- pixel shuffle -----------------------------------------------------------------------------------------
 
 
-def pixel_shuffle(input, upscale_factor: int):
-    """(*, C*r*r, H, W) -> (*, C, H*r, W*r): move channel blocks into space."""
-    r = int(upscale_factor)
+def _shuffle_args(op: str, arg: str, input, factor):
+    """pixel_(un)shuffle's checks: at least 3 dims, a positive factor; ``(factor, leading dims, (C, H, W))``."""
+    r = int(factor)
     shp = input._data.shape
     if len(shp) < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with "
                            f"{len(shp)} dimension(s)")
     if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
-    C, H, W = shp[-3:]
+        raise RuntimeError(f"{op} expects a positive {arg}, but got {r}")
+    return r, shp[:-3], shp[-3:]
+
+
+def pixel_shuffle(input, upscale_factor: int):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r): move channel blocks into space."""
+    r, lead, (C, H, W) = _shuffle_args("pixel_shuffle", "upscale_factor", input, upscale_factor)
     if C % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={C} is not divisible by {r * r}")
-    lead = shp[:-3]
     n = len(lead)
     x = input.reshape(lead + (C // (r * r), r, r, H, W))
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
@@ -369,21 +373,13 @@ def pixel_shuffle(input, upscale_factor: int):
 
 def pixel_unshuffle(input, downscale_factor: int):
     """(*, C, H*r, W*r) -> (*, C*r*r, H, W): the inverse of :func:`pixel_shuffle`."""
-    r = int(downscale_factor)
-    shp = input._data.shape
-    if len(shp) < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
-                           f"{len(shp)} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
-    C, H, W = shp[-3:]
+    r, lead, (C, H, W) = _shuffle_args("pixel_unshuffle", "downscale_factor", input, downscale_factor)
     if H % r:
         raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
                            f"input.size(-2)={H} is not divisible by {r}")
     if W % r:
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
                            f"input.size(-1)={W} is not divisible by {r}")
-    lead = shp[:-3]
     n = len(lead)
     x = input.reshape(lead + (C, H // r, r, W // r, r))
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)

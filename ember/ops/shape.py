@@ -417,12 +417,17 @@ def getitem_basic(x, key):
     return apply_view(GETITEM, (x,), {"key": key})
 
 
-def narrow(input, dim: int, start, length: int):
+def _dim_of_non_scalar(input, dim, op: str, error) -> tuple:
+    """``(dim wrapped, its size)`` for narrow/select, which torch refuses on 0-d tensors (with ``error``)."""
     nd = input._data.ndim
     if nd == 0:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        raise error(f"{op}() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, nd)
-    size = input._data.shape[d]
+    return d, input._data.shape[d]
+
+
+def narrow(input, dim: int, start, length: int):
+    d, size = _dim_of_non_scalar(input, dim, "narrow", RuntimeError)
     start = int_arg(start, "narrow", "start")
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
@@ -434,11 +439,7 @@ def narrow(input, dim: int, start, length: int):
 
 
 def select(input, dim: int, index: int):
-    nd = input._data.ndim
-    if nd == 0:
-        raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, nd)
-    size = input._data.shape[d]
+    d, size = _dim_of_non_scalar(input, dim, "select", IndexError)
     index = int_arg(index, "select", "index")
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input._data.shape)} at dimension {d}")

@@ -43,44 +43,39 @@ def _rnn_common(b, node):
     return "reverse" if a.get("reverse") else "forward"
 
 
+def _layer(b, node, onnx_op, x, states, w_ih, w_hh, b_ih, b_hh, order, n_out, **attrs):
+    """One ember recurrent layer as ONNX's ``onnx_op`` (gates reordered by ``order``, initial
+    ``states`` given one direction axis); its output sequence is ember output 0; returns ONNX's outputs."""
+    direction = _rnn_common(b, node)
+    H = w_hh.shape[1]
+    W, R = _gates(b, w_ih, order, len(order)), _gates(b, w_hh, order, len(order))
+    B = _rnn_bias(b, b_ih, b_hh, order, len(order), H, x.dtype.np)
+    outs = b.op(onnx_op, [b.name(x), W, R, B, ""] + [b.unsqueeze(b.name(s), [0]) for s in states], n_out=n_out,
+                hidden_size=H, direction=direction, **attrs)
+    _out(b, node, b.squeeze(outs[0], [1]), 0)
+    return outs
+
+
 @conv("lstm_layer")
 def _lstm(b, node, node2):
     x, h0, c0, w_ih, w_hh, b_ih, b_hh = node.inputs[:7]
     w_hr = node.inputs[7] if len(node.inputs) > 7 else None
     if w_hr is not None:
         raise _unsupported(b, node, "LSTM with proj_size")
-    direction = _rnn_common(b, node)
-    H = w_hh.shape[1]
-    order = (0, 3, 1, 2)                       # torch i, f, g, o -> ONNX i, o, f, c
-    W, R = _gates(b, w_ih, order, 4), _gates(b, w_hh, order, 4)
-    B = _rnn_bias(b, b_ih, b_hh, order, 4, H, x.dtype.np)
-    y, _, yc = b.op("LSTM", [b.name(x), W, R, B, "", b.unsqueeze(b.name(h0), [0]), b.unsqueeze(b.name(c0), [0])],
-                    n_out=3, hidden_size=H, direction=direction)
-    _out(b, node, b.squeeze(y, [1]), 0)
+    # torch's gates i, f, g, o -> ONNX's i, o, f, c
+    _, _, yc = _layer(b, node, "LSTM", x, (h0, c0), w_ih, w_hh, b_ih, b_hh, (0, 3, 1, 2), 3)
     _out(b, node, b.squeeze(yc, [0]), 1)
 
 
 @conv("gru_layer")
 def _gru(b, node, node2):
     x, h0, w_ih, w_hh, b_ih, b_hh = node.inputs[:6]
-    direction = _rnn_common(b, node)
-    H = w_hh.shape[1]
-    order = (1, 0, 2)                          # torch r, z, n -> ONNX z, r, h
-    W, R = _gates(b, w_ih, order, 3), _gates(b, w_hh, order, 3)
-    B = _rnn_bias(b, b_ih, b_hh, order, 3, H, x.dtype.np)
-    y, _ = b.op("GRU", [b.name(x), W, R, B, "", b.unsqueeze(b.name(h0), [0])], n_out=2, hidden_size=H,
-                direction=direction, linear_before_reset=1)
-    _out(b, node, b.squeeze(y, [1]), 0)
+    # torch's r, z, n -> ONNX's z, r, h
+    _layer(b, node, "GRU", x, (h0,), w_ih, w_hh, b_ih, b_hh, (1, 0, 2), 2, linear_before_reset=1)
 
 
 @conv("rnn_layer")
 def _rnn(b, node, node2):
     x, h0, w_ih, w_hh, b_ih, b_hh = node.inputs[:6]
-    direction = _rnn_common(b, node)
-    H = w_hh.shape[1]
     act = "Relu" if node.attrs.get("nonlinearity") == "relu" else "Tanh"
-    W, R = _gates(b, w_ih, (0,), 1), _gates(b, w_hh, (0,), 1)
-    B = _rnn_bias(b, b_ih, b_hh, (0,), 1, H, x.dtype.np)
-    y, _ = b.op("RNN", [b.name(x), W, R, B, "", b.unsqueeze(b.name(h0), [0])], n_out=2, hidden_size=H,
-                direction=direction, activations=[act])
-    _out(b, node, b.squeeze(y, [1]), 0)
+    _layer(b, node, "RNN", x, (h0,), w_ih, w_hh, b_ih, b_hh, (0,), 2, activations=[act])

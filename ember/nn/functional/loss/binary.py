@@ -15,6 +15,14 @@ __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 # ---- binary cross entropy ----------------------------------------------------------------------------------
 
+def _weighted_reduce(loss, w, reduction: str, od):
+    """The elementwise ``loss`` times the weight ``w`` (if any), reduced, as dtype ``od``."""
+    if w is not None:
+        loss = loss * w
+    r = loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
+    return np.asarray(r).astype(od, copy=False)
+
+
 def _bce_kernel(x, t, w, reduction):
     od = x.dtype
     x, t, w = _up(x), _up(t), _up(w)
@@ -26,10 +34,7 @@ def _bce_kernel(x, t, w, reduction):
     loss = t * _clamp(np.log(x), lo=-100)
     loss += (1 - t) * _clamp(np.log1p(-x), lo=-100)
     loss = -loss
-    if w is not None:
-        loss = loss * w
-    r = loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
-    return np.asarray(r).astype(od, copy=False)
+    return _weighted_reduce(loss, w, reduction, od)
 
 
 def _bce_bw(ctx, g):
@@ -88,10 +93,7 @@ def _bcel_kernel(x, t, w, pw, reduction):
     if pw is not None:
         log_sig = log_sig * ((pw - 1) * t + 1)
     loss = (1 - t) * x - log_sig
-    if w is not None:
-        loss = loss * w
-    r = loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
-    return np.asarray(r).astype(od, copy=False)
+    return _weighted_reduce(loss, w, reduction, od)
 
 
 def _bcel_bw(ctx, g):

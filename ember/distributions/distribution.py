@@ -193,3 +193,16 @@ class Distribution:
             f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
             for p in param_names)
         return self.__class__.__name__ + "(" + args_string + ")"
+
+
+class _CenteredAtLoc:
+    """Mixin for families whose mean and mode are the parameter ``loc`` (Normal, Laplace, the
+    multivariate normal)."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc

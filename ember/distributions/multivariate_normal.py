@@ -6,7 +6,7 @@ import math
 
 from ..tensor import Size
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CenteredAtLoc
 from .utils import lazy_property, _standard_normal
 
 __all__ = ["MultivariateNormal"]
@@ -35,7 +35,7 @@ def _precision_to_scale_tril(P):
     return linalg.solve_triangular(L_inv, Id, upper=False)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(_CenteredAtLoc, Distribution):
     """``MultivariateNormal(loc, covariance_matrix=None, precision_matrix=None, scale_tril=None)``."""
 
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
@@ -104,14 +104,6 @@ class MultivariateNormal(Distribution):
     def precision_matrix(self):
         from .. import linalg
         return linalg.inv(self.covariance_matrix)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

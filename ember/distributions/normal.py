@@ -8,27 +8,19 @@ from ..tensor import Size
 from ..autograd.grad_mode import no_grad
 from .. import dtypes as _dt
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CenteredAtLoc
 from .utils import _standard_normal
 
 __all__ = ["Normal", "Laplace"]
 
 
-class _LocScale(Distribution):
+class _LocScale(_CenteredAtLoc, Distribution):
     """A family with a location ``loc`` and a scale ``scale`` broadcast together: the shared constructor,
     ``expand``, and ``mean`` / ``mode`` at ``loc``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     def __init__(self, loc, scale, validate_args=None):
         self._init_broadcast(("loc", "scale"), (loc, scale), validate_args)

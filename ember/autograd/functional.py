@@ -152,6 +152,19 @@ def _zeros_rg(t):
     return wrap(np.zeros(t._data.shape, dtype=t._dtype.np), t._dtype).requires_grad_(True)
 
 
+def _prepared_inputs(inputs, create_graph, op):
+    """``(is_tuple, inputs)``: the inputs as a tuple of fresh leaves requiring grad."""
+    in_tuple, inputs = _as_tuple(inputs, "inputs", op)
+    return in_tuple, _preprocess(inputs, create_graph, True)
+
+
+def _outputs_of(func, inputs, strict, op):
+    """``(is_tuple, outputs)``: ``func(*inputs)`` as a tuple, checked under ``strict``."""
+    out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", op)
+    _check_requires_grad(outputs, "outputs", strict)
+    return out_tuple, outputs
+
+
 def _v_against(v, tensors, is_tuple, create_graph, op, when_none):
     """``v`` checked against ``tensors`` (shapes) and prepared; None only where ``tensors`` is one
     one-element tensor (``when_none`` finishes the error saying so)."""
@@ -177,11 +190,8 @@ def _finish_product(outputs, out_tuple, of, wrt, v, like, res_tuple, create_grap
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), v^T J)``: the vector-Jacobian product at ``inputs``."""
     with _gm.enable_grad():
-        in_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _preprocess(inputs, create_graph, True)
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        _check_requires_grad(outputs, "outputs", strict)
+        in_tuple, inputs = _prepared_inputs(inputs, create_graph, "vjp")
+        out_tuple, outputs = _outputs_of(func, inputs, strict, "vjp")
         v = _v_against(v, outputs, out_tuple, create_graph, "vjp",
                        "the user-provided function returns a single Tensor with a single element.")
     return _finish_product(outputs, out_tuple, outputs, inputs, v, inputs, in_tuple, create_graph, strict, "back")
@@ -190,13 +200,10 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), J v)``: the Jacobian-vector product, by the double-backward trick."""
     with _gm.enable_grad():
-        in_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _preprocess(inputs, create_graph, True)
+        in_tuple, inputs = _prepared_inputs(inputs, create_graph, "jvp")
         v = _v_against(v, inputs, in_tuple, create_graph, "jvp",
                        "the input to the user-provided function is a single Tensor with a single element.")
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs, "outputs", strict)
+        out_tuple, outputs = _outputs_of(func, inputs, strict, "jvp")
         grad_outputs = tuple(_zeros_rg(o) for o in outputs)
         grad_inputs = _agrad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
@@ -216,11 +223,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is "
                                   "only implemented for `vectorize=True`.")
     with _gm.enable_grad():
-        in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _preprocess(inputs, create_graph, True)
-        outputs = func(*inputs)
-        out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
-        _check_requires_grad(outputs, "outputs", strict)
+        in_tuple, inputs = _prepared_inputs(inputs, create_graph, "jacobian")
+        out_tuple, outputs = _outputs_of(func, inputs, strict, "jacobian")
         jac = []
         for i, out in enumerate(outputs):
             rows = [[] for _ in inputs]
@@ -280,18 +284,10 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False, vect
 
 
 def _hv_setup(func, inputs, v, create_graph, strict, name):
-    in_tuple, inputs = _as_tuple(inputs, "inputs", name)
-    inputs = _preprocess(inputs, create_graph, True)
-    if v is not None:
-        _, v = _as_tuple(v, "v", name)
-        v = _preprocess(v, create_graph, False)
-        _validate_v(v, inputs, in_tuple)
-    elif len(inputs) != 1 or inputs[0]._data.size != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                           "single Tensor with a single element.")
-    outputs = func(*inputs)
-    out_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", name)
-    _check_requires_grad(outputs, "outputs", strict)
+    in_tuple, inputs = _prepared_inputs(inputs, create_graph, name)
+    v = _v_against(v, inputs, in_tuple, create_graph, name,
+                   "the input to the user-provided function is a single Tensor with a single element.")
+    out_tuple, outputs = _outputs_of(func, inputs, strict, name)
     if out_tuple or not isinstance(outputs[0], Tensor):
         raise RuntimeError(f"The function given to {name} should return a single Tensor")
     if outputs[0]._data.size != 1:

@@ -160,9 +160,9 @@ def test_padding_modules_match_torch(name, args):
     _check(getattr(enn, name)(*args), getattr(tnn, name)(*args), x)
 
 
-def test_functional_pad_errors_and_dtypes():
-    x = _rand(1, 2, 3, 4)
-
+def _both_raise(x):
+    """``both(fn, exc, match)``: ``fn(functional, tensor of x)`` raises ``exc`` in torch and in ember (whose
+    message contains ``match``)."""
     def both(fn, exc, match=None):
         with pytest.raises(exc):
             fn(TF, torch.tensor(x))
@@ -170,6 +170,12 @@ def test_functional_pad_errors_and_dtypes():
             fn(EF, ember.tensor(x))
         if match:
             assert match in str(ee.value), str(ee.value)
+    return both
+
+
+def test_functional_pad_errors_and_dtypes():
+    x = _rand(1, 2, 3, 4)
+    both = _both_raise(x)
 
     both(lambda f, t: f.pad(t, (1, 1, 1)), RuntimeError, "Padding length must be divisible by 2")
     both(lambda f, t: f.pad(t, (1,) * 10), RuntimeError, "Padding length should be less than or equal")
@@ -223,14 +229,7 @@ def test_upsample_1d_3d_and_uint8_nearest():
 
 def test_interpolate_errors_match_torch():
     x = _rand(1, 2, 3, 4)
-
-    def both(fn, exc, match=None):
-        with pytest.raises(exc):
-            fn(TF, torch.tensor(x))
-        with pytest.raises(exc) as ee:
-            fn(EF, ember.tensor(x))
-        if match:
-            assert match in str(ee.value), str(ee.value)
+    both = _both_raise(x)
 
     both(lambda f, t: f.interpolate(t, scale_factor=2, align_corners=True), ValueError, "align_corners option")
     both(lambda f, t: f.interpolate(t), ValueError, "either size or scale_factor")

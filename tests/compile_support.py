@@ -32,3 +32,33 @@ def _close(a, b, what, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
     else:
         np.testing.assert_array_equal(a, b, err_msg=what)
+
+
+def _run_with_backward(f, arrays, params=()):
+    """``f`` on fresh tensors of ``arrays`` (float ones are leaves requiring grad), then backward of a
+    fixed random weighting of its differentiable outputs; ``(outputs, grads of the inputs and params)``."""
+    for p in params:
+        p.grad = None
+    ins = [_t(a, a.dtype.kind == "f") for a in arrays]
+    out = f(*ins)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    diff = [o for o in outs if o.requires_grad]
+    if diff:
+        ws = [np.random.default_rng(7 + k).standard_normal(tuple(o.shape)).astype(o.dtype.np)
+              for k, o in enumerate(diff)]
+        sum((o * _t(w)).sum() for o, w in zip(diff, ws)).backward()
+    return outs, [i.grad for i in ins if i.requires_grad] + [p.grad for p in params]
+
+
+def _compare_call(fn, cf, call, arrays, rtol, atol, params=()):
+    """One call of ``fn`` eagerly and compiled (``cf``): outputs and gradients agree; the eager outputs."""
+    eo, eg = _run_with_backward(fn, arrays, params)
+    co, cg = _run_with_backward(cf, arrays, params)
+    assert len(eo) == len(co)
+    for k, (a, b) in enumerate(zip(co, eo)):
+        _close(a, b, f"call {call}: output {k}", rtol, atol)
+    for k, (a, b) in enumerate(zip(cg, eg)):
+        assert (a is None) == (b is None), f"call {call}: gradient {k} is None on one side only"
+        if a is not None:
+            _close(a, b, f"call {call}: gradient {k}", rtol, atol)
+    return eo

@@ -19,7 +19,7 @@ from ember.bench.compile import step_function
 from ember.compiler import counters
 from ember.compiler.capture import NOT_CAPTURABLE
 
-from compile_support import BACKENDS, _reset, _t, _close  # noqa: F401  (_reset: autouse fixture)
+from compile_support import BACKENDS, _reset, _t, _close, _compare_call  # noqa: F401  (_reset: autouse fixture)
 
 
 def _no_breaks(fn, *args):
@@ -42,27 +42,7 @@ def _compare(fn, arrays_per_call, backend, rtol=1e-5, atol=1e-6):
     Returns the eager outputs of each call."""
     cf = ember.compile(fn, backend=backend)
     _no_breaks(fn, *[_t(a, a.dtype.kind == "f") for a in arrays_per_call[0]])
-    results = []
-    for call, arrays in enumerate(arrays_per_call):
-        res = []
-        for f in (fn, cf):
-            ins = [_t(a, a.dtype.kind == "f") for a in arrays]
-            out = f(*ins)
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
-            diff = [o for o in outs if o.requires_grad]
-            if diff:
-                ws = [np.random.default_rng(7 + k).standard_normal(tuple(o.shape)).astype(o.dtype.np)
-                      for k, o in enumerate(diff)]
-                loss = sum((o * _t(w)).sum() for o, w in zip(diff, ws))
-                loss.backward()
-            res.append((outs, [i.grad for i in ins if i.requires_grad]))
-        (eo, eg), (co, cg) = res
-        assert len(eo) == len(co)
-        for k, (a, b) in enumerate(zip(co, eo)):
-            _close(a, b, f"call {call}: output {k}", rtol, atol)
-        for k, (a, b) in enumerate(zip(cg, eg)):
-            _close(a, b, f"call {call}: gradient {k}", rtol, atol)
-        results.append(eo)
+    results = [_compare_call(fn, cf, call, arrays, rtol, atol) for call, arrays in enumerate(arrays_per_call)]
     _assert_compiled(len(arrays_per_call) - 1)
     return results
 

@@ -24,7 +24,7 @@ import ember.nn.functional as F
 from ember.compiler import counters
 from ember.nn.utils import rnn as rnn_utils
 
-from compile_support import BACKENDS, _reset, _t, _close  # noqa: F401  (_reset: autouse fixture)
+from compile_support import BACKENDS, _reset, _t, _close, _compare_call  # noqa: F401  (_reset: autouse fixture)
 
 
 def _compare(fn, calls, backend, *, params=(), breaks=0, replays=None, rtol=1e-5, atol=1e-6):
@@ -38,31 +38,7 @@ def _compare(fn, calls, backend, *, params=(), breaks=0, replays=None, rtol=1e-5
     assert rep.compiled, rep.break_reasons
     assert rep.graph_break_count == breaks, rep.break_reasons
     cf = ember.compile(fn, backend=backend)
-    results = []
-    for call, arrays in enumerate(calls):
-        res = []
-        for f in (fn, cf):
-            for p in params:
-                p.grad = None
-            ins = [_t(a, a.dtype.kind == "f") for a in arrays]
-            out = f(*ins)
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
-            diff = [o for o in outs if o.requires_grad]
-            if diff:
-                ws = [np.random.default_rng(7 + k).standard_normal(tuple(o.shape)).astype(o.dtype.np)
-                      for k, o in enumerate(diff)]
-                sum((o * _t(w)).sum() for o, w in zip(diff, ws)).backward()
-            grads = [i.grad for i in ins if i.requires_grad] + [p.grad for p in params]
-            res.append((outs, grads))
-        (eo, eg), (co, cg) = res
-        assert len(eo) == len(co)
-        for k, (a, b) in enumerate(zip(co, eo)):
-            _close(a, b, f"call {call}: output {k}", rtol, atol)
-        for k, (a, b) in enumerate(zip(cg, eg)):
-            assert (a is None) == (b is None), f"call {call}: gradient {k} is None on one side only"
-            if a is not None:
-                _close(a, b, f"call {call}: gradient {k}", rtol, atol)
-        results.append(eo)
+    results = [_compare_call(fn, cf, call, arrays, rtol, atol, params) for call, arrays in enumerate(calls)]
     assert counters["fallbacks"] == 0, counters["fallback_reasons"]
     captures = counters["captures"]
     assert counters["graph_breaks"] == breaks * captures

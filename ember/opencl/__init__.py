@@ -23,11 +23,12 @@ from ember.devices.opencl import (Event, device_count, empty_cache, fallback_cou
                                   is_available, recommended_max_memory, reset_fallback_counts,
                                   set_per_process_memory_fraction, synchronize)
 from . import profiler  # noqa: F401
+from ._shader import ShaderLibrary, compile_shader  # noqa: F401
 
 __all__ = ["is_available", "device_count", "get_device_name", "synchronize", "manual_seed", "seed",
            "get_rng_state", "set_rng_state", "empty_cache", "set_per_process_memory_fraction",
            "current_allocated_memory", "driver_allocated_memory", "recommended_max_memory", "Event",
-           "profiler", "fallback_counts", "reset_fallback_counts"]
+           "profiler", "fallback_counts", "reset_fallback_counts", "compile_shader"]
 
 
 def current_allocated_memory(device=None) -> int:

@@ -140,10 +140,55 @@ def _signatures(source: str, functions) -> dict:
 def _dtype_name(npdt) -> str:
     from ..ops.registry import dtype_name
     from .. import dtypes as _dt
-    for d in (_dt.float32, _dt.float64, _dt.int8, _dt.uint8, _dt.int16, _dt.int32, _dt.int64, _dt.bool):
+    for d in (_dt.float32, _dt.float64, _dt.float16, _dt.int8, _dt.uint8, _dt.int16, _dt.int32, _dt.int64, _dt.bool):
         if np.dtype(d.np) == np.dtype(npdt):
             return f"{d} ({dtype_name(d)})"
     return str(np.dtype(npdt))
+
+
+def tensor_arg(name, p, a, device_type):
+    """The data (ndarray or DeviceArray) of tensor ``a`` passed to pointer parameter ``p`` of function
+    ``name``, after checking that it is a contiguous Tensor on ``device_type`` of dtype ``p.np``
+    (TypeError / RuntimeError naming the parameter)."""
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be a Tensor of dtype "
+                        f"{_dtype_name(p.np)}, not {type(a).__name__}")
+    if a.device.type != device_type:
+        where = "a CPU tensor" if device_type == "cpu" else f"a tensor on an {device_type} device"
+        raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) must be {where}, got one on {a.device}")
+    d = a._data
+    if d.dtype != np.dtype(p.np):
+        raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) expects a tensor of dtype "
+                        f"{_dtype_name(p.np)}, got {a.dtype}")
+    contiguous = d.flags.c_contiguous if isinstance(d, np.ndarray) else d.is_contiguous()
+    if not contiguous:
+        raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) must be contiguous (call .contiguous())")
+    return d
+
+
+def scalar_arg(name, p, a):
+    """The Python number ``a`` for scalar parameter ``p`` (``.name``, ``.kind`` int/float/bool, ``.np``,
+    ``.cname``) of function ``name``: TypeError naming the parameter for a wrong type, OverflowError
+    for an integer out of the C type's range. Shared with ``ember.opencl.compile_shader``."""
+    if isinstance(a, Tensor):
+        raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be a Python "
+                        f"{'float' if p.kind == _F else p.kind}, not a Tensor (use .item())")
+    if p.kind == _B:
+        if not isinstance(a, (bool, np.bool_)):
+            raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be bool, not {type(a).__name__}")
+        return bool(a)
+    if p.kind == _I:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be int, not {type(a).__name__}")
+        a = int(a)
+        info = np.iinfo(p.np)
+        if not info.min <= a <= info.max:
+            raise OverflowError(f"{name}(): argument '{p.name}' ({p!r}) = {a} is out of range for "
+                                f"{p.cname} [{info.min}, {info.max}]")
+        return a
+    if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be float, not {type(a).__name__}")
+    return float(a)
 
 
 class _CFunction:
@@ -182,46 +227,14 @@ class _CFunction:
         return res
 
     def _pointer(self, p, a):
-        name = self.__name__
-        if not isinstance(a, Tensor):
-            raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be a Tensor of dtype "
-                            f"{_dtype_name(p.np)}, not {type(a).__name__}")
-        if a.device.type != "cpu":
-            raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) must be a CPU tensor, got one on {a.device}")
-        d = a._data
-        if not isinstance(d, np.ndarray):
-            raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) has no host data")
-        if d.dtype != np.dtype(p.np):
-            raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) expects a tensor of dtype "
-                            f"{_dtype_name(p.np)}, got {a.dtype}")
-        if not d.flags.c_contiguous:
-            raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) must be contiguous (call .contiguous())")
+        d = tensor_arg(self.__name__, p, a, "cpu")
         if not p.const and not d.flags.writeable:
-            raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) is written through a non-const "
+            raise RuntimeError(f"{self.__name__}(): argument '{p.name}' ({p!r}) is written through a non-const "
                                "pointer but the tensor's memory is read-only")
         return d.__array_interface__["data"][0]
 
     def _scalar(self, p, a):
-        name = self.__name__
-        if isinstance(a, Tensor):
-            raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be a Python "
-                            f"{'float' if p.kind == _F else p.kind}, not a Tensor (use .item())")
-        if p.kind == _B:
-            if not isinstance(a, (bool, np.bool_)):
-                raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be bool, not {type(a).__name__}")
-            return bool(a)
-        if p.kind == _I:
-            if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-                raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be int, not {type(a).__name__}")
-            a = int(a)
-            info = np.iinfo(p.np)
-            if not info.min <= a <= info.max:
-                raise OverflowError(f"{name}(): argument '{p.name}' ({p!r}) = {a} is out of range for "
-                                    f"{p.cname} [{info.min}, {info.max}]")
-            return a
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be float, not {type(a).__name__}")
-        return float(a)
+        return scalar_arg(self.__name__, p, a)
 
 
 class CExtension(types.ModuleType):

@@ -171,7 +171,7 @@ def _arg(a):
         return a
     if isinstance(a, int) and not isinstance(a, bool):
         return np.int64(a)
-    if cl is not None and isinstance(a, cl.MemoryObjectHolder):
+    if cl is not None and isinstance(a, (cl.MemoryObjectHolder, cl.LocalMemory)):
         return a
     raise TypeError(f"launch: cannot pass {type(a).__name__} {a!r} to a kernel: pass a DeviceArray, a "
                     "cl.Buffer, a NumPy scalar (np.float32(x), np.int32(n), ...) or a Python int (a long)")

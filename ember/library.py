@@ -41,6 +41,7 @@ __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "re
            "CUSTOM_OPS"]
 
 CUSTOM_OPS: dict = {}      # "ns::name" -> CustomOpDef
+_DEVICE_TYPES = ("cpu", "opencl")
 
 
 class _Namespace(types.SimpleNamespace):
@@ -94,6 +95,16 @@ def _nout_of(fn) -> int:
     return 1
 
 
+class _CustomOpDef(OpDef):
+    """A custom op's OpDef: ``device_kernel(arrays, attrs) -> [DeviceArray]`` is set once an "opencl"
+    kernel is registered (compiled OpenCL programs run it in place of a host fallback)."""
+    __slots__ = ("device_kernel",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.device_kernel = None
+
+
 class CustomOpDef:
     """What ``custom_op`` returns: callable like the function, with the ``register_*`` methods."""
 
@@ -105,6 +116,7 @@ class CustomOpDef:
         self._namespace, self._name = name.split("::")
         self._qualname = name
         self._init_fn = fn
+        self._default = fn if device_types is None else None   # torch: fn serves every device type unless named
         self._sig = inspect.signature(fn)
         self._params = list(self._sig.parameters)
         for m in mutates_args:
@@ -114,13 +126,13 @@ class CustomOpDef:
         self._mutates_args = tuple(mutates_args)
         self._schema = schema
         self._kernels: dict = {}
-        if device_types is not None:
-            for d in ([device_types] if isinstance(device_types, str) else device_types):
-                self._kernels[d] = fn
         self._fake = None
         self._backward = None
         self._setup_context = None
-        self._opdef = OpDef(name, self._kernel, self._backward_rule, save="io", nout=_nout_of(fn))
+        self._opdef = _CustomOpDef(name, self._kernel, self._backward_rule, save="io", nout=_nout_of(fn))
+        if device_types is not None:
+            for d in ([device_types] if isinstance(device_types, str) else device_types):
+                self._set_kernel(d, fn)
         self._opdef.node_name = _camel(f"{self._namespace}_{self._name}") + "Backward0"
         self.__name__ = self._name
         self.__doc__ = fn.__doc__
@@ -149,17 +161,26 @@ class CustomOpDef:
         self._setup_context = setup_context
 
     def register_kernel(self, device_types, fn=None, /):
-        """The implementation for ``device_types`` ("cpu", or a list); as a decorator or with ``fn``."""
+        """The implementation for ``device_types`` ("cpu", "opencl" or a list); as a decorator or with
+        ``fn``. An "opencl" kernel gets the device tensors themselves (it typically allocates its outputs
+        with ``ember.empty_like`` and runs a ``compile_shader`` kernel): no fallback, no copies."""
         devs = [device_types] if isinstance(device_types, str) or device_types is None else list(device_types)
 
         def deco(f):
             for d in devs:
-                if d not in ("cpu", None):
-                    raise NotImplementedError(f"register_kernel({self._qualname}): ember runs custom ops on "
-                                              f"'cpu' only so far, not {d!r}")
-                self._kernels["cpu"] = f
+                self._set_kernel("cpu" if d is None else d, f)
             return f
         return deco(fn) if fn is not None else deco
+
+    def _set_kernel(self, device_type, f):
+        if device_type not in _DEVICE_TYPES:
+            raise NotImplementedError(f"register_kernel({self._qualname}): ember runs custom ops on "
+                                      f"{' and '.join(map(repr, _DEVICE_TYPES))}, not {device_type!r}")
+        self._kernels[device_type] = f
+        if device_type == "opencl":
+            from .devices import dispatch
+            dispatch.KERNELS[self._qualname] = self._device_dispatch
+            self._opdef.device_kernel = self._device_kernel
 
     # ---- calling --------------------------------------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -171,7 +192,7 @@ class CustomOpDef:
         return bound.arguments
 
     def _impl(self):
-        return self._kernels.get("cpu", self._init_fn)
+        return self._kernels.get("cpu", self._default)
 
     def __call__(self, *args, **kwargs):
         vals = self._bind(args, kwargs)
@@ -181,8 +202,13 @@ class CustomOpDef:
                     raise NotImplementedError(f"{self._qualname}: argument '{k}' is on {v.device}; custom ops "
                                               "with mutates_args run on CPU tensors only so far")
             return self._call_mutating(vals)
-        # device tensors go through the device dispatcher like any op without a device kernel: the CPU
-        # kernel runs on host copies, counted in ember.opencl.fallback_counts()
+        if self._fake is None and _registry.HOOKS and _capturing():
+            raise RuntimeError(f"{self._qualname} has no fake implementation, which ember.compile needs to "
+                               f"capture it: register one with @{self._name}.register_fake (or "
+                               f"ember.library.register_fake({self._qualname!r})) returning empty tensors of "
+                               "the outputs' shapes and dtypes")
+        # on device tensors the dispatcher runs the "opencl" kernel when one is registered, else the CPU
+        # kernel on host copies (a counted fallback, ember.opencl.fallback_counts())
         tensors = tuple(v for v in vals.values() if isinstance(v, Tensor))
         attrs = {k: v for k, v in vals.items() if not isinstance(v, Tensor)}
         return _registry.apply(self._opdef, tensors, attrs)
@@ -197,8 +223,11 @@ class CustomOpDef:
                                       "supported; call it under ember.no_grad() or on tensors that do not "
                                       "require grad")
         from .autograd.grad_mode import no_grad
+        impl = self._impl()
+        if impl is None:
+            raise NotImplementedError(f"{self._qualname}: no kernel registered for 'cpu'; use register_kernel")
         with no_grad():
-            res = self._impl()(*vals.values())
+            res = impl(*vals.values())
         for m in self._mutates_args:
             t = vals[m]
             if isinstance(t, Tensor):
@@ -207,27 +236,53 @@ class CustomOpDef:
 
     def _kernel(self, *arrays, **attrs):
         # the OpDef's kernel: NumPy arrays in (the tensor arguments in order), arrays out
+        datas = self._run(self._impl(), arrays, attrs, "cpu")
+        return datas[0] if self._opdef.nout == 1 else tuple(datas)
+
+    def _device_kernel(self, arrays, attrs) -> list:
+        """The "opencl" kernel on device arrays (the tensor arguments in order): the output arrays."""
+        return self._run(self._kernels["opencl"], arrays, attrs, "opencl")
+
+    def _device_dispatch(self, op, arrays, attrs):
+        # ember.devices.dispatch.KERNELS entry; 0-dim CPU tensors among the arguments stay on the CPU
+        datas = self._device_kernel(arrays, attrs)
+        return datas[0] if self._opdef.nout == 1 else tuple(datas)
+
+    def _run(self, impl, arrays, attrs, device_type) -> list:
+        """``impl`` on tensors wrapping ``arrays`` (grad off); its outputs' data, checked (tensors on
+        ``device_type``, as many as the signature declares, the fake's shapes and dtypes while
+        ember.compile captures) and copied where they alias an input."""
+        if impl is None:
+            raise NotImplementedError(f"{self._qualname}: no kernel registered for '{device_type}' (registered: "
+                                      f"{', '.join(self._kernels) or 'none'}); use register_kernel")
         it = iter(arrays)
         call = [attrs[k] if k in attrs else wrap(next(it)) for k in self._params]
         from .autograd.grad_mode import no_grad
         with no_grad():
-            res = self._impl()(*call)
+            res = impl(*call)
+            fake = self._fake(*call) if self._fake is not None and _capturing() else None
         outs = res if type(res) is tuple else (res,)
         if len(outs) != self._opdef.nout:
             raise RuntimeError(f"{self._qualname}: the implementation returned {len(outs)} outputs, the "
                                f"op's signature declares {self._opdef.nout}")
+        if fake is not None:
+            _check_like_fake(self._qualname, outs, fake if type(fake) is tuple else (fake,))
         datas = []
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"{self._qualname}: output {i} of the implementation is a "
                                    f"{type(o).__name__}, expected a Tensor")
+            if o.device.type != device_type:
+                raise RuntimeError(f"{self._qualname}: output {i} of the {device_type!r} kernel is on "
+                                   f"{o.device}, expected a {device_type} tensor")
             d = o._data
-            if not isinstance(d, np.ndarray):
-                raise RuntimeError(f"{self._qualname}: output {i} is not a CPU tensor")
-            if any(np.may_share_memory(d, a) for a in arrays):
-                d = d.copy()      # outputs never alias inputs (as torch requires of custom ops)
+            if device_type == "cpu":
+                if any(np.may_share_memory(d, a) for a in arrays):
+                    d = d.copy()      # outputs never alias inputs (as torch requires of custom ops)
+            elif any(getattr(a, "block", None) is d.block for a in arrays):
+                d = o.clone()._data
             datas.append(d)
-        return datas[0] if self._opdef.nout == 1 else tuple(datas)
+        return datas
 
     def _backward_rule(self, node, *grads):
         if self._backward is None:
@@ -248,6 +303,18 @@ class CustomOpDef:
             raise RuntimeError(f"{self._qualname}: backward returned {len(gi)} gradients, expected "
                                f"{len(self._params)} (one per input: {', '.join(self._params)})")
         return tuple(g for k, g in zip(self._params, gi) if k not in attrs)
+
+
+def _check_like_fake(qualname, outs, fake):
+    """The real outputs against the fake impl's (RuntimeError naming the output when they differ)."""
+    if len(fake) != len(outs):
+        raise RuntimeError(f"{qualname}: the fake impl returned {len(fake)} outputs, the kernel {len(outs)}")
+    for i, (r, f) in enumerate(zip(outs, fake)):
+        if not isinstance(f, Tensor):
+            raise RuntimeError(f"{qualname}: fake impl output {i} is a {type(f).__name__}, not a Tensor")
+        if isinstance(r, Tensor) and (tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype):
+            raise RuntimeError(f"{qualname}: output {i}: the fake impl gives {tuple(f.shape)} {f.dtype}, the "
+                               f"kernel {tuple(r.shape)} {r.dtype}")
 
 
 def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None):
@@ -366,14 +433,7 @@ def _check_fake(op, args, kwargs, rtol, atol):
         fake = _outs(op._fake(*[_clone(a) for a in args], **{k: _clone(v) for k, v in kwargs.items()}))
     if op._mutates_args and real == (None,) and fake == (None,):
         return
-    if len(real) != len(fake):
-        raise RuntimeError(f"fake impl returned {len(fake)} outputs, the real one {len(real)}")
-    for i, (r, f) in enumerate(zip(real, fake)):
-        if not isinstance(f, Tensor):
-            raise RuntimeError(f"fake impl output {i} is a {type(f).__name__}, not a Tensor")
-        if tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype:
-            raise RuntimeError(f"output {i}: fake impl gives {tuple(f.shape)} {f.dtype}, the real kernel "
-                               f"{tuple(r.shape)} {r.dtype}")
+    _check_like_fake(op._qualname, real, fake)
 
 
 def _grads(op, args, kwargs, fn):
@@ -426,3 +486,24 @@ def _check_gradcheck(op, args, kwargs, rtol, atol):
 _CHECKS = {"test_schema": _check_schema, "test_autograd_registration": _check_autograd_registration,
            "test_faketensor": _check_fake, "test_aot_dispatch_dynamic": _check_compiled,
            "test_gradcheck": _check_gradcheck}
+
+
+# ---- inside compiled device programs ------------------------------------------------------------------------
+
+def run_device_extern(e, resolve, copy) -> dict:
+    """An extern step of a compiled OpenCL program whose op has a device kernel (a custom op with a
+    registered "opencl" kernel): the kernel on the device arrays ``resolve(node)`` gives, enqueued on the
+    device queue between the program's segments (no host copies). Returns ``{buffer id: DeviceArray}``
+    for the step's outputs, C-contiguous (``copy`` makes a contiguous copy) and checked against the
+    shapes and dtypes the program was specialised for."""
+    from .compiler import prims as P
+    args = [resolve(a) if isinstance(a, P.PNode) else a for a in e.args]
+    attrs = {k: resolve(v) if isinstance(v, P.PNode) else v for k, v in e.attrs.items()}
+    op = e.op_node.op
+    out = {}
+    for buf, r in zip(e.outs, op.device_kernel(args, attrs)):
+        if tuple(r.shape) != tuple(buf.shape) or r.dtype != buf.dtype:
+            raise RuntimeError(f"ember.compile: {op.name} returned {tuple(r.shape)} {r.dtype} where the compiled "
+                               f"program was specialised for {tuple(buf.shape)} {buf.dtype}")
+        out[buf.id] = r if r.is_contiguous() and r.offset == 0 else copy(r)
+    return out

@@ -186,8 +186,13 @@ class _Part:
         return base.view(base.offset + off * base.dtype.itemsize, n.shape, strides)
 
     def _extern(self, e, arrs):
-        """Host fallback: the op's NumPy kernel on host copies; results uploaded."""
+        """Host fallback: the op's NumPy kernel on host copies; results uploaded. An op with a device
+        kernel (a custom op's registered "opencl" kernel) runs on the device arrays instead."""
         rt = self.rt
+        if getattr(e.op_node.op, "device_kernel", None) is not None:
+            from ..library import run_device_extern
+            arrs.update(run_device_extern(e, lambda a: self.view(a, arrs), rt.copy))
+            return
         STATS["host_fallbacks"] += 1
         # never silent, like an eager op without a device kernel: ember.opencl.fallback_counts(), a warning
         _ocl_rt.record_fallback(e.op_node.op.name, f"in compiled program {self.label}: {e.reason}", device=rt.index)

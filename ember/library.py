@@ -79,8 +79,13 @@ class _Ctx:
 
 
 def _capturing() -> bool:
-    from .compiler.capture import Tracer
-    return any(isinstance(getattr(h, "__self__", None), Tracer) for h in _registry.HOOKS)
+    """Whether ember.compile is capturing (its tracer's hook is in the op hooks)."""
+    for h in _registry.HOOKS:
+        if getattr(h, "__name__", "") == "op_hook":
+            from .compiler.capture import Tracer
+            if isinstance(getattr(h, "__self__", None), Tracer):
+                return True
+    return False
 
 
 def _nout_of(fn) -> int:
@@ -184,6 +189,8 @@ class CustomOpDef:
 
     # ---- calling --------------------------------------------------------------------------------------
     def _bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self._params):
+            return dict(zip(self._params, args))
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -272,7 +279,7 @@ class CustomOpDef:
             if not isinstance(o, Tensor):
                 raise RuntimeError(f"{self._qualname}: output {i} of the implementation is a "
                                    f"{type(o).__name__}, expected a Tensor")
-            if o.device.type != device_type:
+            if (type(o._data) is np.ndarray) != (device_type == "cpu"):
                 raise RuntimeError(f"{self._qualname}: output {i} of the {device_type!r} kernel is on "
                                    f"{o.device}, expected a {device_type} tensor")
             d = o._data

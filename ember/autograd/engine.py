@@ -67,8 +67,12 @@ def _make_seeds(outputs, grad_outputs, fn_name):
                     f"element {i} of tensors does not require grad and does not have a grad_fn")
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            # (marked a constant before the move, so a capture makes it a device constant)
-            g = _on_device_of(t, _factory(wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)))
+            if type(t._data) is not np.ndarray:       # made on the device (None while capturing)
+                from ..ops.creation import _device_empty
+                g = _device_empty(t._data.shape, t._dtype, -1 - t._data.device, False, 1)
+            if g is None:
+                # (marked a constant before the move, so a capture makes it a device constant)
+                g = _on_device_of(t, _factory(wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:

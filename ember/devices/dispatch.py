@@ -36,10 +36,13 @@ from ..autograd.grad_mode import GRAD
 from ..ops import registry as R
 from . import opencl as _cl
 
-__all__ = ["activate", "deactivate", "run", "to_device", "device_of", "is_device_array", "KERNELS"]
+__all__ = ["activate", "deactivate", "run", "to_device", "device_of", "is_device_array", "KERNELS",
+           "FORCE_FALLBACK"]
 
 DeviceArray = _cl.DeviceArray
 KERNELS: dict = {}          # op name -> fn(op, device arrays and values, attrs) -> DeviceArray or tuple
+FORCE_FALLBACK: set = set()  # op names whose generated device kernel is not used (they fall back, counted):
+                             # a switch to measure what a device kernel saves (examples/custom_softshrink.py)
 _DEVICES: dict = {}         # index -> ember.device("opencl", index)
 _ACTIVE = [False]
 
@@ -140,6 +143,9 @@ def _generated(op, args, attrs, dev):
     compiler's primitives, rendered as OpenCL C, built once per op, shapes, dtypes and attributes), or
     None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over."""
     from ..compiler import cl_eager
+    if op.name in FORCE_FALLBACK:
+        _WHY[0] = "forced to the CPU by ember.devices.dispatch.FORCE_FALLBACK"
+        return None
     if any(type(v) is DeviceArray for v in attrs.values()):
         _WHY[0] = "device data passed as an attribute"     # not a one-op program's input
         return None

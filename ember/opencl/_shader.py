@@ -167,6 +167,14 @@ class ShaderKernel:
         self._lib = library
         self.__name__ = name
         self.params = params
+        # one entry per OpenCL argument: None for memory objects, the NumPy type of scalars (a pointer
+        # is a buffer and its element offset)
+        self._arg_dtypes = []
+        for p in params:
+            if p.pointer and p.space != "local":
+                self._arg_dtypes += [None, np.int64]
+            else:
+                self._arg_dtypes.append(None if p.pointer else p.np)
         self.__doc__ = f"__kernel void {name}({', '.join(map(repr, params))})"
 
     def __repr__(self):
@@ -253,6 +261,11 @@ class ShaderLibrary(types.SimpleNamespace):
                 prg = rt.build(self._built, device=device)
             except RuntimeError as e:
                 raise _compile_error(self._source, str(e)) from None
+            for name, k in vars(self).items():
+                if isinstance(k, ShaderKernel):
+                    # pyopencl packs scalars with a generated invoker once it knows their types (setting
+                    # them one by one without is ~100x slower); launch uses this same cl.Kernel object
+                    rt._runtime(device).kernel(prg, name).set_scalar_arg_dtypes(k._arg_dtypes)
             self._programs[device] = prg
         return prg
 

@@ -32,6 +32,26 @@ def _finish(arr, dtype, requires_grad, device=None, derived=False):
     return t
 
 
+def _device_empty(shape, dt, device, requires_grad, fill=None):
+    """An uninitialised tensor (filled with ``fill`` unless None) made on a device at once (no host
+    array uploaded), or None where the host path is needed: on the CPU, and while ember.compile
+    captures (it records factories' arrays). ``device`` may be ``-1 - index`` (a device tensor's)."""
+    if FACTORY[0] is not None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool) and device < 0:
+        index = -1 - device             # -1 - index: the device of an existing device tensor (empty_like)
+    else:
+        dev = _check_device(device)
+        if dev is CPU:
+            return None
+        index = dev.index or 0
+    from ..devices import dispatch, opencl
+    dispatch.activate()
+    arr = opencl.empty(shape, dt.np, index, op="empty")
+    t = wrap(arr if fill is None else opencl.fill_(arr, fill), dt)
+    return t.requires_grad_(True) if requires_grad else t
+
+
 def _infer_dtype(data):
     """torch's dtype inference for nested Python data: bool < int64 < default float."""
     kind = 0
@@ -162,8 +182,9 @@ def _factory(fill):
             if s < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
         dt = dtype_arg(dtype, f.__name__) or _dt.get_default_dtype()
-        arr = _alloc(shape, dt.np, fill, shape, dt.np)
-        r = _finish(arr, dt, requires_grad, device)
+        r = None if fill is not _EMPTY or device is None else _device_empty(shape, dt, device, requires_grad)
+        if r is None:
+            r = _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad, device)
         if out is not None:
             from .inplace import copy_out
             return copy_out(r, out)
@@ -173,7 +194,11 @@ def _factory(fill):
 
 zeros = _factory(lambda s, d: np.zeros(s, dtype=d))
 ones = _factory(lambda s, d: np.ones(s, dtype=d))
-empty = _factory(lambda s, d: np.empty(s, dtype=d))
+def _EMPTY(s, d):
+    return np.empty(s, dtype=d)
+
+
+empty = _factory(_EMPTY)
 zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
 
 
@@ -203,6 +228,10 @@ def _like(fn_fill):
         dt = dtype_arg(dtype, f.__name__) or input._dtype
         shape = input._data.shape
         # (as torch: the input's device unless one is given)
+        if fn_fill is _EMPTY and (device is not None or input._data.__class__ is not np.ndarray):
+            r = _device_empty(shape, dt, -1 - input._data.device if device is None else device, requires_grad)
+            if r is not None:
+                return r
         return _finish(_alloc(shape, dt.np, fn_fill, shape, dt.np), dt, requires_grad,
                        input.device if device is None else device)
     return f
@@ -210,7 +239,7 @@ def _like(fn_fill):
 
 zeros_like = _like(lambda s, d: np.zeros(s, dtype=d))
 ones_like = _like(lambda s, d: np.ones(s, dtype=d))
-empty_like = _like(lambda s, d: np.empty(s, dtype=d))
+empty_like = _like(_EMPTY)
 zeros_like.__name__, ones_like.__name__, empty_like.__name__ = "zeros_like", "ones_like", "empty_like"
 
 

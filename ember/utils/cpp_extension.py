@@ -153,10 +153,10 @@ def tensor_arg(name, p, a, device_type):
     if not isinstance(a, Tensor):
         raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) must be a Tensor of dtype "
                         f"{_dtype_name(p.np)}, not {type(a).__name__}")
-    if a.device.type != device_type:
+    d = a._data
+    if (type(d) is np.ndarray) != (device_type == "cpu"):
         where = "a CPU tensor" if device_type == "cpu" else f"a tensor on an {device_type} device"
         raise RuntimeError(f"{name}(): argument '{p.name}' ({p!r}) must be {where}, got one on {a.device}")
-    d = a._data
     if d.dtype != np.dtype(p.np):
         raise TypeError(f"{name}(): argument '{p.name}' ({p!r}) expects a tensor of dtype "
                         f"{_dtype_name(p.np)}, got {a.dtype}")

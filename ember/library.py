@@ -42,6 +42,7 @@ __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "re
 
 CUSTOM_OPS: dict = {}      # "ns::name" -> CustomOpDef
 _DEVICE_TYPES = ("cpu", "opencl")
+_CAPTURE_DEPTH = [0]       # > 0 while a custom op called under ember.compile's capture runs its kernel
 
 
 class _Namespace(types.SimpleNamespace):
@@ -103,11 +104,12 @@ def _nout_of(fn) -> int:
 class _CustomOpDef(OpDef):
     """A custom op's OpDef: ``device_kernel(arrays, attrs) -> [DeviceArray]`` is set once an "opencl"
     kernel is registered (compiled OpenCL programs run it in place of a host fallback)."""
-    __slots__ = ("device_kernel",)
+    __slots__ = ("device_kernel", "c_plans")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.device_kernel = None
+        self.c_plans = {}       # the C calls of the CPU kernel, for compiled programs (compiler/c_externs.py)
 
 
 class CustomOpDef:
@@ -209,16 +211,29 @@ class CustomOpDef:
                     raise NotImplementedError(f"{self._qualname}: argument '{k}' is on {v.device}; custom ops "
                                               "with mutates_args run on CPU tensors only so far")
             return self._call_mutating(vals)
-        if self._fake is None and _registry.HOOKS and _capturing():
-            raise RuntimeError(f"{self._qualname} has no fake implementation, which ember.compile needs to "
-                               f"capture it: register one with @{self._name}.register_fake (or "
-                               f"ember.library.register_fake({self._qualname!r})) returning empty tensors of "
-                               "the outputs' shapes and dtypes")
+        if _registry.HOOKS and _capturing():
+            return self._call_captured(vals)
         # on device tensors the dispatcher runs the "opencl" kernel when one is registered, else the CPU
         # kernel on host copies (a counted fallback, ember.opencl.fallback_counts())
         tensors = tuple(v for v in vals.values() if isinstance(v, Tensor))
         attrs = {k: v for k, v in vals.items() if not isinstance(v, Tensor)}
         return _registry.apply(self._opdef, tensors, attrs)
+
+    def _call_captured(self, vals):
+        """The call while ember.compile captures: the fake impl is required; the kernel (which runs with
+        the hooks cleared) checks its outputs against it and records its C calls."""
+        if self._fake is None:
+            raise RuntimeError(f"{self._qualname} has no fake implementation, which ember.compile needs to "
+                               f"capture it: register one with @{self._name}.register_fake (or "
+                               f"ember.library.register_fake({self._qualname!r})) returning empty tensors of "
+                               "the outputs' shapes and dtypes")
+        tensors = tuple(v for v in vals.values() if isinstance(v, Tensor))
+        attrs = {k: v for k, v in vals.items() if not isinstance(v, Tensor)}
+        _CAPTURE_DEPTH[0] += 1
+        try:
+            return _registry.apply(self._opdef, tensors, attrs)
+        finally:
+            _CAPTURE_DEPTH[0] -= 1
 
     def _call_mutating(self, vals):
         if _capturing():
@@ -265,9 +280,18 @@ class CustomOpDef:
         it = iter(arrays)
         call = [attrs[k] if k in attrs else wrap(next(it)) for k in self._params]
         from .autograd.grad_mode import no_grad
+        capturing = _CAPTURE_DEPTH[0] > 0
+        recorder = None
+        if capturing and device_type == "cpu":
+            from .compiler.c_externs import Recorder
+            recorder = Recorder()
         with no_grad():
-            res = impl(*call)
-            fake = self._fake(*call) if self._fake is not None and _capturing() else None
+            if recorder is None:
+                res = impl(*call)
+            else:
+                with recorder:
+                    res = impl(*call)
+            fake = self._fake(*call) if self._fake is not None and capturing else None
         outs = res if type(res) is tuple else (res,)
         if len(outs) != self._opdef.nout:
             raise RuntimeError(f"{self._qualname}: the implementation returned {len(outs)} outputs, the "
@@ -289,6 +313,8 @@ class CustomOpDef:
             elif any(getattr(a, "block", None) is d.block for a in arrays):
                 d = o.clone()._data
             datas.append(d)
+        if recorder is not None:
+            recorder.keep(self._opdef, arrays, attrs, datas)
         return datas
 
     def _backward_rule(self, node, *grads):

@@ -181,6 +181,21 @@ def test_example_softshrink_compiled_fullgraph(device):
         np.testing.assert_allclose(loss.item(), (ref_v ** 2).sum(), rtol=1e-5)
         np.testing.assert_allclose(x.grad.cpu().numpy(), ref_g, rtol=1e-5, atol=1e-6)
     assert ember.compiler.counters["graph_breaks"] == 0
+    if device == "cpu":
+        # the generated native program calls the C kernels itself (forward and backward): a replay makes
+        # no C call from Python
+        from ember.compiler import c_externs
+        from ember.utils import cpp_extension
+        assert c_externs.STATS["c_calls"] >= 2
+        seen = []
+        cpp_extension.CALL_RECORDERS.append(lambda fn, args: seen.append(fn.__name__))
+        try:
+            x = ember.tensor(xs - 1, requires_grad=True)
+            f(x).backward()
+        finally:
+            cpp_extension.CALL_RECORDERS.pop()
+        assert seen == []
+        np.testing.assert_allclose(x.grad.numpy(), _torch_ref(xs - 1, 0.5, 2.0)[1], rtol=1e-5, atol=1e-6)
     if device == "opencl":
         # the compiled device program enqueued the custom kernels between its own: no host steps
         assert cl_runner.STATS["programs"] > before["programs"]
@@ -225,6 +240,27 @@ def test_opencl_only_op_and_errors():
     twice.register_fake(lambda t: ember.empty_like(t))
     out = ember.compile(lambda t: twice(t) + 1, fullgraph=True)(x)
     np.testing.assert_array_equal(out.cpu().numpy(), np.arange(6.0) * 2 + 1)
+
+
+def test_c_kernel_that_is_not_a_plain_call_keeps_its_python_extern():
+    """A CPU kernel that computes with ember ops besides its C call is not turned into a native call
+    (the C call's output is not the op's output): the compiled program runs it from Python, correctly."""
+    from ember.compiler import c_externs
+    softshrink, _ = EX.ops()
+
+    @custom_op("testcl::shrink_plus_one", mutates_args=())
+    def shrink_plus_one(x: Tensor) -> Tensor:
+        return softshrink(x, 0.5) + 1
+
+    shrink_plus_one.register_fake(lambda x: ember.empty_like(x))
+    xs = np.linspace(-2, 2, 9, dtype=np.float32)
+    before = c_externs.STATS["c_calls"]
+    f = ember.compile(lambda t: shrink_plus_one(t * 1.0), fullgraph=True)
+    for k in range(2):
+        np.testing.assert_allclose(f(ember.tensor(xs + k)).numpy(),
+                                   torch.nn.functional.softshrink(torch.tensor(xs + k), 0.5).numpy() + 1)
+    assert c_externs.STATS["c_calls"] == before
+    assert all(p is None for p in shrink_plus_one._opdef.c_plans.values())
 
 
 # ---- the scenario ------------------------------------------------------------------------------------------

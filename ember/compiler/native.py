@@ -34,6 +34,7 @@ from ..tensor import wrap
 from . import logs
 from .build import _data_pointer       # (importing build first also sets OMP_WAIT_POLICY in time)
 from . import prims as P
+from . import c_externs
 from .decompose import decompose, Declined
 from .schedule import schedule
 from .lower import strided_layout
@@ -115,8 +116,9 @@ def _render(parts, options, name):
     uses_blas = False
     shared = {}
     for c in parts:
+        calls = c_externs.prepare(c)      # custom ops whose C kernels the entries call themselves
         src, entries, ub, ksrc = render_program(c.sched, c.slot_expr, c.pg.errors, options, name=c.prefix,
-                                                shared=shared)
+                                                shared=shared, extern_calls=calls)
         c.entries = entries
         c.kernel_src = ksrc
         c.timing = options.timing
@@ -256,6 +258,8 @@ class _Bound:
             mine = [e for e in sg if lo < e.seq <= hi]
             lo = hi
             self.segments.append((self.fns[i], None if step is None else step.effect, mine))
+        self.seg_entries = list(range(len(self.segments)))
+        c_externs.bind(self)
         self.temp_views = {}
         for bid, b in c.buffers.items():
             if b.kind == "temp" and not b.escapes:
@@ -317,7 +321,7 @@ class NativeRunner:
         for b in (self.fwd, self.bwd):
             if b is not None:
                 b.fns = [lib.entry(e) for e in b.c.entries]
-                b.segments = [(fn,) + seg[1:] for fn, seg in zip(b.fns, b.segments)]
+                b.segments = [(b.fns[i],) + seg[1:] for i, seg in zip(b.seg_entries, b.segments)]
 
     def build(self) -> bool:
         """Compile the C source (or load it from the disk cache); False when that failed (then the

@@ -651,11 +651,13 @@ def _buffers_of(st, sched) -> set:
     return out
 
 
-def render_program(sched, slot_of, errors, options, name="graph", shared=None) -> tuple:
+def render_program(sched, slot_of, errors, options, name="graph", shared=None, extern_calls=None) -> tuple:
     """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel bodies by name).
 
     ``shared`` (a dict body -> function name) deduplicates kernel functions across calls: the layers of
-    a model produce the same kernels over different buffers, and each is compiled once. The caller puts
+    a model produce the same kernels over different buffers, and each is compiled once.
+    ``extern_calls`` (segment index -> C lines, from ``c_externs.prepare``) ends those segments' entries
+    with the lines and a call of the next entry (the extern step runs natively). The caller puts
     ``prims.C_PRELUDE``, the OpenMP prelude and (when used) the BLAS prelude on top."""
     shared = {} if shared is None else shared
     parts = []
@@ -696,6 +698,10 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None) -
                 lines.append(calls[k.name])
             if checks.get(k.name):
                 lines.append("  if (((int64_t *)bufs[1])[0]) return;")
+        if extern_calls and si in extern_calls:
+            lines += extern_calls[si]
+            parts.append(f"void {name}_seg{si + 1}(void **bufs);")
+            lines.append(f"  {name}_seg{si + 1}(bufs);")
         entries.append(ename)
         parts.append(f"void {ename}(void **bufs) {{\n" + "\n".join(lines) + ("\n" if lines else "") + "}")
     if options.timing:

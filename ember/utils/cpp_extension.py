@@ -33,6 +33,8 @@ from ..tensor import Tensor
 
 __all__ = ["load_inline", "load", "CExtension"]
 
+CALL_RECORDERS: list = []   # fn(C function, converted arguments) after each call; ember.compile's C externs
+
 # C type (normalised: words joined by one space) -> (ctypes type, NumPy dtype for pointers, kind)
 _I, _F, _B = "int", "float", "bool"
 _TYPES = {
@@ -220,6 +222,9 @@ class _CFunction:
             else:
                 cargs.append(self._scalar(p, a))
         res = self.fn(*cargs)
+        if CALL_RECORDERS:
+            for rec in CALL_RECORDERS:
+                rec(self, cargs)
         for t in written:
             t._bump()
         if self.ret is not None and self.ret.ctype is ctypes.c_char:

@@ -8,19 +8,26 @@
 
     softshrink.register_autograd(backward, setup_context=setup_context)
     softshrink.register_kernel("cpu")(fn)        # the implementation used for CPU tensors
+    softshrink.register_kernel("opencl")(fn)     # ... for OpenCL tensors (e.g. an ember.opencl.compile_shader kernel)
 
     ember.ops.mylib.softshrink(x, 0.5)            # callable by its qualified name once registered
 
 A custom op is one ``OpDef`` (``ember.ops.registry``), kept in ``CUSTOM_OPS`` (not in the builtin
 ``REGISTRY``). Its kernel wraps the NumPy arrays as tensors, calls the user's function with grad off and
 unwraps the results, so ``ember.compile`` captures the op as ONE node and, having no decomposition, runs it
-as an extern call between the native segments (no graph break). Its derivative is the user's ``backward``
-(written in ember ops, so it is traced into compiled backward graphs too). ``setup_context(ctx, inputs,
-output)`` runs when the derivative is needed (it only stores what backward reads).
+as an extern step between the native segments (no graph break). While capturing, the fake impl is
+required (RuntimeError naming ``register_fake`` otherwise) and the kernel's outputs are checked against
+it; a CPU kernel that only allocates its outputs and calls ``cpp_extension`` C functions is called by the
+generated native program itself (``ember/compiler/c_externs.py``). Its derivative is the user's
+``backward`` (written in ember ops or other custom ops, so it is traced into compiled backward graphs
+too). ``setup_context(ctx, inputs, output)`` runs when the derivative is needed.
 
 Tensor arguments are the op's inputs; other arguments (numbers, bools, None, strings) are attributes.
-Kernels are registered for the CPU; on device tensors the op goes through the device dispatcher like any
-op without a device kernel (its CPU kernel on host copies, counted in ``ember.opencl.fallback_counts()``).
+On device tensors, an "opencl" kernel gets the device tensors (dispatcher entry in
+``ember.devices.dispatch.KERNELS``; in compiled device programs the extern step runs it on the device
+arrays: no copies); without one the op runs its CPU kernel on host copies, a counted fallback
+(``ember.opencl.fallback_counts()``). ``custom_op(..., device_types=d)`` makes the function the kernel
+of ``d`` only (as in torch); without ``device_types`` it serves the CPU.
 Ops with ``mutates_args`` run eagerly only (their writes bump the arguments' version counters); inside
 ``ember.compile`` they raise NotImplementedError, and so does recording autograd through them.
 """
@@ -184,6 +191,7 @@ class CustomOpDef:
             raise NotImplementedError(f"register_kernel({self._qualname}): ember runs custom ops on "
                                       f"{' and '.join(map(repr, _DEVICE_TYPES))}, not {device_type!r}")
         self._kernels[device_type] = f
+        self._opdef.c_plans.clear()         # recorded from the kernel this one replaces
         if device_type == "opencl":
             from .devices import dispatch
             dispatch.KERNELS[self._qualname] = self._device_dispatch

@@ -14,8 +14,9 @@ The pieces:
 - ``examples::softshrink`` and ``examples::softshrink_backward``: ``ember.library.custom_op``s with a
   "cpu" kernel (the C function) and an "opencl" kernel (the shader), a fake impl (shapes for
   ``ember.compile``) and, for the forward, ``register_autograd`` calling the backward op. Inside
-  ``ember.compile(fullgraph=True)`` each is one node of the graph; on the device the compiled program
-  enqueues the OpenCL kernel between its own kernels.
+  ``ember.compile(fullgraph=True)`` each is one node of the graph: on the CPU the generated native
+  program calls the C function itself; on the device the compiled program enqueues the OpenCL kernel
+  between its own kernels.
 
 Without the custom kernel, the fallback is forced with ``ember.devices.dispatch.FORCE_FALLBACK``
 (ember's own softshrink then runs on the CPU, as an op without a device kernel does).

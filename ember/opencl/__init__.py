@@ -8,6 +8,9 @@
     >>> ember.opencl.set_per_process_memory_fraction(0.5)     # at most half the device memory
     >>> start, end = ember.opencl.Event(enable_timing=True), ember.opencl.Event(enable_timing=True)
     >>> start.record(); ...; end.record(); start.elapsed_time(end)   # milliseconds on the device
+    >>> lib = ember.opencl.compile_shader("__kernel void twice(__global float* o, __global const float* x)"
+    ...                                   " { size_t i = get_global_id(0); o[i] = 2 * x[i]; }")
+    >>> lib.twice(out, x)                      # user OpenCL kernels on device tensors (see _shader.py)
 
 The runtime behind these (devices, storage, copies, the caching allocator, programs, events, fallback
 counters) is :mod:`ember.devices.opencl`; its docstring explains how it works. Everything here works

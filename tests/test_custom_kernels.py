@@ -72,6 +72,26 @@ def test_shader_values_views_threads_and_groups(lib):
     np.testing.assert_array_equal(r.cpu().numpy(), np.arange(3)[:, None] * 100 + np.arange(4))
 
 
+def test_shader_local_memory_and_work_groups():
+    lib = ember.opencl.compile_shader("""
+    __kernel void block_sum(__global float* out, __global const float* x, __local float* tmp) {
+        size_t l = get_local_id(0), n = get_local_size(0);
+        tmp[l] = x[get_global_id(0)];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (size_t s = n / 2; s > 0; s /= 2) {
+            if (l < s) tmp[l] += tmp[l + s];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (l == 0) out[get_group_id(0)] = tmp[0];
+    }""")
+    x = ember.arange(64.0, dtype=ember.float32, device="opencl")
+    out = ember.empty(4, device="opencl")
+    lib.block_sum(out, x, 16 * 4, threads=64, group_size=16)     # __local takes its size in bytes
+    np.testing.assert_array_equal(out.cpu().numpy(), np.arange(64.0).reshape(4, 16).sum(1))
+    with pytest.raises(TypeError, match=r"argument 'tmp' .*bytes of local memory"):
+        lib.block_sum(out, x, 0, threads=64, group_size=16)
+
+
 def test_shader_argument_errors_name_the_argument(lib):
     x = ember.randn(6, device="opencl")
     out = ember.empty_like(x)

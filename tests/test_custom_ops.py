@@ -364,3 +364,18 @@ def test_device_tensors_run_the_cpu_kernel_as_a_counted_fallback():
     np.testing.assert_allclose(x.grad.cpu().numpy(), ref.grad.numpy())
     with pytest.raises(NotImplementedError, match="'cuda'"):
         softshrink.register_kernel("cuda", lambda x, lambd: x)
+
+
+def test_compile_needs_a_fake_impl_and_checks_it_on_cpu():
+    @custom_op("testlib::nofake_cpu", mutates_args=())
+    def nofake(x: Tensor) -> Tensor:
+        return x * 2
+
+    with pytest.raises(RuntimeError, match=r"testlib::nofake_cpu has no fake implementation.*register_fake"):
+        ember.compile(lambda t: nofake(t) + 1, fullgraph=True)(ember.ones(3))
+    nofake.register_fake(lambda x: ember.empty(2, 2))
+    with pytest.raises(Exception, match=r"output 0: the fake impl gives \(2, 2\).*the kernel \(3,\)"):
+        ember.compile(lambda t: nofake(t) + 1, fullgraph=True)(ember.ones(3))
+    nofake.register_fake(lambda x: ember.empty_like(x))
+    np.testing.assert_array_equal(ember.compile(lambda t: nofake(t) + 1, fullgraph=True)(ember.ones(3)).numpy(),
+                                  [3, 3, 3])

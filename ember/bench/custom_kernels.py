@@ -11,6 +11,11 @@ weights and data, interleaved:
 - ``mlp step``: a training step of the MLP 784-256-256-256-10 (forward, loss, backward, SGD update;
   ends with a synchronize), batch 128 and 512.
 
+On the CPU, ``compiled softshrink``: ``ember.compile`` of a function calling the op with its C kernel,
+forward and backward, where the generated program calls the C functions itself (``native C call``)
+or, with ``ember.compiler.c_externs.ENABLED`` off while it is built, runs the op as a Python extern
+between its segments (``python extern``).
+
 ``python -m ember.bench custom_kernels``; the table gives medians per call; the report the ratios.
 """
 from __future__ import annotations
@@ -50,15 +55,42 @@ def _variants(ex, make):
     return out
 
 
+def _compiled_cases(ex, quick) -> list:
+    import ember
+    from ..compiler import c_externs
+    out = []
+    for batch in ((32,) if quick else (128, 512)):
+        x = ember.randn(batch, 256, requires_grad=True)
+        variants = {}
+        # (scales differ so the two programs are not one cache entry; the switch is read when a program
+        # is first rendered, which may be a few calls in, so every call sets it)
+        for label, native, scale in (("native C call", True, 2.0), ("python extern", False, 2.5)):
+            f = ember.compile(lambda t, s=scale: (ember.ops.examples.softshrink(t * s, 0.5) ** 2).sum(),
+                              fullgraph=True)
+
+            def run(f=f, native=native):
+                c_externs.ENABLED[0] = native
+                try:
+                    x.grad = None
+                    f(x).backward()
+                finally:
+                    c_externs.ENABLED[0] = True
+            variants[label] = run
+        out.append(Case(f"compiled softshrink fwd+bwd b{batch} (cpu)", "custom_kernels", variants))
+    return out
+
+
 def cases(quick: bool = False) -> list:
     import warnings
     import ember
-    if not ember.opencl.is_available() or not os.path.exists(_EXAMPLE):
+    if not os.path.exists(_EXAMPLE):
         return []
     warnings.simplefilter("ignore", UserWarning)       # the once-per-op fallback warning
     ex = _example()
+    out = _compiled_cases(ex, quick)
+    if not ember.opencl.is_available():
+        return out
     F = ember.nn.functional
-    out = []
     for batch in ((32,) if quick else (128, 512)):
         x = ember.randn(batch, 256, device="opencl", requires_grad=True)
 
@@ -83,8 +115,10 @@ def report(results) -> dict:
     for r in results:
         if r.suite == "custom_kernels":
             by.setdefault(r.name, {})[r.variant] = r.median
-    ratios = {name: v["fallback"] / v["custom kernel"] for name, v in by.items()
-              if "fallback" in v and "custom kernel" in v}
-    for name, q in ratios.items():
-        print(f"custom_kernels {name}: custom kernel {q:.2f}x the speed of the CPU fallback")
+    ratios = {}
+    for name, v in by.items():
+        for fast, slow in (("custom kernel", "fallback"), ("native C call", "python extern")):
+            if fast in v and slow in v:
+                ratios[name] = v[slow] / v[fast]
+                print(f"custom_kernels {name}: {fast} {ratios[name]:.2f}x the speed of the {slow}")
     return {"speedup": ratios}

@@ -35,6 +35,7 @@ import numpy as np
 from . import prims as P
 
 STATS = {"c_calls": 0}
+ENABLED = [True]     # False: every extern runs from Python (to measure what native calls save)
 
 
 def _key(shapes, dtypes, attrs) -> tuple:
@@ -125,8 +126,15 @@ def _literal(p, v) -> str:
 def prepare(c) -> dict:
     """``{segment index: [C lines]}`` for the extern steps of compiled program ``c`` that run as native
     calls; notes on ``c`` what ``bind`` needs (``c.c_externs``: segment -> (fn-pointer slots, output
-    buffers)). Adds a slot per C function called."""
+    buffers)). Adds a slot per C function called. Decided once per program: a later rendering (an
+    autotuning variant) gets the same lines, so every library built for ``c`` matches ``bind``."""
+    done = getattr(c, "c_extern_lines", None)
+    if done is not None:
+        return done
     lines_of, c.c_externs = {}, {}
+    c.c_extern_lines = lines_of
+    if not ENABLED[0]:
+        return lines_of
     segs = c.sched.segments
     for si, (kernels, step) in enumerate(segs):
         if step is None or step.kind != "extern" or si + 1 >= len(segs):
@@ -148,14 +156,9 @@ def prepare(c) -> dict:
         if plan is None or len(e.outs) != len({j for _, spec in plan for kind, j in spec if kind == "out"}):
             continue
         lines, fn_slots = [], []
-        for k, (fn, spec) in enumerate(plan):
-            # a slot per call, kept if the program is rendered again (autotuning variants share slots)
-            slot = c.fn_slots.get((si, k)) if hasattr(c, "fn_slots") else None
-            if slot is None:
-                if not hasattr(c, "fn_slots"):
-                    c.fn_slots = {}
-                slot = c.fn_slots[(si, k)] = c.nslots
-                c.nslots += 1
+        for fn, spec in plan:
+            slot = c.nslots
+            c.nslots += 1
             fn_slots.append((slot, fn))
             ptypes = ", ".join("void *" if p.pointer else p.cname for p in fn.params) or "void"
             ret = fn.ret.cname if fn.ret is not None else "void"

@@ -288,6 +288,15 @@ def test_conv_transpose_conv1d_adaptive_pools():
     _check(nn.Sequential(nn.AdaptiveAvgPool2d((2, 2)), nn.AdaptiveMaxPool2d(1)), ember.randn(1, 2, 6, 6))
 
 
+def test_3d_convolutions_and_pools():
+    m = nn.Sequential(nn.Conv3d(2, 4, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 2), dilation=(1, 1, 2)),
+                      nn.ReLU(), nn.MaxPool3d(2, ceil_mode=True), nn.AvgPool3d(2, 1, 1),
+                      nn.ConvTranspose3d(4, 3, 3, stride=2, padding=1, output_padding=(1, 0, 1)),
+                      nn.AdaptiveAvgPool3d((2, 3, 1)), nn.AdaptiveMaxPool3d(1))
+    mp = _check(m, ember.randn(2, 2, 6, 9, 7))
+    assert {"Conv", "MaxPool", "AveragePool", "ConvTranspose", "MatMul"} <= {n.op_type for n in mp.graph.node}
+
+
 def test_dynamic_sizes_used_as_numbers_and_aranges():
     def f(x):
         pos = ember.arange(x.shape[1]).float()[:, None]

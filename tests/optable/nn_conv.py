@@ -1,8 +1,8 @@
 """nn.functional linear / convolution / pooling / padding / interpolation ops against torch.
 
-Every op these families register is exercised here: ``linear``, ``conv2d`` with its derivative family
-(``conv_transpose2d``, ``conv2d_weight``), ``im2col``/``col2im``, ``max_pool2d`` with
-``max_pool_scatter``, ``avg_pool2d`` with ``avg_pool2d_backward``, ``adaptive_max_pool2d`` and
+Every op these families register is exercised here: ``linear``, ``conv2d``/``conv3d`` with their derivative
+families (``conv_transpose2d/3d``, ``conv2d/3d_weight``), ``im2col``/``col2im``, ``max_pool2d/3d`` with
+``max_pool_scatter``, ``avg_pool2d/3d`` with ``avg_pool2d/3d_backward``, ``adaptive_max_pool2d/3d`` and
 ``constant_pad_nd``. ``*_dd`` cases multiply by a second input so that the double-backward pass runs the
 derivatives of the backward ops as well.
 """
@@ -48,6 +48,15 @@ CASES = [
     Case("nn_conv_transpose2d_plain", lambda m, x, w: F(m).conv_transpose2d(x, w), shapes=((2, 3, 4, 4), (3, 2, 3, 3))),
     Case("nn_conv_transpose1d", lambda m, x, w, b: F(m).conv_transpose1d(x, w, b, stride=3, padding=1, output_padding=2),
          shapes=((2, 4, 5), (4, 3, 3), (3,)), double_backward=True),
+    Case("nn_conv3d", lambda m, x, w, b: F(m).conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 2), dilation=(1, 1, 2),
+                                                     groups=2),
+         shapes=((2, 4, 5, 6, 7), (6, 2, 3, 2, 3), (6,)), double_backward=True),
+    Case("nn_conv3d_same_unbatched", lambda m, x, w: F(m).conv3d(x, w, padding="same", dilation=(2, 1, 1)),
+         shapes=((3, 5, 4, 5), (2, 3, 3, 3, 2))),
+    Case("nn_conv_transpose3d", lambda m, x, w, b: F(m).conv_transpose3d(x, w, b, stride=2, padding=1,
+                                                                       output_padding=(1, 0, 1), groups=2,
+                                                                       dilation=(1, 2, 1)),
+         shapes=((2, 4, 3, 4, 3), (4, 3, 3, 2, 3), (6,)), double_backward=True),
     Case("nn_unfold", lambda m, x: F(m).unfold(x, (2, 3), padding=1, stride=2, dilation=(1, 2)), shapes=((2, 3, 6, 7),)),
     Case("nn_fold", lambda m, x: F(m).fold(x, (5, 6), 2, padding=1), shapes=((2, 8, 42),)),
     Case("nn_unfold_dd", lambda m, x, y: F(m).unfold(x, 2) * y, shapes=((2, 3, 5, 4), (2, 12, 12)),
@@ -83,6 +92,34 @@ CASES = [
          shapes=((2, 3, 5, 4), (2, 3, 3, 3)), dtypes=F64, double_backward=True),
     Case("nn_adaptive_max_pool1d", lambda m, x: F(m).adaptive_max_pool1d(x, 3, return_indices=True),
          shapes=((2, 3, 7),)),
+    Case("nn_max_pool3d", lambda m, x: F(m).max_pool3d(x, 3, 2, 1, return_indices=True), shapes=((2, 3, 5, 7, 6),)),
+    Case("nn_max_pool3d_ceil_dil", lambda m, x: F(m).max_pool3d(x, (3, 2, 2), (2, 3, 1), 1, dilation=(1, 2, 1),
+                                                               ceil_mode=True, return_indices=True),
+         shapes=((2, 3, 7, 8, 5),)),
+    Case("nn_max_pool3d_unbatched", lambda m, x: F(m).max_pool3d(x, 2), shapes=((3, 4, 6, 5),)),
+    Case("nn_max_pool3d_dd", lambda m, x, y: F(m).max_pool3d(x, 2, 1) * y, shapes=((2, 3, 4, 5, 4), (2, 3, 3, 4, 3)),
+         dtypes=F64, double_backward=True),
+    Case("nn_avg_pool3d", lambda m, x: F(m).avg_pool3d(x, 3, 2, 1), shapes=((2, 3, 5, 7, 8),)),
+    Case("nn_avg_pool3d_ceil_nopad", lambda m, x: F(m).avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+         shapes=((2, 3, 6, 7, 8),)),
+    Case("nn_avg_pool3d_divisor", lambda m, x: F(m).avg_pool3d(x, 2, 1, 1, divisor_override=3),
+         shapes=((2, 3, 4, 5, 4),)),
+    Case("nn_avg_pool3d_dd", lambda m, x, y: F(m).avg_pool3d(x, 2, 1, 1, ceil_mode=True) * y,
+         shapes=((2, 3, 4, 5, 4), (2, 3, 5, 6, 5)), dtypes=F64, double_backward=True),
+    Case("nn_adaptive_avg_pool3d", lambda m, x: F(m).adaptive_avg_pool3d(x, (3, 2, 5)), shapes=((2, 3, 7, 6, 8),)),
+    Case("nn_adaptive_avg_pool3d_none", lambda m, x: F(m).adaptive_avg_pool3d(x, (None, 3, 2)), shapes=((3, 5, 7, 8),)),
+    Case("nn_adaptive_avg_pool3d_div", lambda m, x: F(m).adaptive_avg_pool3d(x, 2), shapes=((2, 3, 4, 6, 8),)),
+    Case("nn_adaptive_avg_pool3d_global", lambda m, x: F(m).adaptive_avg_pool3d(x, 1), shapes=((2, 3, 4, 6, 8),)),
+    Case("nn_adaptive_max_pool3d", lambda m, x: F(m).adaptive_max_pool3d(x, (3, 2, 5), return_indices=True),
+         shapes=((2, 3, 7, 6, 8),)),
+    Case("nn_adaptive_max_pool3d_div", lambda m, x: F(m).adaptive_max_pool3d(x, 2, return_indices=True),
+         shapes=((2, 3, 4, 6, 8),)),
+    Case("nn_adaptive_max_pool3d_dd", lambda m, x, y: F(m).adaptive_max_pool3d(x, 3) * y,
+         shapes=((2, 3, 5, 4, 4), (2, 3, 3, 3, 3)), dtypes=F64, double_backward=True),
+    Case("nn_lp_pool3d", lambda m, x: F(m).lp_pool3d(x, 2, 2), shapes=((2, 3, 4, 6, 4),), low=0.5, high=2.0),
+    Case("nn_max_unpool3d", lambda m, x: F(m).max_unpool3d(*F(m).max_pool3d(x, 2, return_indices=True), 2,
+                                                           output_size=(5, 7, 5)),
+         shapes=((2, 3, 5, 7, 5),)),
     Case("nn_lp_pool2d", lambda m, x: F(m).lp_pool2d(x, 2, 2), shapes=((2, 3, 6, 8),), low=0.5, high=2.0),
     Case("nn_lp_pool1d", lambda m, x: F(m).lp_pool1d(x, 3, 2), shapes=((2, 3, 6),), low=0.5, high=2.0),
     Case("nn_max_unpool2d", lambda m, x: F(m).max_unpool2d(*F(m).max_pool2d(x, 2, return_indices=True), 2),

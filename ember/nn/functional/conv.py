@@ -1,8 +1,9 @@
-"""Linear maps and convolutions: ``linear``, ``bilinear``, ``conv1d/2d``, ``conv_transpose1d/2d``,
+"""Linear maps and convolutions: ``linear``, ``bilinear``, ``conv1d/2d/3d``, ``conv_transpose1d/2d/3d``,
 ``unfold`` (im2col) and ``fold`` (col2im).
 
-Convolution is three registered ops that are each other's derivatives, so gradients of any order stay
-inside the family:
+Convolution of each rank (2-d, 3-d) is three registered ops that are each other's derivatives, so
+gradients of any order stay inside the family (the NumPy kernels, shared by the ranks, are in
+``_conv_kernels``):
 
 * ``conv2d(x, w, b)``: im2col of the padded input (a strided NumPy view, copied once) times the
   weight, one batched BLAS matmul;
@@ -12,7 +13,8 @@ inside the family:
 
 With ``<g, conv2d(x, w)> = <conv_transpose2d(g, w), x> = <conv2d_weight(x, g), w>``, the derivative of
 each op is a call of the other two with the same geometry (stride, padding, dilation, groups).
-1-d convolutions run the 2-d ops on a height-1 view. Padding inside the ops is zero padding; other
+1-d convolutions run the 2-d ops on a height-1 view; ``conv3d``, ``conv_transpose3d`` and
+``conv3d_weight`` are the 3-d family. Padding inside the ops is zero padding; other
 padding modes pad first with ``F.pad`` (as torch's modules do).
 """
 from __future__ import annotations
@@ -20,14 +22,15 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.linalg_products import matmul_raw
+from . import _conv_kernels as _ck
 
-__all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+__all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "unfold", "fold"]
 
 _LOW = (np.dtype(_dt.float16.np), np.dtype(_dt.bfloat16.np))
 
@@ -60,11 +63,6 @@ def _cast_all(dt, *ts):
 
 
 # ---- small helpers ------------------------------------------------------------------------------------
-
-
-def _up(a):
-    # float16/bfloat16 accumulate in float32 (as torch's CPU kernels do) and round once at the end
-    return a.astype(np.float32) if a.dtype in _LOW else a
 
 
 def _tuple(v, n: int, name: str, op: str) -> tuple:
@@ -261,148 +259,8 @@ def bilinear(input1, input2, weight, bias=None):
     return y.reshape(lead + (O,))
 
 
-# ---- im2col / col2im on NumPy arrays ------------------------------------------------------------------
-
-
-def _out_size(n: int, k: int, s: int, p0: int, p1: int, d: int) -> int:
-    return (n + p0 + p1 - d * (k - 1) - 1) // s + 1
-
-
-def _padded(x, pad):
-    """Zero-pad the last two dims of a 4-d array by (top, bottom, left, right)."""
-    pt, pb, pl, pr = pad
-    if not (pt or pb or pl or pr):
-        return x
-    N, C, H, W = x.shape
-    xp = np.zeros((N, C, H + pt + pb, W + pl + pr), dtype=x.dtype)
-    xp[:, :, pt:pt + H, pl:pl + W] = x
-    return xp
-
-
-def _windows(xp, k, stride, dil, out_hw):
-    """A read-only strided view (N, C, kh, kw, Ho, Wo) of every kernel window of ``xp``."""
-    N, C = xp.shape[:2]
-    s0, s1, s2, s3 = xp.strides
-    return as_strided(xp, (N, C, k[0], k[1], out_hw[0], out_hw[1]),
-                      (s0, s1, s2 * dil[0], s3 * dil[1], s2 * stride[0], s3 * stride[1]), writeable=False)
-
-
-def _im2col(x, k, stride, pad, dil):
-    """Columns (N, C*kh*kw, Ho*Wo) of the zero-padded input and the output size (Ho, Wo)."""
-    N, C, H, W = x.shape
-    Ho = _out_size(H, k[0], stride[0], pad[0], pad[1], dil[0])
-    Wo = _out_size(W, k[1], stride[1], pad[2], pad[3], dil[1])
-    xp = _padded(x, pad)
-    cols = _windows(xp, k, stride, dil, (Ho, Wo)).reshape(N, C * k[0] * k[1], Ho * Wo)
-    return cols, Ho, Wo
-
-
-def _col2im(cols, out_hw, stride, pad, dil):
-    """Sum columns (N, C, kh, kw, Ho, Wo) back into an (N, C, H, W) image: one slice-add per kernel offset."""
-    N, C, kh, kw, Ho, Wo = cols.shape
-    H, W = out_hw
-    pt, pb, pl, pr = pad
-    Hp = max(H + pt + pb, (Ho - 1) * stride[0] + dil[0] * (kh - 1) + 1)
-    Wp = max(W + pl + pr, (Wo - 1) * stride[1] + dil[1] * (kw - 1) + 1)
-    xp = np.zeros((N, C, Hp, Wp), dtype=cols.dtype)
-    sh, sw = stride
-    for i in range(kh):
-        r0 = i * dil[0]
-        rows = slice(r0, r0 + sh * (Ho - 1) + 1, sh)
-        for j in range(kw):
-            c0 = j * dil[1]
-            xp[:, :, rows, c0:c0 + sw * (Wo - 1) + 1:sw] += cols[:, :, i, j]
-    if pt or pl or Hp != H or Wp != W:
-        xp = np.ascontiguousarray(xp[:, :, pt:pt + H, pl:pl + W])
-    return xp
-
-
 # ---- the convolution ops --------------------------------------------------------------------------------
-
-
-# im2col columns are about C*kh*kw times the input: past this many elements per call, go a batch slice
-# at a time so memory stays bounded (the result is the same)
-_COLS_LIMIT = 1 << 25
-
-
-def _batch_step(N: int, per_sample: int) -> int:
-    return max(1, min(N, _COLS_LIMIT // max(per_sample, 1)))
-
-
-def _conv2d_kernel(x, w, b, stride, pad, dil, groups):
-    dt = x.dtype
-    x, w = _up(x), _up(w)
-    N, C, H, W = x.shape
-    O, Cg, kh, kw = w.shape
-    G = groups
-    Ho = _out_size(H, kh, stride[0], pad[0], pad[1], dil[0])
-    Wo = _out_size(W, kw, stride[1], pad[2], pad[3], dil[1])
-    wm = w.reshape(O, -1) if G == 1 else w.reshape(G, O // G, -1)
-    out = np.empty((N, O, Ho * Wo), dtype=np.result_type(x.dtype, w.dtype))
-    step = _batch_step(N, C * kh * kw * Ho * Wo)
-    for s in range(0, N, step):
-        cols, _, _ = _im2col(x[s:s + step], (kh, kw), stride, pad, dil)
-        n = cols.shape[0]
-        if G == 1:
-            np.matmul(wm, cols, out=out[s:s + n])                 # one GEMM per sample
-        else:
-            out[s:s + n] = np.matmul(wm, cols.reshape(n, G, -1, Ho * Wo)).reshape(n, O, Ho * Wo)
-    if b is not None:
-        out += _up(b).reshape(1, O, 1)
-    out = out.reshape(N, O, Ho, Wo)
-    return out.astype(dt) if out.dtype != dt else out
-
-
-def _conv_t_kernel(y, w, b, stride, pad, dil, groups, out_hw):
-    dt = y.dtype
-    y, w = _up(y), _up(w)
-    N, O, Ho, Wo = y.shape
-    _, Cg, kh, kw = w.shape
-    G = groups
-    wt = w.reshape(O, -1).T if G == 1 else w.reshape(G, O // G, -1).transpose(0, 2, 1)
-    out = None
-    step = _batch_step(N, Cg * G * kh * kw * Ho * Wo)
-    for s in range(0, N, step):
-        ys = y[s:s + step]
-        n = ys.shape[0]
-        if G == 1:
-            cols = np.matmul(wt, ys.reshape(n, O, Ho * Wo))
-        else:
-            cols = np.matmul(wt, ys.reshape(n, G, O // G, Ho * Wo))
-        part = _col2im(cols.reshape(n, Cg * G, kh, kw, Ho, Wo), out_hw, stride, pad, dil)
-        if step >= N:
-            out = part
-        else:
-            if out is None:
-                out = np.empty((N,) + part.shape[1:], dtype=part.dtype)
-            out[s:s + n] = part
-    if b is not None:
-        out += _up(b).reshape(1, -1, 1, 1)
-    return out.astype(dt) if out.dtype != dt else out
-
-
-def _conv_w_kernel(x, g, stride, pad, dil, groups, kernel):
-    dt = x.dtype
-    x, g = _up(x), _up(g)
-    N, C = x.shape[:2]
-    O, Ho, Wo = g.shape[1:]
-    G = groups
-    gw = None
-    step = _batch_step(N, C * kernel[0] * kernel[1] * Ho * Wo)
-    for s in range(0, N, step):
-        cols, _, _ = _im2col(x[s:s + step], kernel, stride, pad, dil)
-        n = cols.shape[0]
-        gs = g[s:s + n]
-        if G == 1:
-            part = np.matmul(gs.reshape(n, O, Ho * Wo), cols.transpose(0, 2, 1)).sum(0)
-        else:
-            part = np.matmul(gs.reshape(n, G, O // G, Ho * Wo),
-                             cols.reshape(n, G, -1, Ho * Wo).transpose(0, 1, 3, 2)).sum(0)
-        gw = part if gw is None else gw + part
-    if gw is None:          # an empty batch: no contribution
-        gw = np.zeros((O, C // G * kernel[0] * kernel[1]), dtype=np.result_type(x.dtype, g.dtype))
-    gw = gw.reshape(O, C // G, kernel[0], kernel[1])
-    return gw.astype(dt) if gw.dtype != dt else gw
+# (the NumPy kernels, any number of spatial dims, are in _conv_kernels)
 
 
 def _geom(attrs) -> dict:
@@ -410,18 +268,23 @@ def _geom(attrs) -> dict:
 
 
 def _bias_grad(g):
-    return g.sum((0, 2, 3))
+    return g.sum((0,) + tuple(range(2, g._data.ndim)))
 
 
-def _conv2d_bw(ctx, g):
+# per rank: (convolution, transposed convolution, weight gradient); every op's derivative calls the others
+_FAMILY: dict = {}
+
+
+def _conv_bw(ctx, g):
     x, w, b = ctx.inputs
+    conv, conv_t, conv_w = _FAMILY[ctx.op.name]
     geo = _geom(ctx.attrs)
     need = ctx.edges
     gx = gw = gb = None
     if need[0] is not None:
-        gx = apply(CONV_T, (g, w, None), dict(geo, out_hw=x._data.shape[2:]))
+        gx = apply(conv_t, (g, w, None), dict(geo, out_hw=x._data.shape[2:]))
     if need[1] is not None:
-        gw = apply(CONV_W, (x, g), dict(geo, kernel=w._data.shape[2:]))
+        gw = apply(conv_w, (x, g), dict(geo, kernel=w._data.shape[2:]))
     if b is not None and need[2] is not None:
         gb = _bias_grad(g)
     return gx, gw, gb
@@ -429,13 +292,14 @@ def _conv2d_bw(ctx, g):
 
 def _conv_t_bw(ctx, g):
     y, w, b = ctx.inputs
+    conv, conv_t, conv_w = _FAMILY[ctx.op.name]
     geo = _geom(ctx.attrs)
     need = ctx.edges
     gy = gw = gb = None
     if need[0] is not None:
-        gy = apply(CONV2D, (g, w, None), geo)
+        gy = apply(conv, (g, w, None), geo)
     if need[1] is not None:
-        gw = apply(CONV_W, (g, y), dict(geo, kernel=w._data.shape[2:]))
+        gw = apply(conv_w, (g, y), dict(geo, kernel=w._data.shape[2:]))
     if b is not None and need[2] is not None:
         gb = _bias_grad(g)
     return gy, gw, gb
@@ -443,21 +307,31 @@ def _conv_t_bw(ctx, g):
 
 def _conv_w_bw(ctx, gg):
     x, g = ctx.inputs
+    conv, conv_t, conv_w = _FAMILY[ctx.op.name]
     geo = _geom(ctx.attrs)
     need = ctx.edges
     gx = gg_ = None
     if need[0] is not None:
-        gx = apply(CONV_T, (g, gg, None), dict(geo, out_hw=x._data.shape[2:]))
+        gx = apply(conv_t, (g, gg, None), dict(geo, out_hw=x._data.shape[2:]))
     if need[1] is not None:
-        gg_ = apply(CONV2D, (x, gg, None), geo)
+        gg_ = apply(conv, (x, gg, None), geo)
     return gx, gg_
 
 
-CONV2D = register("conv2d", _conv2d_kernel, _conv2d_bw, save="i")
-CONV_T = register("conv_transpose2d", _conv_t_kernel, _conv_t_bw, save="i")
-CONV2D.node_name = CONV_T.node_name = "ConvolutionBackward0"    # torch's one convolution op, any rank
+def _register_family(nsp: int):
+    ops = (register(f"conv{nsp}d", _ck.conv_kernel, _conv_bw, save="i"),
+           register(f"conv_transpose{nsp}d", _ck.conv_t_kernel, _conv_t_bw, save="i"),
+           register(f"conv{nsp}d_weight", _ck.conv_w_kernel, _conv_w_bw, save="i"))
+    ops[0].node_name = ops[1].node_name = "ConvolutionBackward0"    # torch's one convolution op, any rank
+    for op in ops:
+        _FAMILY[op.name] = ops
+    return ops
+
+
+# 1-d convolutions run the 2-d ops on a height-1 view; 3-d ones have their own ops (same kernels)
+CONV2D, CONV_T, CONV_W = _register_family(2)
+CONV3D, CONV_T3D, CONV_W3D = _register_family(3)
 _CONVOLUTION = node_class("ConvolutionBackward0")
-CONV_W = register("conv2d_weight", _conv_w_kernel, _conv_w_bw, save="i")
 
 
 # ---- argument checking shared by the public functions --------------------------------------------------
@@ -548,6 +422,17 @@ def _check_bias(bias, n_out, weight):
                            f"{_shape_str(bias._data.shape)} instead")
 
 
+def _lift_1d(x, w, stride, pads, dilation, nsp):
+    """1-d convolutions run the 2-d ops on a height-1 view: the view and the geometry with a unit height."""
+    if nsp != 1:
+        return x, w, stride, pads, dilation
+    return x.unsqueeze(2), w.unsqueeze(2), (1,) + stride, [(0, 0)] + pads, (1,) + dilation
+
+
+def _flat_pads(pads) -> tuple:
+    return tuple(v for p in pads for v in p)
+
+
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nsp, op):
     dt = _autocast_dtype() if not _AMP or _AMP[0] is not None else None
     if dt is not None:
@@ -557,28 +442,26 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nsp, op):
     x, unbatched = _batched(input, nsp, op)
     _check_channels(x, weight, groups, False, unbatched)
     _check_bias(bias, weight._data.shape[0], weight)
-    w = weight
-    if nsp == 1:
-        # run the 2-d op on a height-1 image
-        x = x.unsqueeze(2)
-        w = weight.unsqueeze(2)
-        stride, dilation = (1,) + stride, (1,) + dilation
-        pads = [(0, 0)] + pads
-    H, W = x._data.shape[2:]
+    x, w, stride, pads, dilation = _lift_1d(x, weight, stride, pads, dilation, nsp)
+    sp = x._data.shape[2:]
     k = w._data.shape[2:]
-    ins = (H + pads[0][0] + pads[0][1], W + pads[1][0] + pads[1][1])
-    eff = (dilation[0] * (k[0] - 1) + 1, dilation[1] * (k[1] - 1) + 1)
-    if ins[0] < eff[0] or ins[1] < eff[1]:
+    ins = tuple(n + p[0] + p[1] for n, p in zip(sp, pads))
+    eff = tuple(d * (kk - 1) + 1 for d, kk in zip(dilation, k))
+    if any(i < e for i, e in zip(ins, eff)):
         p_in = ins[1:] if nsp == 1 else ins
         e_k = eff[1:] if nsp == 1 else eff
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, p_in))}). Kernel "
                            f"size: ({' x '.join(map(str, e_k))}). Kernel size can't be greater than actual input size")
-    attrs = {"stride": stride, "pad": (pads[0][0], pads[0][1], pads[1][0], pads[1][1]), "dil": dilation,
-             "groups": int(groups)}
-    out = apply(CONV2D, (x, w, bias), attrs)
+    attrs = {"stride": stride, "pad": _flat_pads(pads), "dil": dilation, "groups": int(groups)}
+    out = apply(CONV3D if nsp == 3 else CONV2D, (x, w, bias), attrs)
     if nsp == 1:
         out = rename(out.squeeze(2), _CONVOLUTION)     # torch convolves 1-d directly: one node
     return out.squeeze(0) if unbatched else out
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution of (N, C, D, H, W) input with (O, C/groups, kd, kh, kw) weight."""
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -597,6 +480,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
+_DIM_NAMES = ("depth", "height", "width")
+
+
 def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, nsp, op):
     dt = _autocast_dtype() if not _AMP or _AMP[0] is not None else None
     if dt is not None:
@@ -611,33 +497,35 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     n_out = weight._data.shape[1] * groups
     _check_bias(bias, n_out, weight)
     if any(o < 0 or (o >= s and o >= d) for o, s, d in zip(opad, stride, dilation)):
-        # torch reports in 2-d terms (a 1-d call is a height-1 2-d call)
+        # torch reports in 2-d terms for a 1-d call (a height-1 2-d call)
         o2, s2, d2 = ((0,) + opad, (1,) + stride, (1,) + dilation) if nsp == 1 else (opad, stride, dilation)
-        raise RuntimeError(
-            f"output padding must be smaller than either stride or dilation, but got output_padding_height: "
-            f"{o2[0]} output_padding_width: {o2[1]} stride_height: {s2[0]} stride_width: {s2[1]} "
-            f"dilation_height: {d2[0]} dilation_width: {d2[1]}")
-    w = weight
+        names = _DIM_NAMES[-len(o2):]
+        parts = [f"output_padding_{n}: {v}" for n, v in zip(names, o2)] + \
+            [f"stride_{n}: {v}" for n, v in zip(names, s2)] + [f"dilation_{n}: {v}" for n, v in zip(names, d2)]
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but got " + " ".join(parts))
+    x, w, stride, pads, dilation = _lift_1d(x, weight, stride, pads, dilation, nsp)
     if nsp == 1:
-        x = x.unsqueeze(2)
-        w = weight.unsqueeze(2)
-        stride, dilation, opad = (1,) + stride, (1,) + dilation, (0,) + opad
-        pads = [(0, 0)] + pads
-    Ho, Wo = x._data.shape[2:]
+        opad = (0,) + opad
+    sp = x._data.shape[2:]
     k = w._data.shape[2:]
     out_hw = tuple((n - 1) * s - p[0] - p[1] + d * (kk - 1) + o + 1
-                   for n, s, p, d, kk, o in zip((Ho, Wo), stride, pads, dilation, k, opad))
-    if out_hw[0] <= 0 or out_hw[1] <= 0:
+                   for n, s, p, d, kk, o in zip(sp, stride, pads, dilation, k, opad))
+    if any(v <= 0 for v in out_hw):
         shown = out_hw[1:] if nsp == 1 else out_hw
         given = " x ".join(map(str, x._data.shape[2 + (nsp == 1):]))
         raise RuntimeError(f"Given input size per channel: ({given}). Calculated output size per channel: "
                            f"({' x '.join(map(str, shown))}). Output size is too small")
-    attrs = {"stride": stride, "pad": (pads[0][0], pads[0][1], pads[1][0], pads[1][1]), "dil": dilation,
-             "groups": int(groups), "out_hw": out_hw}
-    out = apply(CONV_T, (x, w, bias), attrs)
+    attrs = {"stride": stride, "pad": _flat_pads(pads), "dil": dilation, "groups": int(groups), "out_hw": out_hw}
+    out = apply(CONV_T3D if nsp == 3 else CONV_T, (x, w, bias), attrs)
     if nsp == 1:
         out = rename(out.squeeze(2), _CONVOLUTION)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-d transposed convolution of (N, Cin, D, H, W) input with (Cin, Cout/groups, kd, kh, kw) weight."""
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                              "conv_transpose3d")
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -657,16 +545,15 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def _im2col_kernel(x, k, stride, pad, dil):
-    cols, _, _ = _im2col(x, k, stride, pad, dil)
+    cols, _ = _ck.im2col(x, k, stride, pad, dil)
     return np.ascontiguousarray(cols)
 
 
 def _col2im_kernel(c, out_hw, k, stride, pad, dil):
     N, CK, L = c.shape
     C = CK // (k[0] * k[1])
-    Ho = _out_size(out_hw[0], k[0], stride[0], pad[0], pad[1], dil[0])
-    Wo = _out_size(out_hw[1], k[1], stride[1], pad[2], pad[3], dil[1])
-    return _col2im(c.reshape(N, C, k[0], k[1], Ho, Wo), out_hw, stride, pad, dil)
+    o = _ck.out_sizes(out_hw, k, stride, pad, dil)
+    return _ck.col2im(c.reshape((N, C) + tuple(k) + o), out_hw, stride, pad, dil)
 
 
 def _im2col_bw(ctx, g):
@@ -712,8 +599,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {nd}D)")
     x = input.unsqueeze(0) if nd == 3 else input
     H, W = x._data.shape[2:]
-    Ho = _out_size(H, k[0], s[0], p[0], p[1], d[0])
-    Wo = _out_size(W, k[1], s[1], p[2], p[3], d[1])
+    Ho = _ck.out_size(H, k[0], s[0], p[0], p[1], d[0])
+    Wo = _ck.out_size(W, k[1], s[1], p[2], p[3], d[1])
     if Ho < 1 or Wo < 1:
         raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({k[0]}, {k[1]}), "
                            f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[2]}), calculated shape of the array "
@@ -736,8 +623,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if CK % (k[0] * k[1]):
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
                            f"but got input.size(1)={CK} and kernel_size=({k[0]}, {k[1]})")
-    Ho = _out_size(out_hw[0], k[0], s[0], p[0], p[1], d[0])
-    Wo = _out_size(out_hw[1], k[1], s[1], p[2], p[3], d[1])
+    Ho = _ck.out_size(out_hw[0], k[0], s[0], p[0], p[1], d[0])
+    Wo = _ck.out_size(out_hw[1], k[1], s[1], p[2], p[3], d[1])
     if Ho * Wo != L:
         raise RuntimeError(f"Given output_size=({out_hw[0]}, {out_hw[1]}), kernel_size=({k[0]}, {k[1]}), "
                            f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[2]}), stride=({s[0]}, {s[1]}), "
@@ -758,5 +645,6 @@ def _export_toplevel(pairs) -> None:
             setattr(root, name, fn)
 
 
-_export_toplevel([("conv1d", conv1d), ("conv2d", conv2d), ("conv_transpose1d", conv_transpose1d),
-                  ("conv_transpose2d", conv_transpose2d), ("bilinear", bilinear)])
+_export_toplevel([("conv1d", conv1d), ("conv2d", conv2d), ("conv3d", conv3d), ("conv_transpose1d", conv_transpose1d),
+                  ("conv_transpose2d", conv_transpose2d), ("conv_transpose3d", conv_transpose3d),
+                  ("bilinear", bilinear)])

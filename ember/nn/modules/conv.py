@@ -1,4 +1,4 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``.
+"""Convolution layers: ``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d``.
 
 Constructor arguments, attribute values (tuples), parameter shapes, default initialisation and ``repr``
 follow torch. Non-zero ``padding_mode`` pads with ``F.pad`` first and convolves unpadded, as torch does.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from .module import Module
 from .. import functional as F
 from .. import init
-from .utils import _single, _pair, _reverse_repeat_tuple, _weight_and_bias
+from .utils import _single, _pair, _triple, _reverse_repeat_tuple, _weight_and_bias
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 class _ConvNd(Module):
@@ -134,6 +134,29 @@ class Conv2d(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
+class Conv3d(_ConvNd):
+    """3-d convolution over (N, C_in, D, H, W) input.
+
+        >>> ember.nn.Conv3d(2, 4, 3)
+        Conv3d(2, 4, kernel_size=(3, 3, 3), stride=(1, 1, 1))
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         padding if isinstance(padding, str) else _triple(padding), _triple(dilation), False,
+                         _triple(0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                            weight, bias, self.stride, _triple(0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
 class _ConvTransposeNd(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
                  output_padding, groups, bias, padding_mode, device=None, dtype=None) -> None:
@@ -202,4 +225,21 @@ class ConvTranspose2d(_ConvTransposeNd):
         op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 2,
                                   self.dilation)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution; ``forward(input, output_size=None)``."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride), _triple(padding),
+                         _triple(dilation), True, _triple(output_padding), groups, bias, padding_mode, device,
+                         dtype)
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 3,
+                                  self.dilation)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                                   self.dilation)

@@ -1,12 +1,13 @@
-"""Pooling layers: max / average / adaptive / power-average pooling (1-d, 2-d) and max unpooling."""
+"""Pooling layers: max / average / adaptive / power-average pooling (1-d, 2-d, 3-d) and max unpooling."""
 from __future__ import annotations
 
 from .module import Module
 from .. import functional as F
-from .utils import _single, _pair
+from .utils import _single, _pair, _triple
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -45,6 +46,14 @@ class MaxPool2d(_MaxPoolNd):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """3-d max pooling over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
 class AvgPool1d(Module):
     """1-d average pooling."""
 
@@ -65,8 +74,8 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
-    """2-d average pooling (``count_include_pad``, ``divisor_override`` as torch)."""
+class _AvgPoolNd(Module):
+    """2-d/3-d average pooling (``count_include_pad``, ``divisor_override`` as torch); ``_fn`` pools."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override=None) -> None:
@@ -79,11 +88,23 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                        self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-d average pooling (``count_include_pad``, ``divisor_override`` as torch)."""
+
+    _fn = staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-d average pooling over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _fn = staticmethod(F.avg_pool3d)
 
 
 class _AdaptiveAvgPoolNd(Module):
@@ -109,6 +130,13 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """3-d average pooling to a fixed output size (``None`` keeps that input size)."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class _AdaptiveMaxPoolNd(Module):
     def __init__(self, output_size, return_indices: bool = False) -> None:
         super().__init__()
@@ -131,6 +159,13 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """3-d max pooling to a fixed output size."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class _LPPoolNd(Module):
@@ -160,33 +195,46 @@ class LPPool2d(_LPPoolNd):
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
-class MaxUnpool1d(Module):
-    """Partial inverse of MaxPool1d: ``forward(input, indices, output_size=None)``."""
+class LPPool3d(_LPPoolNd):
+    """3-d power-average pooling."""
+
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    """``forward(input, indices, output_size=None)``: the partial inverse of max pooling (``_fn``), with
+    the geometry as ``_ntuple`` (one of _single/_pair/_triple) tuples."""
 
     def __init__(self, kernel_size, stride=None, padding=0) -> None:
         super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
+        self.kernel_size = self._ntuple(kernel_size)
+        self.stride = self._ntuple(stride if stride is not None else kernel_size)
+        self.padding = self._ntuple(padding)
 
     def forward(self, input, indices, output_size=None):
-        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+        return self._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class MaxUnpool2d(Module):
-    """Partial inverse of MaxPool2d: ``forward(input, indices, output_size=None)``."""
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool1d."""
 
-    def __init__(self, kernel_size, stride=None, padding=0) -> None:
-        super().__init__()
-        self.kernel_size = _pair(kernel_size)
-        self.stride = _pair(stride if stride is not None else kernel_size)
-        self.padding = _pair(padding)
+    _ntuple = staticmethod(_single)
+    _fn = staticmethod(F.max_unpool1d)
 
-    def forward(self, input, indices, output_size=None):
-        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool2d."""
+
+    _ntuple = staticmethod(_pair)
+    _fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool3d."""
+
+    _ntuple = staticmethod(_triple)
+    _fn = staticmethod(F.max_unpool3d)

@@ -42,33 +42,36 @@ def _linear(b, node, node2):
     _out(b, node, r)
 
 
-@conv("conv2d")
+def _onnx_pads(pad) -> list:
+    """ember's (before0, after0, before1, after1, ...) as ONNX's [before0, before1, ..., after0, after1, ...]."""
+    p = [int(v) for v in pad]
+    return p[0::2] + p[1::2]
+
+
+@conv("conv2d", "conv3d")
 def _conv2d(b, node, node2):
     x, w, bias = node.inputs[:3]
     a = node.attrs
-    pt, pb, pl, pr = (int(p) for p in a["pad"])
-    kh, kw = w.shape[2], w.shape[3]
     ins = [b.name(x), b.name(w)] + ([b.name(bias)] if bias is not None else [])
-    _out(b, node, b.op("Conv", ins, kernel_shape=[kh, kw], strides=list(a["stride"]), pads=[pt, pl, pb, pr],
-                       dilations=list(a["dil"]), group=int(a["groups"])))
+    _out(b, node, b.op("Conv", ins, kernel_shape=[int(k) for k in w.shape[2:]], strides=list(a["stride"]),
+                       pads=_onnx_pads(a["pad"]), dilations=list(a["dil"]), group=int(a["groups"])))
 
 
-@conv("conv_transpose2d", dynamic=("out_hw",))
+@conv("conv_transpose2d", "conv_transpose3d", dynamic=("out_hw",))
 def _conv_t(b, node, node2):
     y, w, bias = node.inputs[:3]
     a = node.attrs
-    pt, pb, pl, pr = (int(p) for p in a["pad"])
-    kh, kw = w.shape[2], w.shape[3]
+    pad = [int(v) for v in a["pad"]]
+    k = [int(v) for v in w.shape[2:]]
     s, d = list(a["stride"]), list(a["dil"])
-    H, W = y.shape[2], y.shape[3]
-    oh, ow = a["out_hw"]
-    opad = [oh - ((H - 1) * s[0] + d[0] * (kh - 1) + 1 - pt - pb), ow - ((W - 1) * s[1] + d[1] * (kw - 1) + 1 - pl - pr)]
+    opad = [int(o - ((n - 1) * s[i] + d[i] * (k[i] - 1) + 1 - pad[2 * i] - pad[2 * i + 1]))
+            for i, (n, o) in enumerate(zip(y.shape[2:], a["out_hw"]))]
     ins = [b.name(y), b.name(w)] + ([b.name(bias)] if bias is not None else [])
-    _out(b, node, b.op("ConvTranspose", ins, kernel_shape=[kh, kw], strides=s, pads=[pt, pl, pb, pr], dilations=d,
-                       group=int(a["groups"]), output_padding=[int(p) for p in opad]))
+    _out(b, node, b.op("ConvTranspose", ins, kernel_shape=k, strides=s, pads=_onnx_pads(pad), dilations=d,
+                       group=int(a["groups"]), output_padding=opad))
 
 
-@conv("max_pool2d")
+@conv("max_pool2d", "max_pool3d")
 def _max_pool(b, node, node2):
     a = node.attrs
     p = [int(v) for v in a["p"]]
@@ -77,20 +80,20 @@ def _max_pool(b, node, node2):
     # output 1 (torch-style per-plane indices) is left unset: ONNX's indices count over the whole tensor
 
 
-@conv("avg_pool2d")
+@conv("avg_pool2d", "avg_pool3d")
 def _avg_pool(b, node, node2):
     a = node.attrs
     if a.get("div"):
-        raise _unsupported(b, node, "avg_pool2d with divisor_override")
+        raise _unsupported(b, node, f"{node.op.name} with divisor_override")
     p = [int(v) for v in a["p"]]
     _out(b, node, b.op("AveragePool", [b.name(node.inputs[0])], kernel_shape=list(a["k"]), strides=list(a["s"]),
                        pads=p + p, ceil_mode=int(bool(a["ceil"])), count_include_pad=int(bool(a["cip"]))))
 
 
-@conv("adaptive_max_pool2d")
+@conv("adaptive_max_pool2d", "adaptive_max_pool3d")
 def _adaptive_max(b, node, node2):
-    if tuple(node.attrs["out_hw"]) != (1, 1):
-        raise _unsupported(b, node, "adaptive_max_pool2d to a size other than 1x1")
+    if any(int(o) != 1 for o in node.attrs["out_hw"]):
+        raise _unsupported(b, node, f"{node.op.name} to a size other than 1")
     _out(b, node, b.op("GlobalMaxPool", [b.name(node.inputs[0])]))
 
 

@@ -70,3 +70,21 @@ def _int_dim(dim, op: str, arg: str = "dim") -> int:
     if isinstance(dim, builtins.bool) or not isinstance(dim, (int, np.integer)):
         raise TypeError(f"{op}(): argument '{arg}' must be int, not {type(dim).__name__}")
     return int(dim)
+
+
+def numpy_names(op: str, dim, keepdim, axis, keepdims, default=None, required: bool = False):
+    """torch's NumPy spellings: ``axis=`` stands for ``dim`` and ``keepdims=`` for ``keepdim`` when those
+    are not given too (both at once is a TypeError, as torch's argument parser says); a required ``dim``
+    given by neither is a TypeError. Returns (dim, keepdim). Called only when a NumPy name was given (or
+    a required dim is missing), so calls without them pay one check."""
+    if axis is not None:
+        if dim is not default and dim != default:
+            raise TypeError(f"{op}() got an unexpected keyword argument 'axis'")
+        dim = axis
+    if keepdims is not None:
+        if keepdim:
+            raise TypeError(f"{op}() got an unexpected keyword argument 'keepdims'")
+        keepdim = keepdims
+    if required and dim is None:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
+    return dim, keepdim

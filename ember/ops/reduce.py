@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, node_class, rename
+from ._reduce_util import numpy_names
 from ._util import dims_arg, dtype_arg
 
 
@@ -38,8 +39,10 @@ SUM = register("sum", _sum_kernel, _sum_bw, prim="reduce_sum")
 _SUM_DIM = node_class("SumBackward1")
 
 
-def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noqa: A001
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over ``dim`` (all dims by default); integers and bools accumulate in int64, as in torch."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("sum", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):      # sum(x, ember.float64)
         dtype, dim = dim, None
     nd = input._data.ndim
@@ -76,7 +79,9 @@ MEAN = register("mean", _mean_kernel, _mean_bw)
 _MEAN_DIM = node_class("MeanBackward1")
 
 
-def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("mean", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):
         dtype, dim = dim, None
     dt = dtype_arg(dtype, "mean") or input._dtype

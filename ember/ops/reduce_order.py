@@ -25,6 +25,7 @@ from .reduce import _expand_back, SUM
 from .index_scatter import SCATTER, SCATTER_ADD
 from .creation import zeros as _zeros
 from ._reduce_util import _int_dim, _out, _reduce_axes
+from ._reduce_util import numpy_names
 
 
 # ---- torch.return_types ------------------------------------------------------------------------
@@ -320,14 +321,18 @@ def _amaxmin(input, dim, keepdim, out, largest, op):
     return r if out is None else _out(r, out)
 
 
-def amax(input, dim=(), keepdim: bool = False, *, out=None):
+def amax(input, dim=(), keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """Maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("amax", dim, keepdim, axis, keepdims, ())
     return _amaxmin(input, None if dim is None or (not isinstance(dim, int) and len(dim) == 0) else dim,
                     keepdim, out, True, "amax")
 
 
-def amin(input, dim=(), keepdim: bool = False, *, out=None):
+def amin(input, dim=(), keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """Minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("amin", dim, keepdim, axis, keepdims, ())
     return _amaxmin(input, None if dim is None or (not isinstance(dim, int) and len(dim) == 0) else dim,
                     keepdim, out, False, "amin")
 
@@ -353,18 +358,24 @@ def _maxmin(input, dim, keepdim, out, largest):
                    {"axis": d, "keepdims": keepdim}, out)
 
 
-def max(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A001
+def max(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):  # noqa: A001
     """``max(x)`` -> the largest value; ``max(x, dim)`` -> (values, indices); ``max(x, other)`` -> maximum."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("max", dim, keepdim, axis, keepdims)
     return _maxmin(input, dim, keepdim, out, True)
 
 
-def min(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A001
+def min(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):  # noqa: A001
     """``min(x)`` -> the smallest value; ``min(x, dim)`` -> (values, indices); ``min(x, other)`` -> minimum."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("min", dim, keepdim, axis, keepdims)
     return _maxmin(input, dim, keepdim, out, False)
 
 
-def aminmax(input, *, dim=None, keepdim: bool = False, out=None):
+def aminmax(input, *, dim=None, keepdim: bool = False, out=None, axis=None, keepdims=None):
     """(min, max) over ``dim`` (all dims by default)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("aminmax", dim, keepdim, axis, keepdims)
     if input._data.size == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation "
                            "has no identity.")
@@ -404,27 +415,35 @@ def _argmaxmin(input, dim, keepdim, largest):
     return apply(ARGMAX if largest else ARGMIN, (input,), {"axis": axis, "keepdims": keepdim})
 
 
-def argmax(input, dim=None, keepdim: bool = False):
+def argmax(input, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):
     """Index of the largest value (flattened when ``dim`` is None); ties give the first index."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("argmax", dim, keepdim, axis, keepdims)
     return _argmaxmin(input, dim, keepdim, True)
 
 
-def argmin(input, dim=None, keepdim: bool = False):
+def argmin(input, dim=None, keepdim: bool = False, *, axis=None, keepdims=None):
     """Index of the smallest value (flattened when ``dim`` is None); ties give the first index."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("argmin", dim, keepdim, axis, keepdims)
     return _argmaxmin(input, dim, keepdim, False)
 
 
 # sort / argsort / msort / topk / kthvalue ----------------------------------------------------------------
 
 
-def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False, out=None):
+def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False, out=None, axis=None):
     """Sort along ``dim`` -> (values, indices). Always stable; NaN sorts as the largest value."""
+    if axis is not None:
+        dim, _ = numpy_names("sort", dim, False, axis, None, -1)
     d = _one_dim(input, dim, "sort")
     return _select(SORT, return_types.sort, input, {"axis": d, "descending": builtins.bool(descending)}, out)
 
 
-def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = False):
+def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = False, axis=None):
     """Indices that sort ``input`` along ``dim`` (stable)."""
+    if axis is not None:
+        dim, _ = numpy_names("argsort", dim, False, axis, None, -1)
     d = _one_dim(input, dim, "argsort")
     return apply(ARGSORT, (input,), {"axis": d, "descending": builtins.bool(descending)})
 
@@ -435,8 +454,11 @@ def msort(input, *, out=None):
     return r if out is None else _out(r, out)
 
 
-def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None):  # noqa: A002
+def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, out=None,  # noqa: A002
+         axis=None):
     """The ``k`` largest (or smallest) values along ``dim`` -> (values, indices), in sorted order."""
+    if axis is not None:
+        dim, _ = numpy_names("topk", dim, False, axis, None, -1)
     if input._dtype is _dt.bool:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     d = _one_dim(input, -1 if dim is None else dim, "topk")
@@ -447,8 +469,10 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     return _select(TOPK, return_types.topk, input, {"k": k, "axis": d, "largest": builtins.bool(largest)}, out)
 
 
-def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
+def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """The ``k``-th smallest value along ``dim`` (1-based) -> (values, indices)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("kthvalue", dim, keepdim, axis, keepdims, -1)
     if input._dtype is _dt.bool:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = _one_dim(input, -1 if dim is None else dim, "kthvalue")
@@ -479,13 +503,17 @@ def _check_median_dtype(input, op):
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
 
 
-def median(input, dim=None, keepdim: bool = False, *, out=None):
+def median(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """Lower median of all values (NaN if any), or (values, indices) along ``dim``."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("median", dim, keepdim, axis, keepdims)
     return _median(input, dim, keepdim, out, False)
 
 
-def nanmedian(input, dim=None, keepdim: bool = False, *, out=None):
+def nanmedian(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """Like ``median`` but ignoring NaN values."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("nanmedian", dim, keepdim, axis, keepdims)
     return _median(input, dim, keepdim, out, True)
 
 
@@ -503,8 +531,10 @@ def _median(input, dim, keepdim, out, ignore_nan):
                    {"axis": d, "keepdims": keepdim, "ignore_nan": ignore_nan}, out)
 
 
-def mode(input, dim: int = -1, keepdim: bool = False, *, out=None):
+def mode(input, dim: int = -1, keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """Most frequent value along ``dim`` -> (values, indices); ties pick the smallest value."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("mode", dim, keepdim, axis, keepdims, -1)
     d = _one_dim(input, dim, "mode")
     _check_nonempty(input, (d,) if input._data.ndim else (), "mode")
     return _select(MODE, return_types.mode, input, {"axis": d, "keepdims": keepdim}, out)
@@ -513,13 +543,17 @@ def mode(input, dim: int = -1, keepdim: bool = False, *, out=None):
 # cummax / cummin ---------------------------------------------------------------------------------------
 
 
-def cummax(input, dim: int, *, out=None):
+def cummax(input, dim=None, *, out=None, axis=None):
     """Running maximum along ``dim`` -> (values, indices)."""
+    if axis is not None or dim is None:
+        dim, _ = numpy_names("cummax", dim, False, axis, None, required=True)
     return _select(CUMMAX, return_types.cummax, input, {"axis": _one_dim(input, dim, "cummax")}, out)
 
 
-def cummin(input, dim: int, *, out=None):
+def cummin(input, dim=None, *, out=None, axis=None):
     """Running minimum along ``dim`` -> (values, indices)."""
+    if axis is not None or dim is None:
+        dim, _ = numpy_names("cummin", dim, False, axis, None, required=True)
     return _select(CUMMIN, return_types.cummin, input, {"axis": _one_dim(input, dim, "cummin")}, out)
 
 

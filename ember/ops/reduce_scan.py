@@ -12,6 +12,7 @@ from ._util import wrap_dim
 from .reduce import sum as _sum
 from .shape import PUT_FLAT
 from ._reduce_util import _INF, _const, _down, _int_dim, _name, _out, _out_dtype, _up
+from ._reduce_util import numpy_names
 from .reduce_softmax import SOFTMAX
 
 
@@ -113,8 +114,10 @@ def _scan_dim(input, dim, op):
     return wrap_dim(_int_dim(dim, op), nd) if nd else (wrap_dim(_int_dim(dim, op), 0) * 0)
 
 
-def cumsum(input, dim, *, dtype=None, out=None):
+def cumsum(input, dim=None, *, dtype=None, out=None, axis=None):
     """Cumulative sum along ``dim``; integers and bools accumulate in int64 unless ``dtype`` is given."""
+    if axis is not None or dim is None:
+        dim, _ = numpy_names("cumsum", dim, False, axis, None, required=True)
     dtype = _out_dtype(dtype, out)
     attrs = {"axis": _scan_dim(input, dim, "cumsum"), "reverse": False}
     if dtype is not None:
@@ -123,8 +126,10 @@ def cumsum(input, dim, *, dtype=None, out=None):
     return r if out is None else _out(r, out)
 
 
-def cumprod(input, dim, *, dtype=None, out=None):
+def cumprod(input, dim=None, *, dtype=None, out=None, axis=None):
     """Cumulative product along ``dim`` (gradient exact when the input has zeros, as in torch)."""
+    if axis is not None or dim is None:
+        dim, _ = numpy_names("cumprod", dim, False, axis, None, required=True)
     dtype = _out_dtype(dtype, out)
     attrs = {"axis": _scan_dim(input, dim, "cumprod"), "reverse": False}
     if dtype is not None:
@@ -185,8 +190,10 @@ def _logcumsumexp_bw(ctx, g):
 LOGCUMSUMEXP = register("logcumsumexp", _logcumsumexp_kernel, _logcumsumexp_bw, save="io")
 
 
-def logcumsumexp(input, dim, *, out=None):
+def logcumsumexp(input, dim=None, *, out=None, axis=None):
     """``log(cumsum(exp(input)))`` along ``dim``, computed stably."""
+    if axis is not None or dim is None:
+        dim, _ = numpy_names("logcumsumexp", dim, False, axis, None, required=True)
     if not input._dtype.is_floating_point:
         raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_name(input._dtype)}\'')
     r = apply(LOGCUMSUMEXP, (input,), {"axis": _scan_dim(input, dim, "logcumsumexp")})

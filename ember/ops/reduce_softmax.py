@@ -12,6 +12,7 @@ from .registry import register, apply, attach
 from ._util import wrap_dim
 from .reduce import _expand_back, sum as _sum
 from ._reduce_util import _down, _int_dim, _name, _out, _reduce_axes, _up
+from ._reduce_util import numpy_names
 
 
 def _float_or_default(x: Tensor) -> Tensor:
@@ -46,8 +47,10 @@ def _logsumexp_bw(ctx, g):
 LOGSUMEXP = register("logsumexp", _logsumexp_kernel, _logsumexp_bw, save="i")
 
 
-def logsumexp(input, dim, keepdim: bool = False, *, out=None):
+def logsumexp(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):
     """``log(sum(exp(input)))`` over ``dim``, computed stably (integers are promoted to float)."""
+    if axis is not None or keepdims is not None or dim is None:
+        dim, keepdim = numpy_names("logsumexp", dim, keepdim, axis, keepdims, required=True)
     x = _float_or_default(input)
     axis = _reduce_axes(dim, x._data.ndim)
     r = apply(LOGSUMEXP, (x,), {"axis": axis, "keepdims": keepdim})
@@ -106,13 +109,17 @@ def _softmax_common(op, name, input, dim, dtype):
     return apply(op, (input,), {"axis": d if nd else ()})
 
 
-def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+def softmax(input, dim=None, dtype=None, *, _stacklevel=3, axis=None):
     """Softmax along ``dim`` (``dtype`` casts the input first)."""
+    if axis is not None:
+        dim, _ = numpy_names("softmax", dim, False, axis, None)
     return _softmax_common(SOFTMAX, "softmax", input, dim, dtype)
 
 
-def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3, axis=None):
     """Log of softmax along ``dim``, computed stably."""
+    if axis is not None:
+        dim, _ = numpy_names("log_softmax", dim, False, axis, None)
     return _softmax_common(LOG_SOFTMAX, "log_softmax", input, dim, dtype)
 
 

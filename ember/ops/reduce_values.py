@@ -20,6 +20,7 @@ from ._util import wrap_dim
 from .reduce import _expand_back, mean as _mean, SUM
 from .creation import ones as _ones
 from ._reduce_util import _INF, _down, _int_dim, _name, _out, _out_dtype, _reduce_axes, _up
+from ._reduce_util import numpy_names
 from .reduce_scan import CUMPROD
 
 
@@ -71,8 +72,10 @@ PROD = register("prod", _prod_kernel, _prod_bw, save="i")
 _PROD_DIM = node_class("ProdBackward1")
 
 
-def prod(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
     """Product of all elements, or along one ``dim``; integers and bools accumulate in int64."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("prod", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):
         dtype, dim = dim, None
     dtype = _out_dtype(dtype, out)
@@ -159,14 +162,18 @@ def _var_args(input, dim, unbiased, keepdim, correction, op):
     return {"axis": axis, "correction": correction, "keepdims": keepdim}
 
 
-def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None):
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None, keepdims=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("var", dim, keepdim, axis, keepdims)
     r = apply(VAR, (input,), _var_args(input, dim, unbiased, keepdim, correction, "var"))
     return r if out is None else _out(r, out)
 
 
-def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None):
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None, keepdims=None):
     """Standard deviation over ``dim`` (see ``var``)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("std", dim, keepdim, axis, keepdims)
     r = apply(STD, (input,), _var_args(input, dim, unbiased, keepdim, correction, "std"))
     return r if out is None else _out(r, out)
 
@@ -175,15 +182,21 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
 _VAR_MEAN, _STD_MEAN = node_class("VarMeanBackward0"), node_class("StdMeanBackward0")
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None):
+def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None,
+             keepdims=None):
     """(var, mean) over ``dim``."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("var_mean", dim, keepdim, axis, keepdims)
     attrs = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
     res = rename((apply(VAR, (input,), attrs), _mean(input, attrs["axis"], keepdim)), _VAR_MEAN)
     return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None):
+def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None,
+             keepdims=None):
     """(std, mean) over ``dim``."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("std_mean", dim, keepdim, axis, keepdims)
     attrs = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
     res = rename((apply(STD, (input,), attrs), _mean(input, attrs["axis"], keepdim)), _STD_MEAN)
     return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
@@ -210,13 +223,17 @@ def _all_any(op, input, dim, keepdim, out):
     return r if out is None else _out(r, out)
 
 
-def all(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A001
+def all(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):  # noqa: A001
     """True where every element over ``dim`` is non-zero (uint8 inputs give uint8, as in torch)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("all", dim, keepdim, axis, keepdims)
     return _all_any(ALL, input, dim, keepdim, out)
 
 
-def any(input, dim=None, keepdim: bool = False, *, out=None):  # noqa: A001
+def any(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):  # noqa: A001
     """True where some element over ``dim`` is non-zero (uint8 inputs give uint8, as in torch)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("any", dim, keepdim, axis, keepdims)
     return _all_any(ANY, input, dim, keepdim, out)
 
 
@@ -225,8 +242,10 @@ COUNT_NONZERO = register("count_nonzero",
                          differentiable=False)
 
 
-def count_nonzero(input, dim=None):
+def count_nonzero(input, dim=None, *, axis=None):
     """Number of non-zero elements over ``dim`` (all by default), as int64."""
+    if axis is not None:
+        dim, _ = numpy_names("count_nonzero", dim, False, axis, None)
     return apply(COUNT_NONZERO, (input,), {"axis": _reduce_axes(dim, input._data.ndim)})
 
 
@@ -251,8 +270,10 @@ def _nansum_bw(ctx, g):
 NANSUM = register("nansum", _nansum_kernel, _nansum_bw, save="i")
 
 
-def nansum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+def nansum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
     """Sum over ``dim`` treating NaN as zero."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("nansum", dim, keepdim, axis, keepdims)
     attrs = {"axis": _reduce_axes(dim, input._data.ndim), "keepdims": keepdim}
     if dtype is not None:
         attrs["dtype"] = dtype.np
@@ -280,8 +301,10 @@ NANMEAN = register("nanmean", _nanmean_kernel, _nanmean_bw, save="i")
 NANMEAN.node_name = "DivBackward0"      # torch's nanmean is nansum(x) / count(x not NaN)
 
 
-def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
     """Mean over ``dim`` of the non-NaN elements."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("nanmean", dim, keepdim, axis, keepdims)
     if not (dtype or input._dtype).is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_name(input._dtype)}")

@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, dtype_name, node_class, rename
+from ._reduce_util import numpy_names
 from ._util import wrap_dim
 from .inplace import copy_out
 
@@ -417,18 +418,24 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     return res.reshape(out_shape if q_scalar else (nq,) + out_shape)
 
 
-def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):  # noqa: A002
+def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None,  # noqa: A002
+             axis=None, keepdims=None):
     """The ``q``-th quantiles of ``input`` (over all elements, or along ``dim``); a 1-D ``q`` adds a
     leading dimension. A slice containing NaN gives NaN (see ``nanquantile``).
 
         >>> ember.quantile(ember.tensor([1., 2, 3, 4]), 0.5)
         tensor(2.5000)
     """
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("quantile", dim, keepdim, axis, keepdims)
     return _out(rename(_quantile(input, q, dim, keepdim, interpolation, False, "quantile"), _QUANTILE), out)
 
 
-def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None):  # noqa: A002
+def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None,  # noqa: A002
+                axis=None, keepdims=None):
     """``quantile`` ignoring NaN values (NaN only where a slice is all NaN)."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names("nanquantile", dim, keepdim, axis, keepdims)
     return _out(rename(_quantile(input, q, dim, keepdim, interpolation, True, "nanquantile"), _QUANTILE), out)
 
 
@@ -438,13 +445,15 @@ _QUANTILE = node_class("SqueezeBackward4")      # torch's quantile ends with an 
 # ---- diff / trapezoid -----------------------------------------------------------------------------------------
 
 
-def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=None) -> Tensor:  # noqa: A002
+def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None, *, out=None, axis=None) -> Tensor:  # noqa: A002
     """The ``n``-th forward difference along ``dim`` (``logical_xor`` for bool), after concatenating
     ``prepend`` / ``append``.
 
         >>> ember.diff(ember.tensor([1, 3, 6]))
         tensor([2, 3])
     """
+    if axis is not None:
+        dim, _ = numpy_names("diff", dim, False, axis, None, -1)
     from .shape_join import cat as _cat
     _tensor(input, "diff", "input")
     if input._data.ndim == 0:
@@ -497,12 +506,14 @@ def _x_spacing(op, y: Tensor, x: Tensor, d: int) -> Tensor:
     return diff(x, dim=d - y._data.ndim)
 
 
-def trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
+def trapezoid(y, x=None, *, dx=None, dim: int = -1, axis=None) -> Tensor:
     """The trapezoidal rule along ``dim``: sample points ``x`` (a tensor) or a constant spacing ``dx``.
 
         >>> ember.trapezoid(ember.tensor([1., 2, 3]))
         tensor(4.)
     """
+    if axis is not None:
+        dim, _ = numpy_names("trapezoid", dim, False, axis, None, -1)
     _tensor(y, "trapezoid", "y")
     _check_dx_x("trapezoid", x, dx)
     d = wrap_dim(dim, builtins.max(y._data.ndim, 1))
@@ -525,8 +536,10 @@ def trapz(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
+def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1, axis=None) -> Tensor:
     """The running trapezoidal integral along ``dim`` (one element shorter than ``y`` there)."""
+    if axis is not None:
+        dim, _ = numpy_names("cumulative_trapezoid", dim, False, axis, None, -1)
     _tensor(y, "cumulative_trapezoid", "y")
     _check_dx_x("cumulative_trapezoid", x, dx)
     d = wrap_dim(dim, builtins.max(y._data.ndim, 1))

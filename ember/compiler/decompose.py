@@ -525,7 +525,7 @@ conv_transpose2d conv2d_weight im2col col2im max_pool2d max_pool_scatter avg_poo
 adaptive_max_pool2d native_group_norm native_batch_norm cdist rnn_layer rnn_layer_backward lstm_layer
 lstm_layer_backward gru_layer gru_layer_backward norm count_nonzero nanmean bincount histc histogram
 searchsorted max_pool_gather random_draw conv3d conv_transpose3d conv3d_weight max_pool3d avg_pool3d
-avg_pool3d_backward adaptive_max_pool3d
+avg_pool3d_backward adaptive_max_pool3d upsample_uint8
 """.split())
 
 # the decompositions live in these modules (imported for their registrations)

@@ -207,9 +207,9 @@ def permute(input, *dims):
 
 def transpose(input, dim0: int, dim1: int):
     nd = input._data.ndim
+    a, b = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
     if nd == 0:
         return input
-    a, b = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
     axes = list(range(nd))
     axes[a], axes[b] = axes[b], axes[a]
     return rename(apply_view(PERMUTE, (input,), {"axes": tuple(axes)}), _TRANSPOSE)
@@ -323,10 +323,21 @@ def squeeze(input, dim=None):
         cls = _SQUEEZE[0]
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        ds = {wrap_dim(d, nd) for d in dims} if nd else set()
-        new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
+        ds = {wrap_dim(d, nd) for d in dims}        # a 0-d tensor accepts dims -1 and 0, as torch
+        if len(ds) != len(dims):
+            _repeated_dim(dims, nd)
+        new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1)) if nd else shp
         cls = _SQUEEZE[1 if isinstance(dim, int) else 2]
     return rename(apply_view(VIEW, (input,), {"shape": new}), cls)
+
+
+def _repeated_dim(dims, nd: int):
+    seen = set()
+    for d in dims:
+        w = wrap_dim(d, nd)
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.add(w)
 
 
 def unsqueeze(input, dim: int):

@@ -67,9 +67,13 @@ def _need_float(x, kernel_name: str, name: str) -> Tensor:
 
 
 def _opmath(f):
-    """Kernel wrapper: 2-byte floats (float16, bfloat16) are computed in float32 and rounded back."""
+    """Kernel wrapper: 2-byte floats (float16, bfloat16) are computed in float32 and rounded back; 0-d
+    arrays run as 1-element ones (NumPy's ufuncs turn 0-d results into scalars, which ``out=`` refuses)."""
     def k(*arrs, **kw):
         dt = arrs[0].dtype
+        if arrs[0].ndim == 0:
+            return k(*[a.reshape(1) if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in arrs],
+                     **kw).reshape(())
         if dt.itemsize == 2 and dt.kind != "i" and dt.kind != "u":
             r = f(*[a.astype(np.float32) if isinstance(a, np.ndarray) else a for a in arrs], **kw)
             return np.asarray(r).astype(dt)
@@ -88,7 +92,7 @@ def _where(m, a, b=0):
     np.where branches per element and is ~15x slower than a multiply on an unpredictable mask (the
     usual case for activations); selecting bits with and/or costs a few cheap passes instead.
     """
-    dt = a.dtype if isinstance(a, np.ndarray) else b.dtype
+    dt = a.dtype if isinstance(a, (np.ndarray, np.generic)) else b.dtype     # (a NumPy scalar from 0-d math)
     if dt.kind in "iub":
         return np.where(m, a, b)
     it = _INT_OF_SIZE[dt.itemsize]
@@ -214,7 +218,7 @@ def _hardtanh_kernel(x, min_val, max_val):
 
 
 HARDTANH = register(
-    "hardtanh", _hardtanh_kernel,
+    "hardtanh", _opmath(_hardtanh_kernel),
     lambda ctx, g: (_masked(g, ctx.inputs[0], "open", ctx.attrs["min_val"], ctx.attrs["max_val"]),), save="i")
 
 
@@ -357,7 +361,7 @@ def _elu_d1(x, alpha, scale, input_scale):
 def _elu_d2(x, alpha, scale, input_scale):
     e = _ember()
     neg = (e.clamp_max(x, 0) * input_scale).exp() * (alpha * scale * input_scale * input_scale)
-    return e.where(x > 0, 0.0, neg)
+    return e.where(x >= 0, 0.0, neg)           # 0 at x == 0 too, as torch's elu double backward
 
 
 ELU = _smooth("elu", _elu_fwd, _elu_d1, _elu_d2)

@@ -21,6 +21,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...ops.registry import register, apply, dtype_name, node_class, rename, FACTORY
 from ...ops._util import shape_arg
+from . import _interp_uint8
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
@@ -237,6 +238,9 @@ def _resample(x: Tensor, out_sizes, scales, mode: str, align_corners: bool) -> T
     return x
 
 
+UPSAMPLE_UINT8 = register("upsample_uint8", _interp_uint8.resample_uint8, differentiable=False)
+
+
 def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
                 recompute_scale_factor=None, antialias: bool = False):
     """Resize (N, C, *spatial) input to ``size`` or by ``scale_factor`` (torch.nn.functional.interpolate).
@@ -308,14 +312,17 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
     dt = input._dtype
     if mode == "area":
-        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
-        if nd == 5:
-            raise NotImplementedError("interpolate: mode='area' supports 3-D and 4-D input in ember (no "
-                                      "adaptive_avg_pool3d yet)")
-        return (adaptive_avg_pool1d if nd == 3 else adaptive_avg_pool2d)(input, out_sizes)
+        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
+        return {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[nd](input, out_sizes)
+    if dt is _dt.uint8 and mode in ("bilinear", "bicubic"):
+        # torch's fixed-point uint8 path: rounded and clamped, bit for bit
+        return apply(UPSAMPLE_UINT8, (input,), {"out_sizes": tuple(out_sizes), "scales": None if scales is None else
+                                                tuple(scales), "mode": mode, "align_corners": bool(align_corners)})
     if dt.category < 2 and not (dt is _dt.uint8 and mode.startswith("nearest")):
         kind = "nearest" if mode.startswith("nearest") else mode
-        raise NotImplementedError(f"\"upsample_{kind}{nsp}d\" not implemented for '{dtype_name(dt)}'")
+        what = "compute_indices_weights_linear" if mode in ("linear", "trilinear") and dt is _dt.uint8 else \
+            f"upsample_{kind}{nsp}d"
+        raise NotImplementedError(f"\"{what}\" not implemented for '{dtype_name(dt)}'")
     r = _resample(input, out_sizes, scales, mode, bool(align_corners))
     if r is input:
         r = input.clone()          # same size: torch still returns a new tensor

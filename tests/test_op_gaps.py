@@ -200,3 +200,29 @@ def test_3d_autograd_node_names():
                lambda m, x: F(m).conv3d(x, m.ones(2, 2, 1, 1, 1)), lambda m, x: F(m).max_pool3d(x[0], 2)):
         names = [fn(m, m.ones(1, 2, 4, 4, 4, requires_grad=True)).grad_fn.name() for m in (torch, ember)]
         assert names[0] == names[1]
+
+
+# ---- found by the fuzz of unusual arguments --------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod", "div_trunc", "div_floor"])
+def test_integer_division_with_an_empty_result_divides_nothing(op):
+    def call(m, a, b):
+        if op.startswith("div_"):
+            return m.div(a, b, rounding_mode=op[4:])
+        return getattr(m, op)(a, b)
+    run_case(Case(op, call, make=lambda rng, dt: [np.zeros((0, 3), dtype=np.int64), np.array([0, 1, 2])],
+                  dtypes=("int64",), layouts=("contig",)), "int64")
+    same_error(lambda m: call(m, m.ones(3, dtype=m.int64), m.tensor([0, 1, 2])))
+
+
+@pytest.mark.parametrize("dt", ["int64", "int32", "int16", "uint8", "float32"])
+def test_median_of_an_empty_tensor(dt):
+    run_case(Case("median_empty", lambda m, x: (m.median(x), m.nanmedian(x)),
+                  make=lambda rng, _: [np.zeros((0, 3), dtype=dt)], dtypes=(dt,), grad=False,
+                  layouts=("contig",)), dt)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_amax_amin_out_must_have_the_input_dtype(op):
+    same_error(lambda m: getattr(m, op)(m.ones(3, 4), 0, out=m.empty(4, dtype=m.float64)))
+    same_error(lambda m: getattr(m, op)(m.ones(3, 4), 0, out=m.empty(4, dtype=m.int64)))

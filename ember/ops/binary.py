@@ -305,7 +305,8 @@ _register_fn("xlogy", xlogy, kind="float", inplace_function=True)
 # ---- fmod / remainder -------------------------------------------------------------------------------
 
 def _check_int_divisor(x, y):
-    if np.asarray(x).dtype.kind in "iu" and np.any(np.asarray(y) == 0):
+    # (an empty result divides nothing: no error, as torch)
+    if np.asarray(x).dtype.kind in "iu" and np.asarray(x).size and np.any(np.asarray(y) == 0):
         raise RuntimeError("ZeroDivisionError")
 
 

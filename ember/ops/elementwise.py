@@ -177,14 +177,14 @@ DIV = register("div", _cast_kernel(np.true_divide), _div_bw, save="i")
 
 
 def _floor_div(x, y):
-    if np.issubdtype(x.dtype, np.integer) and np.any(np.asarray(y) == 0):
+    if np.issubdtype(x.dtype, np.integer) and x.size and np.any(np.asarray(y) == 0):     # (empty: no division)
         raise RuntimeError("ZeroDivisionError")
     return np.floor_divide(x, y)
 
 
 def _trunc_div(x, y):
     if np.issubdtype(np.result_type(x, y), np.integer):
-        if np.any(np.asarray(y) == 0):
+        if np.asarray(x).size and np.any(np.asarray(y) == 0):
             raise RuntimeError("ZeroDivisionError")
         q = np.floor_divide(x, y)
         # C semantics: round toward zero

@@ -19,7 +19,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import _version_error
-from .registry import register, apply, attach, FUNCTIONS, node_class, rename
+from .registry import register, apply, attach, FUNCTIONS, node_class, rename, dtype_name
 from ._util import wrap_dim, int_arg
 from .reduce import _expand_back, SUM
 from .index_scatter import SCATTER, SCATTER_ADD
@@ -317,6 +317,9 @@ def _amaxmin(input, dim, keepdim, out, largest, op):
                            "Specify the reduction dim with the 'dim' argument.")
     axis = _reduce_axes(dim, nd)
     _check_nonempty(input, axis, op)
+    if out is not None and isinstance(out, Tensor) and out._dtype is not input._dtype:
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got {dtype_name(input._dtype)} for "
+                           f"input's dtype and {dtype_name(out._dtype)} for out's dtype.")
     r = apply(AMAX if largest else AMIN, (input,), {"axis": axis, "keepdims": keepdim})
     return r if out is None else _out(r, out)
 
@@ -490,6 +493,9 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False, *, out=None, a
 def _median_kernel(x, axis, keepdims, ignore_nan=False, nan_ties=True):
     flat = x.reshape(-1)
     if flat.size == 0:
+        # torch's NaN, converted as its CPU converts it: int32/int64 get their lowest value, smaller ints 0
+        if x.dtype.kind in "iu":
+            return np.array(np.iinfo(x.dtype).min if x.dtype.itemsize >= 4 else 0, dtype=x.dtype)
         return np.array(np.nan, dtype=x.dtype)
     order = np.argsort(flat, kind="stable")
     return np.array(flat[order[int(_median_pos(flat, 0, ignore_nan)[0])]])

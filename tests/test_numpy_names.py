@@ -85,3 +85,21 @@ def test_default_calls_unchanged():
     assert ember.logsumexp(x, 0).shape == (4,) and x.sort()[0].shape == (3, 4)
     t = torch.arange(12.0).reshape(3, 4)
     np.testing.assert_allclose(ember.std(x, axis=1, correction=0).numpy(), torch.std(t, 1, correction=0).numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.squeeze(x[None], axis=0), lambda m, x: x[:, None].squeeze(axis=(1,)),
+    lambda m, x: m.unsqueeze(x, axis=-1), lambda m, x: x.unsqueeze(axis=0), lambda m, x: m.stack([x, x], axis=1),
+    lambda m, x: m.chunk(x, 2, axis=1), lambda m, x: x.tensor_split(3, axis=1), lambda m, x: x.unbind(axis=1),
+    lambda m, x: m.repeat_interleave(x, 2, axis=0), lambda m, x: x.take_along_dim(m.tensor([[0], [2], [1]]), axis=1),
+], ids=["squeeze", "squeeze-method", "unsqueeze", "unsqueeze-method", "stack", "chunk", "tensor_split", "unbind",
+        "repeat_interleave", "take_along_dim"])
+def test_shape_ops_take_axis(call):
+    run_case(Case("shape_axis", call, shapes=((3, 4),), layouts=("contig",)), "float64")
+
+
+@pytest.mark.parametrize("call", [lambda m: m.ones(3).unsqueeze(), lambda m: m.unsqueeze(m.ones(3), 0, axis=0),
+                                  lambda m: m.ones(1, 3).squeeze(0, axis=0)],
+                         ids=["unsqueeze-no-dim", "unsqueeze-both", "squeeze-both"])
+def test_shape_ops_rejected_like_torch(call):
+    same_error(call, exact=False)

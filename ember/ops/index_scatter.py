@@ -15,6 +15,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach, dtype_name, node_class, rename
+from ._reduce_util import numpy_names
 from ._util import wrap_dim, fmt_shape
 from .shape import getitem_basic
 from .inplace import write_result, copy_out
@@ -461,8 +462,10 @@ def take(input, index, *, out=None) -> Tensor:
     return r if out is None else copy_out(r, out)
 
 
-def take_along_dim(input, indices, dim=None, *, out=None) -> Tensor:
+def take_along_dim(input, indices, dim=None, *, out=None, axis=None) -> Tensor:
     """Pick values along ``dim`` at ``indices`` (broadcast against ``input`` except along ``dim``)."""
+    if axis is not None:
+        dim, _ = numpy_names("take_along_dim", dim, False, axis, None)
     _tensor_arg(input, "take_along_dim", "input", 1)
     _tensor_arg(indices, "take_along_dim", "indices", 2)
     if indices._dtype is not _dt.int64:

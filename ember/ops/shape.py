@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name
+from ._reduce_util import numpy_names
 from ._util import wrap_dim, shape_arg, fmt_shape, int_arg
 
 
@@ -315,7 +316,9 @@ attach("expand_as", expand_as, function=False)
 attach("broadcast_to", broadcast_to)
 
 
-def squeeze(input, dim=None):
+def squeeze(input, dim=None, *, axis=None):
+    if axis is not None:
+        dim, _ = numpy_names("squeeze", dim, False, axis, None)
     shp = input._data.shape
     nd = len(shp)
     if dim is None:
@@ -340,7 +343,9 @@ def _repeated_dim(dims, nd: int):
         seen.add(w)
 
 
-def unsqueeze(input, dim: int):
+def unsqueeze(input, dim=None, *, axis=None):
+    if axis is not None or dim is None:
+        dim, _ = numpy_names("unsqueeze", dim, False, axis, None, required=True)
     shp = input._data.shape
     d = wrap_dim(dim, len(shp) + 1)
     return rename(apply_view(VIEW, (input,), {"shape": shp[:d] + (1,) + shp[d:]}), _UNSQUEEZE)
@@ -479,7 +484,9 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     return rename(tuple(out), _SPLIT if isinstance(split_size_or_sections, int) else _SPLIT_SIZES)
 
 
-def chunk(input, chunks: int, dim: int = 0):
+def chunk(input, chunks: int, dim: int = 0, *, axis=None):
+    if axis is not None:
+        dim, _ = numpy_names("chunk", dim, False, axis, None, 0)
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = wrap_dim(dim, input._data.ndim)
@@ -490,7 +497,9 @@ def chunk(input, chunks: int, dim: int = 0):
     return split(input, each, d)
 
 
-def tensor_split(input, indices_or_sections, dim: int = 0):
+def tensor_split(input, indices_or_sections, dim: int = 0, *, axis=None):
+    if axis is not None:
+        dim, _ = numpy_names("tensor_split", dim, False, axis, None, 0)
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -514,7 +523,9 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
                         for a, b in bounds), _SLICE)
 
 
-def unbind(input, dim: int = 0):
+def unbind(input, dim: int = 0, *, axis=None):
+    if axis is not None:
+        dim, _ = numpy_names("unbind", dim, False, axis, None, 0)
     d = wrap_dim(dim, input._data.ndim)
     return rename(tuple(select(input, d, i) for i in range(input._data.shape[d])), _UNBIND)
 

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, Size
 from .registry import register, apply, attach, node_class, rename, dtype_name
+from ._reduce_util import numpy_names
 from ._util import wrap_dim, fmt_shape, can_cast
 from .shape import reshape, narrow, TAKE_FLAT
 from ._shape_util import _int_list, _out, _tensor_list, _varargs_tensors, _zeros
@@ -89,8 +90,10 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     return r if out is None else _out(r, out)
 
 
-def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+def stack(tensors, dim: int = 0, *, out=None, axis=None) -> Tensor:
     """Join equally shaped tensors along a new dimension ``dim``."""
+    if axis is not None:
+        dim, _ = numpy_names("stack", dim, False, axis, None, 0)
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -324,12 +327,14 @@ _VIEW_NODE = node_class("ViewBackward0")
 RI_GROUP_SUM = register("repeat_interleave_backward", _group_sum_kernel, _group_sum_bw)
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Tensor:
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None, axis=None) -> Tensor:
     """Repeat each element (or slice along ``dim``) ``repeats`` times, consecutively.
 
     ``repeats`` is an int or a 0-D/1-D integer tensor. ``repeat_interleave(counts)`` with one integer
     tensor returns ``arange(len(counts))`` with entry ``i`` repeated ``counts[i]`` times.
     """
+    if axis is not None:
+        dim, _ = numpy_names("repeat_interleave", dim, False, axis, None)
     if repeats is None:
         counts = _check_repeats_tensor(input)
         if counts._data.ndim != 1:

@@ -150,6 +150,11 @@ CASES = [
     Case("nn_interp_trilinear", lambda m, x: F(m).interpolate(x, scale_factor=1.5, mode="trilinear",
                                                              recompute_scale_factor=True), shapes=((2, 3, 3, 4, 5),)),
     Case("nn_interp_area", lambda m, x: F(m).interpolate(x, size=(3, 4), mode="area"), shapes=((2, 3, 7, 8),)),
+    Case("nn_interp_bilinear_uint8", lambda m, x: F(m).interpolate(x, size=(7, 4), mode="bilinear"),
+         make=lambda rng, dt: [rng.integers(0, 256, size=(2, 3, 5, 6)).astype("uint8")], dtypes=("uint8",)),
+    Case("nn_interp_bicubic_uint8", lambda m, x: F(m).interpolate(x, scale_factor=(1.5, 0.5), mode="bicubic",
+                                                                  align_corners=True),
+         make=lambda rng, dt: [rng.integers(0, 256, size=(2, 3, 5, 6)).astype("uint8")], dtypes=("uint8",)),
     Case("nn_pixel_shuffle", lambda m, x: F(m).pixel_shuffle(x, 2), shapes=((2, 8, 3, 4),)),
     Case("nn_pixel_unshuffle", lambda m, x: F(m).pixel_unshuffle(x, 2), shapes=((2, 3, 4, 6),)),
 ]

@@ -127,7 +127,7 @@ def conv_t_kernel(y, w, b, stride, pad, dil, groups, out_hw):
     k = w.shape[2:]
     G = groups
     wt = w.reshape(O, -1).T if G == 1 else w.reshape(G, O // G, -1).transpose(0, 2, 1)
-    out = None
+    out = np.zeros((0, Cg * G) + tuple(out_hw), dtype=np.result_type(y.dtype, w.dtype)) if N == 0 else None
     step = _batch_step(N, Cg * G * _prod(k) * L)
     for s in range(0, N, step):
         ys = y[s:s + step]

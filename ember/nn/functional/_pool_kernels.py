@@ -115,8 +115,9 @@ def scatter_kernel(g, idx, in_hw, unique):
     """Each gradient value added at its flat in-plane index of an (N, C, *in_hw) zero array."""
     N, C = g.shape[:2]
     HW = int(np.prod(in_hw))
-    g2 = g.reshape(N * C, -1)
-    i2 = idx.reshape(N * C, -1)
+    L = int(np.prod(g.shape[2:]))           # (explicit sizes: an empty batch has no -1 to infer)
+    g2 = g.reshape(N * C, L)
+    i2 = idx.reshape(N * C, L)
     flat = (i2 + (np.arange(N * C, dtype=np.int64) * HW)[:, None]).ravel()
     if unique:
         out = np.zeros(N * C * HW, dtype=g.dtype)
@@ -129,7 +130,8 @@ def scatter_kernel(g, idx, in_hw, unique):
 
 def gather_kernel(x, idx, unique):
     N, C = x.shape[:2]
-    picked = np.take_along_axis(x.reshape(N * C, -1), idx.reshape(N * C, -1), axis=1)
+    picked = np.take_along_axis(x.reshape(N * C, int(np.prod(x.shape[2:]))),
+                                idx.reshape(N * C, int(np.prod(idx.shape[2:]))), axis=1)
     return picked.reshape(idx.shape)
 
 

@@ -223,11 +223,13 @@ AVG_POOL2D = AVG_POOL[2]
 
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nsp, op):
-    if nsp > 1 and isinstance(input, Tensor) and input._data.ndim < nsp + 1:
-        _wrap_dim(-nsp - 1, input._data.ndim)   # torch's avg_pool2d/3d read input.size(-3/-4) first: an IndexError
+    if nsp == 2 and isinstance(input, Tensor) and input._data.ndim < 3:
+        _wrap_dim(-3, input._data.ndim)      # torch's avg_pool2d reads input.size(-3) first: an IndexError
     _check_input(input, op, nsp)
     if input._dtype.category < 2 and input._dtype is not _dt.int64:
         raise NotImplementedError(f"\"{op}\" not implemented for '{dtype_name(input._dtype)}'")
+    if nsp == 3 and input._dtype in (_dt.float16, _dt.bfloat16):
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for '{dtype_name(input._dtype)}'")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     k, s, p, _ = _pool_geom(input, kernel_size, stride, padding, 1, ceil_mode, nsp, op)
@@ -317,7 +319,7 @@ def _adaptive_avg(input, output_size, nsp, op):
         else:
             shp = y._data.shape
             rest = shp[2 + i + 1:]
-            flat = y.reshape(shp[:2 + i] + (n, -1))
+            flat = y.reshape(shp[:2 + i] + (n, int(np.prod(rest))))
             y = matmul_raw(_avg_matrix(n, o, x._dtype), flat).reshape(shp[:2 + i] + (o,) + rest)
     if y is x:
         y = x.clone()         # output size == input size: torch still returns a new tensor
@@ -399,6 +401,8 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nsp, op):
     k = _tuple(kernel_size, nsp, "kernel_size", op)
+    if norm_type == float("inf"):         # the limit: max pooling of |x|, as torch
+        return {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}[nsp](input.abs(), k, stride, ceil_mode=ceil_mode)
     n = 1
     for v in k:
         n *= v

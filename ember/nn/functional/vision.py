@@ -67,9 +67,13 @@ def _pads_per_dim(pad, nd):
 def _index_map(n: int, a: int, b: int, mode: str) -> np.ndarray:
     """Source index of every output position along one dim padded by (a, b) with ``mode``."""
     np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
-    # crop first (negative pads), then pad what is left: torch's circular mode wraps the cropped input
-    idx = np.arange(n, dtype=np.int64)[max(-a, 0):n - max(-b, 0)]
-    return np.pad(idx, (max(a, 0), max(b, 0)), mode=np_mode)
+    idx = np.arange(n, dtype=np.int64)
+    if mode == "circular":
+        # crop first (negative pads), then pad what is left: torch's circular mode wraps the cropped input
+        return np.pad(idx[max(-a, 0):n - max(-b, 0)], (max(a, 0), max(b, 0)), mode=np_mode)
+    # reflect / replicate pad from the whole input, then crop: a reflection may reach past the cropped part
+    idx = np.pad(idx, (max(a, 0), max(b, 0)), mode=np_mode)
+    return idx[max(-a, 0):len(idx) - max(-b, 0)]
 
 
 def pad(input, pad, mode: str = "constant", value=None):

@@ -19,7 +19,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name
 from ._reduce_util import numpy_names
-from ._util import wrap_dim, shape_arg, fmt_shape, int_arg
+from ._util import wrap_dim, shape_arg, fmt_shape, int_arg, dims_arg
 
 
 # ---- view / reshape --------------------------------------------------------------------------------
@@ -325,22 +325,11 @@ def squeeze(input, dim=None, *, axis=None):
         new = tuple(s for s in shp if s != 1)
         cls = _SQUEEZE[0]
     else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        ds = {wrap_dim(d, nd) for d in dims}        # a 0-d tensor accepts dims -1 and 0, as torch
-        if len(ds) != len(dims):
-            _repeated_dim(dims, nd)
+        # (a 0-d tensor accepts dims -1 and 0, as torch; a repeated dim is an error)
+        ds = {wrap_dim(dim, nd)} if isinstance(dim, int) else set(dims_arg(dim, nd))
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1)) if nd else shp
         cls = _SQUEEZE[1 if isinstance(dim, int) else 2]
     return rename(apply_view(VIEW, (input,), {"shape": new}), cls)
-
-
-def _repeated_dim(dims, nd: int):
-    seen = set()
-    for d in dims:
-        w = wrap_dim(d, nd)
-        if w in seen:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        seen.add(w)
 
 
 def unsqueeze(input, dim=None, *, axis=None):

@@ -274,3 +274,23 @@ def test_lp_pool_with_infinite_norm_is_max_pooling_of_magnitudes(nsp):
         "conv3d-kernel", "conv_t3d-opad", "conv_t3d-size", "max3d-size", "max3d-pad"])
 def test_3d_bad_input_raises_like_torch(call):
     same_error(call, exact=False)
+
+
+def test_compiled_3d_model_matches_eager():
+    import copy
+    nn = ember.nn
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2), nn.Conv3d(4, 4, 3, padding=1),
+                      nn.AvgPool3d(2), nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(4, 3))
+    m2 = copy.deepcopy(m)
+    x, y = ember.randn(2, 2, 8, 8, 8), ember.tensor([0, 2])
+
+    def step(model, x, y):
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+    want = step(m, x, y)
+    got = ember.compile(step)(m2, x, y)
+    assert abs(float(want) - float(got)) < 1e-6
+    for p, q in zip(m.parameters(), m2.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)

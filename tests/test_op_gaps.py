@@ -294,3 +294,16 @@ def test_compiled_3d_model_matches_eager():
     assert abs(float(want) - float(got)) < 1e-6
     for p, q in zip(m.parameters(), m2.parameters()):
         np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op,out_dt", [("sum", "int64"), ("sum", "float64"), ("sum", "float16"), ("sum", "bool"),
+                                       ("mean", "float64"), ("nansum", "float64"), ("prod", "int64")])
+def test_reductions_compute_in_the_dtype_of_out(op, out_dt):
+    x = np.array([[0.6, 0.6, -2.5], [0.7, 0.9, 3.1]], dtype=np.float32)
+    got = [getattr(m, op)(m.from_numpy(x.copy()), 0, out=m.empty(3, dtype=getattr(m, out_dt))) for m in (torch, ember)]
+    assert str(got[1].dtype).split(".")[-1] == out_dt
+    np.testing.assert_array_equal(got[1].numpy(), got[0].numpy())
+
+
+def test_mean_into_an_integer_out_is_refused_like_torch():
+    same_error(lambda m: m.mean(m.ones(2, 3), 0, out=m.empty(3, dtype=m.int64)))

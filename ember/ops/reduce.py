@@ -45,6 +45,8 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=No
         dim, keepdim = numpy_names("sum", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):      # sum(x, ember.float64)
         dtype, dim = dim, None
+    if out is not None and dtype is None:
+        dtype = out._dtype              # torch sums in out's dtype
     nd = input._data.ndim
     axis = dims_arg(dim, nd) if nd else (dims_arg(dim, 0), ())[1]    # (a 0-dim tensor still checks dim)
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
@@ -84,6 +86,8 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=N
         dim, keepdim = numpy_names("mean", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):
         dtype, dim = dim, None
+    if out is not None and dtype is None and out._dtype.is_floating_point:
+        dtype = out._dtype              # torch averages in out's (floating) dtype
     dt = dtype_arg(dtype, "mean") or input._dtype
     if not dt.is_floating_point:
         raise RuntimeError(

@@ -274,6 +274,7 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis
     """Sum over ``dim`` treating NaN as zero."""
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("nansum", dim, keepdim, axis, keepdims)
+    dtype = _out_dtype(dtype, out)
     attrs = {"axis": _reduce_axes(dim, input._data.ndim), "keepdims": keepdim}
     if dtype is not None:
         attrs["dtype"] = dtype.np

@@ -21,7 +21,7 @@ from . import _malloc  # noqa: E402,F401  (allocator tuning; see the module docs
 from . import dtypes as _dtypes
 from .dtypes import (dtype, float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8,  # noqa: F401
                      promote_types, result_type, can_cast, get_default_dtype, set_default_dtype, finfo, iinfo)
-from .dtypes import bool, float, double, half, long, int, short  # noqa: F401,A004
+from .dtypes import bool, float, double, half, long, int, short, complex64, complex128, cfloat, cdouble  # noqa: F401,A004
 from .tensor import Tensor, Size, device  # noqa: F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
                                  is_grad_enabled, is_inference_mode_enabled)
@@ -34,7 +34,6 @@ from ._tensor_str import set_printoptions  # noqa: E402,F401
 globals().update({k: v for k, v in _registry.FUNCTIONS.items() if not k.startswith("_")})
 from .random import manual_seed, seed, initial_seed, Generator, get_rng_state, set_rng_state, default_generator  # noqa: E402,F401
 
-cfloat = None
 uint16 = uint32 = uint64 = None
 strided = "strided"
 contiguous_format = preserve_format = channels_last = "memory_format"

@@ -204,9 +204,9 @@ def is_floating_point(input) -> bool:  # noqa: A002
 
 
 def is_complex(input) -> bool:  # noqa: A002
-    """True if ``input``'s dtype is complex (never, so far: ember has no complex dtypes)."""
+    """True if ``input``'s dtype is complex (complex64 or complex128)."""
     _tensor_only("is_complex", input)
-    return False
+    return input._dtype.is_complex
 
 
 def numel(input) -> int:  # noqa: A002

@@ -134,6 +134,22 @@ def _summarized(a: np.ndarray) -> np.ndarray:
     return np.stack([_summarized(a[i]) for i in rows])
 
 
+class _ComplexFormatter:
+    """torch's complex printing: the real parts and the imaginary parts each get their own formatter;
+    an element prints as ``real`` followed by the signed ``imag`` and ``j``."""
+
+    def __init__(self, arr: np.ndarray):
+        self.re = _Formatter(arr.real, True)
+        self.im = _Formatter(arr.imag, True)
+
+    def width(self) -> int:
+        return self.re.width() + self.im.width() + 1   # the imaginary part's formatter and the "j"
+
+    def format(self, value) -> str:
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return self.re.format(value.real) + ("" if imag[0] in "+-" else "+") + imag
+
+
 def _vector_str(a, indent, summarize, fmt) -> str:
     e = PRINT_OPTS.edgeitems
     element_length = fmt.width() + 2
@@ -170,7 +186,8 @@ def _tensor_str(data: np.ndarray, dt, indent: int) -> str:
     summarize = data.size > PRINT_OPTS.threshold
     if dt is _dt.float16 or dt is _dt.bfloat16:
         data = data.astype(np.float32)
-    fmt = _Formatter(_summarized(data) if summarize else data, dt.is_floating_point)
+    shown = _summarized(data) if summarize else data
+    fmt = _ComplexFormatter(shown) if dt.is_complex else _Formatter(shown, dt.is_floating_point)
     return _tensor_str_with_formatter(data, indent, summarize, fmt)
 
 
@@ -201,7 +218,7 @@ def tensor_repr(t, tensor_contents=None) -> str:
     suffixes = []
     if not t.is_cpu:
         suffixes.append(f"device='{t.device}'")
-    has_default_dtype = dt in (_dt.get_default_dtype(), _dt.int64, _dt.bool)
+    has_default_dtype = dt in (_dt.get_default_dtype(), _dt.scalar_dtype(1j), _dt.int64, _dt.bool)
     if data.size == 0:
         if data.ndim != 1:
             suffixes.append("size=" + str(tuple(data.shape)))

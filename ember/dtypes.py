@@ -1,7 +1,7 @@
 """ember's dtypes and torch's type-promotion rules.
 
 A dtype is a small immutable object that knows its NumPy dtype, its C name (for the compiler) and its
-category (bool < integer < floating). Promotion follows torch: dimensioned tensors outrank zero-dim
+category (bool < integer < floating < complex). Promotion follows torch: dimensioned tensors outrank zero-dim
 tensors, which outrank Python scalars, and a lower-priority operand only wins when its category is
 higher (``int32_tensor + 2.5 -> float32``, ``int8_tensor + 1000 -> int8``).
 """
@@ -13,16 +13,18 @@ import ml_dtypes
 __all__ = [
     "dtype", "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
     "uint8", "bool", "promote_types", "result_type", "can_cast", "get_default_dtype", "set_default_dtype",
-    "float", "double", "half", "long", "int", "short", "cfloat", "finfo", "iinfo",
+    "float", "double", "half", "long", "int", "short", "complex64", "complex128", "cfloat", "cdouble",
+    "finfo", "iinfo",
 ]
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class dtype:
     """A tensor element type, e.g. ``ember.float32``."""
 
-    __slots__ = ("name", "np", "itemsize", "category", "is_floating_point", "is_complex", "is_signed", "c_name", "_order")
+    __slots__ = ("name", "np", "itemsize", "category", "is_floating_point", "is_complex", "is_signed", "c_name", "_order",
+                 "grad_ok", "_real", "_complex")
 
     def __init__(self, name: str, npdt, category: int, c_name: str, order: int):
         self.name = name
@@ -30,16 +32,25 @@ class dtype:
         self.itemsize = self.np.itemsize
         self.category = category
         self.is_floating_point = category == _FLOAT
-        self.is_complex = False
+        self.is_complex = category == _COMPLEX
+        self.grad_ok = category >= _FLOAT     # autograd tracks floating and complex tensors
         self.is_signed = name not in ("uint8", "bool")
         self.c_name = c_name
         self._order = order
+        self._real = self._complex = self
 
     def __repr__(self) -> str:
         return "ember." + self.name
 
     def to_real(self) -> "dtype":
-        return self
+        """The real dtype of a complex one (complex64 -> float32); real dtypes return themselves."""
+        return self._real
+
+    def to_complex(self) -> "dtype":
+        """The complex dtype holding this floating dtype (float32 -> complex64), as torch's to_complex."""
+        if self._complex is self and not self.is_complex:
+            raise RuntimeError(f"to_complex is not supported for {self}")
+        return self._complex
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))
@@ -67,9 +78,16 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
-cfloat = None  # complex dtypes are not supported yet
+complex64 = dtype("complex64", np.complex64, _COMPLEX, "float _Complex", 10)
+complex128 = dtype("complex128", np.complex128, _COMPLEX, "double _Complex", 11)
+complex64._real, complex128._real = float32, float64
+float32._complex, float64._complex = complex64, complex128
+cfloat = complex64
+cdouble = complex128
 
-ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+REAL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+COMPLEX = (complex64, complex128)
+ALL = REAL + COMPLEX
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 
@@ -82,7 +100,8 @@ def from_numpy_dtype(npdt) -> dtype:
         if d is None:
             raise TypeError(
                 f"can't convert np.ndarray of type {np.dtype(npdt)}. The only supported types are: "
-                "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")
+                "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, int8, uint8, "
+                "and bool.")
     return d
 
 
@@ -101,10 +120,20 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
         if {a, b} == {float16, bfloat16}:
             return float32
         return a if a._order > b._order else b
+    if b.category == _COMPLEX:   # both complex
+        return a if a._order > b._order else b
     return a
 
 
-_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL for b in ALL}
+def _promote_cat(a: dtype, b: dtype) -> dtype:
+    # complex with a floating type keeps the wider value type (float64 + complex64 -> complex128)
+    c, r = (a, b) if a.category == _COMPLEX else (b, a)
+    if c.category == _COMPLEX and r.category == _FLOAT and r is float64:
+        return complex128
+    return _promote_pair(a, b)
+
+
+_PROMOTE = {(a, b): _promote_cat(a, b) for a in ALL for b in ALL}
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
@@ -131,7 +160,7 @@ def can_cast(from_: dtype, to: dtype) -> bool:
         if not isinstance(d, dtype):
             raise TypeError(f"can_cast(): argument '{name}' (position {i + 1}) must be torch.dtype, "
                             f"not {type(d).__name__}")
-    if from_.category == _FLOAT and to.category < _FLOAT:
+    if from_.category >= _FLOAT and to.category < from_.category:
         return False
     if from_.category > _BOOL and to.category == _BOOL:
         return False
@@ -152,11 +181,16 @@ def set_default_dtype(d: dtype) -> None:
 
 
 def _combine(higher, lower):
-    # torch's combine_categories (complex omitted)
+    # torch's combine_categories
     if higher is None:
         return lower
     if lower is None:
         return higher
+    if higher.category == _COMPLEX:
+        return higher
+    if lower.category == _COMPLEX:
+        # a complex operand of lower priority keeps a floating higher one's value type
+        return _complex_of(higher) if higher.category == _FLOAT else lower
     if higher.category == _FLOAT:
         return higher
     if higher is bool or lower.category == _FLOAT:
@@ -173,8 +207,8 @@ def scalar_dtype(x) -> dtype:
         return int64
     if t is builtins_float or isinstance(x, np.floating):
         return _default[0]
-    if isinstance(x, complex):
-        raise TypeError("complex scalars are not supported by ember yet")
+    if isinstance(x, (complex, np.complexfloating)):
+        return complex128 if _default[0] is float64 else complex64
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")
 
 
@@ -206,11 +240,22 @@ def result_type(*operands) -> dtype:
     return _combine(dim, _combine(zero, wrapped))
 
 
+def _complex_of(d: dtype) -> dtype:
+    """The complex dtype of a floating one; float16/bfloat16 would need complex32, which ember lacks."""
+    if d is float64:
+        return complex128
+    if d is float32:
+        return complex64
+    raise TypeError(f"complex values with {d} need complex32 (torch.chalf), which ember does not support; "
+                    "supported complex dtypes are complex64 and complex128")
+
+
 class finfo:
     """torch.finfo: machine limits of a floating dtype."""
 
     def __init__(self, type: dtype | None = None):  # noqa: A002
         type = type or _default[0]
+        type = type.to_real()
         if not type.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type, got {type}")
         fi = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)

@@ -310,7 +310,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self._dtype.is_complex
 
     def is_signed(self) -> bool:
         return self._dtype.is_signed
@@ -363,7 +363,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and self.grad_fn is None and not self._dtype.is_floating_point:
+        if value and self.grad_fn is None and not self._dtype.grad_ok:
             # torch words the attribute form differently from requires_grad_()
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(value)
@@ -377,7 +377,7 @@ class Tensor:
                     "computed variable in a subgraph that doesn't require differentiation use "
                     "var_no_grad = var.detach().")
             return self
-        if requires_grad and not self._dtype.is_floating_point:
+        if requires_grad and not self._dtype.grad_ok:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._rg = bool(requires_grad)
         return self
@@ -656,7 +656,8 @@ class Tensor:
 
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char", "bool": "bool"}
+            "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
 
 
 def _empty_strides(shape) -> tuple:

@@ -285,7 +285,7 @@ def once_differentiable(fn):
             return out
         outs = out if isinstance(out, tuple) else (out,)
         # results become outputs of a node that raises when differentiated (torch's DelayedError)
-        fake = [o.detach().requires_grad_() if isinstance(o, Tensor) and o._dtype.is_floating_point else o
+        fake = [o.detach().requires_grad_() if isinstance(o, Tensor) and o._dtype.grad_ok else o
                 for o in outs]
         return _OnceDifferentiableError.apply(*fake)
     return wrapper

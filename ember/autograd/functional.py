@@ -55,7 +55,7 @@ def _preprocess(xs, create_graph: bool, need_graph: bool):
         if create_graph and x._rg:
             out.append(x.view_as(x))       # keep the link to the caller's graph
         else:
-            out.append(x.detach().requires_grad_(need_graph) if x._dtype.is_floating_point or not need_graph
+            out.append(x.detach().requires_grad_(need_graph) if x._dtype.grad_ok or not need_graph
                        else x.detach())
     return tuple(out)
 

@@ -85,7 +85,7 @@ class Node:
             node.versions = versions
         nondiff = op.nondiff_outputs
         for i, t in enumerate(outs):
-            if i in nondiff or not t._dtype.is_floating_point:
+            if i in nondiff or not t._dtype.grad_ok:
                 continue
             t._rg = True
             t.grad_fn = node
@@ -138,7 +138,7 @@ class Node:
             t._data = data
             t._dtype = dt
             t._vc = vc
-            if dt.is_floating_point and i not in self.op.nondiff_outputs:
+            if dt.grad_ok and i not in self.op.nondiff_outputs:
                 t._rg = True
                 t.grad_fn = self
                 t._output_nr = i

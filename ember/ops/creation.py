@@ -25,7 +25,7 @@ def _finish(arr, dtype, requires_grad, device=None, derived=False):
     if dev is not CPU:
         t = _on_device(t, dev)
     if requires_grad:
-        if not t._dtype.is_floating_point:
+        if not t._dtype.grad_ok:
             # factories word this differently from requires_grad_ (as torch does)
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
@@ -53,7 +53,7 @@ def _device_empty(shape, dt, device, requires_grad, fill=None):
 
 
 def _infer_dtype(data):
-    """torch's dtype inference for nested Python data: bool < int64 < default float."""
+    """torch's dtype inference for nested Python data: bool < int64 < default float < default complex."""
     kind = 0
     leaves = False      # no element at all (``tensor([])``, ``tensor([[], []])``): the default float dtype
     stack = [data]
@@ -63,9 +63,7 @@ def _infer_dtype(data):
             leaves = True
         if isinstance(x, Tensor):
             d = x._dtype
-            kind = builtins.max(kind, 2 if d.is_floating_point else 1 if d is not _dt.bool else 0)
-            if d.is_floating_point:
-                return None
+            kind = builtins.max(kind, d.category)
             continue
         if isinstance(x, (list, tuple)):
             stack.extend(x)
@@ -74,20 +72,19 @@ def _infer_dtype(data):
         elif isinstance(x, (int, np.integer)):
             kind = builtins.max(kind, 1)
         elif isinstance(x, (float, np.floating)):
-            return _dt.get_default_dtype()
+            kind = builtins.max(kind, 2)
+        elif isinstance(x, (complex, np.complexfloating)):
+            kind = 3
         elif isinstance(x, np.ndarray):
-            d = _dt.from_numpy_dtype(x.dtype)
-            if d.is_floating_point:
-                return _dt.get_default_dtype()
-            kind = builtins.max(kind, 1 if d is not _dt.bool else 0)
-        elif isinstance(x, complex):
-            raise TypeError("ember does not support complex tensors yet")
+            kind = builtins.max(kind, _dt.from_numpy_dtype(x.dtype).category)
         elif isinstance(x, str):
             raise TypeError("new(): invalid data type 'str'")
         else:
             raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
-    if not leaves:
+    if not leaves or kind == 2:
         return _dt.get_default_dtype()
+    if kind == 3:
+        return _dt.scalar_dtype(1j)
     return _dt.int64 if kind == 1 else _dt.bool
 
 

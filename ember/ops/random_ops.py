@@ -49,14 +49,20 @@ def _shape(size, op: str) -> tuple:
     return shape
 
 
-def _need_float(dt, kernel: str) -> None:
-    if not dt.is_floating_point:
+def _need_float(dt, kernel: str, complex_ok: bool = False) -> None:
+    if not (dt.is_floating_point or complex_ok and dt.is_complex):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dt)}'")
 
 
 def _draw_kernel(gen, kind, shape, dt, a=None, b=None):
     """The NumPy draw behind every random factory (see ``RANDOM_DRAW``); ``gen`` is an ember Generator or
     None (the default generator, looked up at each draw, as ``manual_seed`` may replace its state)."""
+    if dt.is_complex:
+        # real and imaginary parts drawn as the last axis of a real array (normal: variance 1/2 each)
+        r = _draw_kernel(gen, kind, tuple(shape) + (2,), dt.to_real(), a, b)
+        if kind == "normal":
+            r *= np.sqrt(0.5).astype(r.dtype)
+        return r.view(dt.np)[..., 0]
     gen = _gen(gen)
     if kind == "uniform":
         r = _uniform01(gen, shape, dt)
@@ -144,10 +150,11 @@ def _size_args(size, kw_size, op):
 
 
 def _float_draw(op, kind, kernel, size, kw, generator, out, dtype, device, requires_grad) -> Tensor:
-    """rand/randn: a floating tensor of ``kind`` draws (``kernel`` names torch's kernel in its dtype error)."""
+    """rand/randn: a floating or complex tensor of ``kind`` draws (``kernel`` names torch's kernel in its dtype
+    error)."""
     shape = _size_args(size, kw.pop("size", None), op)
     dt = _dtype_for(dtype, out, _dt.get_default_dtype())
-    _need_float(dt, kernel)
+    _need_float(dt, kernel, True)
     _check_device(device)
     return _result(draw(generator, kind, shape, dt), dt, requires_grad, device, out)
 

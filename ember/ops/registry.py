@@ -239,4 +239,4 @@ def dtype_name(d) -> str:
 
 _NAMES = {_dt.float32: "Float", _dt.float64: "Double", _dt.float16: "Half", _dt.bfloat16: "BFloat16",
           _dt.int64: "Long", _dt.int32: "Int", _dt.int16: "Short", _dt.int8: "Char", _dt.uint8: "Byte",
-          _dt.bool: "Bool"}
+          _dt.bool: "Bool", _dt.complex64: "ComplexFloat", _dt.complex128: "ComplexDouble"}

@@ -289,21 +289,10 @@ def _install_tensor_surface():
     for name in ("is_inference", "is_conj", "is_neg"):
         setattr(Tensor, name, _false)
 
-    def _real(self):
-        """For a real tensor, ``real`` is the tensor itself."""
-        return self
-
-    def _imag(self):
-        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    Tensor.real = property(_real)
-    Tensor.imag = property(_imag)
-
+    # real/imag/conj/resolve_conj live in ember/ops/complex_ops.py
     def _same(self):
-        """Complex conjugation / resolution: the identity on real tensors (which ember has only)."""
         return self
-    for name in ("conj", "resolve_conj", "resolve_neg"):
-        attach(name, _same, function=False)
-        setattr(Tensor, name, _same)
+    attach("resolve_neg", _same, function=False)
 
     def split_with_sizes(self, split_sizes, dim: int = 0):
         """``split`` with an explicit list of sizes (which must add up to the dim's length)."""

@@ -475,7 +475,8 @@ def _validate(node, gi):
         if g._data.shape != shape:
             g = _fit_shape(g, shape, node, i)
         if g._dtype is not dt:
-            g = g.to(dt)
+            # a real input that met a complex one gets the real part of its gradient (torch's rule)
+            g = g.to(dt) if not g._dtype.is_complex or dt.is_complex else g.real.to(dt)
         out[i] = g
     return tuple(out)
 

@@ -91,9 +91,9 @@ def _pow_self_grad(g, a, b):
 
 def _pow_exp_grad(g, a, b, out):
     # torch: grad * where(self == 0 & exponent >= 0, 0, result * log(self))
-    cond = logical_and(a == 0, b >= 0)
+    cond = logical_and(a == 0, (b.real if b._dtype.is_complex else b) >= 0)
     a_ = a.to(_dt.result_type(a, b))
-    return g * where(cond, 0.0, out * _log(a_))
+    return g * where(cond, 0.0, out * (_log(a_) if not a_._dtype.is_complex else a_.log()))
 
 
 def _pow_tt_bw(ctx, g):
@@ -252,7 +252,7 @@ def _atan2_bw(ctx, g):
     return ga, gb
 
 
-ATAN2 = register("atan2", ew_kernel(np.arctan2), _atan2_bw, save="i")
+ATAN2 = register("atan2", ew_kernel(np.arctan2, complex_ok=False, name="atan2"), _atan2_bw, save="i")
 atan2 = _binary_fn("atan2", ATAN2, kind="float",
                    doc="Elementwise arctangent of ``input / other`` choosing the quadrant (radians).")
 _register_fn("atan2", atan2, kind="float", aliases=("arctan2",))
@@ -266,7 +266,7 @@ def _hypot_bw(ctx, g):
     return ga, gb
 
 
-HYPOT = register("hypot", ew_kernel(np.hypot), _hypot_bw, save="io")
+HYPOT = register("hypot", ew_kernel(np.hypot, complex_ok=False, name="hypot"), _hypot_bw, save="io")
 hypot = _binary_fn("hypot", HYPOT, float_only="hypot_cpu",
                    doc="Elementwise ``sqrt(input**2 + other**2)`` without intermediate overflow.")
 _register_fn("hypot", hypot)
@@ -296,7 +296,7 @@ def _xlogy_bw(ctx, g):
     return ga, gb
 
 
-XLOGY = register("xlogy", ew_kernel(_xlogy_np), _xlogy_bw, save="i")
+XLOGY = register("xlogy", ew_kernel(_xlogy_np, complex_ok=False, name="xlogy"), _xlogy_bw, save="i")
 xlogy = _binary_fn("xlogy", XLOGY, kind="float", scalar_self=True, scalar_other=True,
                    doc="Elementwise ``input * log(other)``, 0 where ``input == 0`` (NaN if ``other`` is NaN).")
 _register_fn("xlogy", xlogy, kind="float", inplace_function=True)
@@ -339,8 +339,8 @@ def _remainder_bw(ctx, g):
     return g, gb
 
 
-FMOD = register("fmod", ew_kernel(_fmod_np), _fmod_bw, save="i")
-REMAINDER = register("remainder", ew_kernel(_remainder_np), _remainder_bw, save="i")
+FMOD = register("fmod", ew_kernel(_fmod_np, complex_ok=False, name="fmod"), _fmod_bw, save="i")
+REMAINDER = register("remainder", ew_kernel(_remainder_np, complex_ok=False, name="remainder"), _remainder_bw, save="i")
 
 
 def _mod_fn(name, op, scalar_self):
@@ -425,10 +425,10 @@ def _minimum_np(a, b):
     return select(keep, a, b)
 
 
-MAXIMUM = register("maximum", ew_kernel(_maximum_np), _maximum_bw, save="i")
-MINIMUM = register("minimum", ew_kernel(_minimum_np), _minimum_bw, save="i")
-FMAX = register("fmax", ew_kernel(np.fmax), _fmax_bw, save="i")
-FMIN = register("fmin", ew_kernel(np.fmin), _fmin_bw, save="i")
+MAXIMUM = register("maximum", ew_kernel(_maximum_np, complex_ok=False, name="maximum"), _maximum_bw, save="i")
+MINIMUM = register("minimum", ew_kernel(_minimum_np, complex_ok=False, name="minimum"), _minimum_bw, save="i")
+FMAX = register("fmax", ew_kernel(np.fmax, complex_ok=False, name="fmax"), _fmax_bw, save="i")
+FMIN = register("fmin", ew_kernel(np.fmin, complex_ok=False, name="fmin"), _fmin_bw, save="i")
 maximum = _binary_fn("maximum", MAXIMUM, doc="Elementwise maximum; NaN propagates.")
 minimum = _binary_fn("minimum", MINIMUM, doc="Elementwise minimum; NaN propagates.")
 fmax = _binary_fn("fmax", FMAX, doc="Elementwise maximum ignoring NaN (NaN only if both are NaN).")
@@ -454,8 +454,8 @@ def _logaddexp2_bw(ctx, g):
     return ga, gb
 
 
-LOGADDEXP = register("logaddexp", ew_kernel(np.logaddexp), _logaddexp_bw, save="i")
-LOGADDEXP2 = register("logaddexp2", ew_kernel(np.logaddexp2), _logaddexp2_bw, save="i")
+LOGADDEXP = register("logaddexp", ew_kernel(np.logaddexp, complex_ok=False, name="logaddexp"), _logaddexp_bw, save="i")
+LOGADDEXP2 = register("logaddexp2", ew_kernel(np.logaddexp2, complex_ok=False, name="logaddexp2"), _logaddexp2_bw, save="i")
 logaddexp = _binary_fn("logaddexp", LOGADDEXP, float_only="logaddexp_cpu",
                        doc="Elementwise ``log(exp(input) + exp(other))``, computed stably.")
 logaddexp2 = _binary_fn("logaddexp2", LOGADDEXP2, float_only="logaddexp2_cpu",
@@ -476,7 +476,7 @@ def _copysign_bw(ctx, g):
     return ga, gb
 
 
-COPYSIGN = register("copysign", ew_kernel(np.copysign), _copysign_bw, save="io")
+COPYSIGN = register("copysign", ew_kernel(np.copysign, complex_ok=False, name="copysign"), _copysign_bw, save="io")
 COPYSIGN.node_name = lambda args, attrs: "CopysignBackward0" if isinstance(args[1], Tensor) else "CopysignBackward1"
 copysign = _binary_fn("copysign", COPYSIGN, kind="float", scalar_other=True,
                       doc="Elementwise ``|input|`` with the sign (sign bit) of ``other``.")
@@ -496,7 +496,7 @@ def _no_derivative(name):
 
 
 # torch records a node whose backward raises, so the output requires grad like the input
-HEAVISIDE = register("heaviside", ew_kernel(_heaviside_np, half_up=False), _no_derivative("heaviside"))
+HEAVISIDE = register("heaviside", ew_kernel(_heaviside_np, half_up=False, complex_ok=False, name="heaviside"), _no_derivative("heaviside"))
 
 
 def heaviside(input, values, *, out=None) -> Tensor:
@@ -517,7 +517,7 @@ def _nextafter_bw(ctx, g):
     return ga, gb
 
 
-NEXTAFTER = register("nextafter", ew_kernel(np.nextafter, half_up=False), _nextafter_bw, save="i")
+NEXTAFTER = register("nextafter", ew_kernel(np.nextafter, half_up=False, complex_ok=False, name="nextafter"), _nextafter_bw, save="i")
 nextafter = _binary_fn("nextafter", NEXTAFTER, float_only="nextafter_cpu",
                        doc="The next floating-point value after ``input`` towards ``other``.")
 _register_fn("heaviside", heaviside)

@@ -18,8 +18,10 @@ from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name
 from .elementwise import binary, inplace, _run, _out
 
-_NUM = (int, float, bool, np.number, np.bool_)
-_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_NUM = (int, float, bool, complex, np.number, np.bool_)
+_HALF = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))
+_COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
+_CNAME = {np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
 
 
 # ---- the kernel wrapper shared by the binary families -------------------------------------------
@@ -28,21 +30,28 @@ def _cast(x, dt):
     return x.astype(dt, copy=False) if type(x) is np.ndarray else np.asarray(x).astype(dt)
 
 
-def ew_kernel(f, *, half_up: bool = True, cmp: bool = False):
+def ew_kernel(f, *, half_up: bool = True, cmp: bool = False, complex_ok: bool = True, name: str = ""):
     """Wrap ``f(x, y)`` (NumPy arrays / Python scalars) as a registry kernel.
 
     ``dt`` casts both operands to the promoted dtype first; float16/bfloat16 are computed in float32
     (torch's "opmath" type) when ``half_up``; the result is cast to ``out_dt`` if given, else to the
     operand dtype (or bool for comparisons, ``cmp=True``). Floating-point warnings are silenced because
-    inf/nan results are legitimate values, as in torch.
+    inf/nan results are legitimate values, as in torch. Without ``complex_ok`` a complex operand raises
+    torch's NotImplementedError naming ``name`` (the dtype test is the one the half check already makes).
     """
+    special = (_HALF if half_up else frozenset()) | (frozenset() if complex_ok else _COMPLEX_NP)
+
     def k(x, y, dt=None, out_dt=None):
         with np.errstate(all="ignore"):
             if dt is not None:
                 x = _cast(x, dt)
                 y = _cast(y, dt)
             work = x.dtype if type(x) is np.ndarray else np.asarray(y).dtype
-            if half_up and work in _HALF:
+            if work in special:
+                if work.kind == "c":
+                    if name in ("maximum", "minimum"):
+                        raise RuntimeError(f"{name} not implemented for complex tensors.")
+                    raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_CNAME[work]}'")
                 x = _cast(x, np.float32)
                 y = _cast(y, np.float32)
             r = f(x, y)
@@ -89,10 +98,10 @@ def _zero_grad_like(result: Tensor, self: Tensor) -> Tensor:
 
 EQ = register("eq", ew_kernel(np.equal, half_up=False, cmp=True), differentiable=False)
 NE = register("ne", ew_kernel(np.not_equal, half_up=False, cmp=True), differentiable=False)
-LT = register("lt", ew_kernel(np.less, half_up=False, cmp=True), differentiable=False)
-LE = register("le", ew_kernel(np.less_equal, half_up=False, cmp=True), differentiable=False)
-GT = register("gt", ew_kernel(np.greater, half_up=False, cmp=True), differentiable=False)
-GE = register("ge", ew_kernel(np.greater_equal, half_up=False, cmp=True), differentiable=False)
+LT = register("lt", ew_kernel(complex_ok=False, name="lt", f=np.less, half_up=False, cmp=True), differentiable=False)
+LE = register("le", ew_kernel(complex_ok=False, name="le", f=np.less_equal, half_up=False, cmp=True), differentiable=False)
+GT = register("gt", ew_kernel(complex_ok=False, name="gt", f=np.greater, half_up=False, cmp=True), differentiable=False)
+GE = register("ge", ew_kernel(complex_ok=False, name="ge", f=np.greater_equal, half_up=False, cmp=True), differentiable=False)
 
 _CMP_OPS = {"eq": EQ, "ne": NE, "lt": LT, "le": LE, "gt": GT, "ge": GE}
 

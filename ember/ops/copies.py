@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import builtins
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -63,7 +65,9 @@ attach("detach_", detach_, function=False)
 
 
 def _cast_bw(ctx, g):
-    return g.to(ctx.in_dtype(0))
+    dt = ctx.in_dtype(0)
+    # real -> complex: the real input gets the real part of the gradient (no warning, as torch)
+    return g.to(dt) if not g._dtype.is_complex or dt.is_complex else g.real.to(dt)
 
 
 CAST = register("to_dtype", lambda x, dt: x.astype(dt), _cast_bw, prim="cast")
@@ -73,7 +77,10 @@ CAST.node_name = "ToCopyBackward0"      # torch's to(dtype) runs _to_copy
 def _to_dtype(self, dt, copy=False):
     if dt is self._dtype and not copy:
         return self
-    if self._rg and not dt.is_floating_point:
+    if self._dtype.is_complex and not dt.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
+        self = self.real
+    if self._rg and not dt.grad_ok:
         with_grad = apply(CAST, (self.detach(),), {"dt": dt.np})
         return with_grad
     return apply(CAST, (self,), {"dt": dt.np})

@@ -16,7 +16,7 @@ from .registry import register, apply, attach, HOOKS, dtype_name, node_class, re
 from ._util import broadcast_error, can_cast
 
 _FLOAT = 2
-_num = (int, float, bool)
+_num = (int, float, bool, complex)
 
 
 def _cast_kernel(f, result_cast=True):
@@ -60,7 +60,7 @@ def binary(op, a, b, kind: str = "same", name: str | None = None):
     else:
         raise TypeError(f"{name or op.name}(): expected at least one Tensor argument, got "
                         f"{type(a).__name__} and {type(b).__name__}")
-    if kind == "float" and dt.category != _FLOAT:
+    if kind == "float" and dt.category < _FLOAT:
         dt = _dt.get_default_dtype()
     out_dt = _dt.bool.np if kind == "bool" else dt.np
     return _run(op, (a, b), {"dt": dt.np, "out_dt": out_dt})

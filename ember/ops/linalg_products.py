@@ -20,7 +20,8 @@ from .linalg import _bcast_shapes, _cname, _not_impl, _out, _prod, _shp, _tensor
 # ---- matmul: the one product kernel -------------------------------------------------------------------
 
 # dtypes NumPy multiplies natively (float16 and ml_dtypes' bfloat16 go through float32)
-_NP_NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_)}
+_NP_NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_,
+                                    np.complex64, np.complex128)}
 
 
 def _matmul_kernel(a, b):
@@ -296,6 +297,8 @@ def vdot(input, other, *, out=None) -> Tensor:
     _tensor_arg(input, "vdot", "input")
     _tensor_arg(other, "vdot", "other")
     _check_dot(input, other)
+    if input._dtype.is_complex:
+        input = input.conj()
     r = rename(apply(MATMUL, (input, other)), _VDOT)
     return r if out is None else _out(r, out)
 

@@ -89,7 +89,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=N
     if out is not None and dtype is None and out._dtype.is_floating_point:
         dtype = out._dtype              # torch averages in out's (floating) dtype
     dt = dtype_arg(dtype, "mean") or input._dtype
-    if not dt.is_floating_point:
+    if not dt.grad_ok:
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
             f"dtype. Got: {_name(input._dtype)}")

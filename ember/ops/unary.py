@@ -57,7 +57,19 @@ def _to_float(x, name: str) -> Tensor:
     _check(x, name)
     if x._dtype.category == _FLOAT:
         return x
+    if x._dtype.is_complex:
+        if name in COMPLEX_OK:
+            return x
+        raise _not_implemented(name, x._dtype)
     return x.to(_dt.get_default_dtype())
+
+
+# the float-valued ops torch also computes on complex tensors (their derivatives follow
+# complex_ops.holomorphic); any other one refuses a complex input
+COMPLEX_OK = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal",
+                        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+                        "atanh", "sigmoid", "sinc", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+                        "arctanh"})
 
 
 def _not_implemented(name: str, dt) -> NotImplementedError:
@@ -281,7 +293,9 @@ ASINH, asinh = _float_unary("asinh", _quiet(np.arcsinh),
                             lambda ctx, g: (g * rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1.0),),
                             doc="Inverse hyperbolic sine.", aliases=("arcsinh",))
 ACOSH, acosh = _float_unary("acosh", _quiet(np.arccosh),
-                            lambda ctx, g: (g * rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1.0),),
+                            lambda ctx, g: (g * (rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1.0)
+                                                 if not ctx.inputs[0]._dtype.is_complex else   # torch's branch
+                                                 rsqrt(ctx.inputs[0] - 1.0) * rsqrt(ctx.inputs[0] + 1.0)),),
                             doc="Inverse hyperbolic cosine.", aliases=("arccosh",))
 ATANH, atanh = _float_unary("atanh", _quiet(np.arctanh), lambda ctx, g: (g / _one_minus_sq(ctx.inputs[0]),),
                             doc="Inverse hyperbolic tangent.", aliases=("arctanh",))
@@ -452,6 +466,9 @@ I0, i0 = _float_unary("i0", _in_float64(_special.i0), lambda ctx, g: (g * apply(
 def _sign_kernel(x):
     if x.dtype == np.bool_:
         return x.copy()
+    if x.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                                  "torch.sgn instead.")
     r = np.sign(x)
     if x.dtype.kind not in "iu":
         nan = np.isnan(r)
@@ -472,7 +489,11 @@ def sign(input, *, out=None):
 
 
 def sgn(input, *, out=None):
-    """``sign`` (for real tensors); torch's sgn is an op of its own (SgnBackward0)."""
+    """``sign`` for real tensors, ``z / |z|`` (0 at 0) for complex ones; an op of its own (SgnBackward0)."""
+    if _check(input, "sgn")._dtype.is_complex:
+        from .complex_ops import sgn_complex
+        r = sgn_complex(input)
+        return r if out is None else _out(r, out)
     r = sign(input)
     return rename(r, _SGN) if out is None else _out(r, out)
 
@@ -502,7 +523,8 @@ def signbit(input, *, out=None):
 
 _expose(("signbit",), signbit)
 
-ABS = register("abs", np.abs, lambda ctx, g: (g * sign(ctx.inputs[0]),), save="i")
+ABS = register("abs", np.abs, lambda ctx, g: (g * (sign(ctx.inputs[0]) if not ctx.inputs[0]._dtype.is_complex
+                                                   else sgn(ctx.inputs[0])),), save="i")
 
 
 def abs(input, *, out=None):  # noqa: A001 - torch's name
@@ -528,6 +550,8 @@ def _rounding(name, npfn, kernel_name, doc):
             _check(input, name)
         dt = input._dtype
         if dt.category != _FLOAT:
+            if dt.is_complex:
+                raise NotImplementedError(f"{name} is not supported for complex inputs")
             if dt is _dt.bool:
                 raise _not_implemented(kernel_name, dt)
             r = input.clone()             # integers are already rounded: a copy, as torch returns
@@ -570,7 +594,7 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - torch's name
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
         raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
     if dt.category != _FLOAT:
-        if dt is _dt.bool or decimals != 0:
+        if dt is _dt.bool or decimals != 0 or dt.is_complex:
             raise _not_implemented("round_cpu" if decimals else "round_vml_cpu", dt)
         r = input.clone()
     else:
@@ -613,9 +637,14 @@ def relu(input):
     """max(x, 0); NaN stays NaN (and passes its gradient), integer dtypes are kept."""
     if input.__class__ is not Tensor:
         _check(input, "relu")
-    if input._dtype is _dt.bool:
+    if input._dtype in _NO_RELU:
+        if input._dtype.is_complex:
+            raise NotImplementedError("clamp is not supported for complex types")
         raise RuntimeError("Boolean inputs not supported for relu")
     return apply(RELU, (input,))
+
+
+_NO_RELU = frozenset((_dt.bool, _dt.complex64, _dt.complex128))
 
 
 _expose(("relu",), relu, _inplace_of(relu, "relu", False))
@@ -766,6 +795,8 @@ def _clamp(input, lo, hi, name, out=None):
                         f"{type(lo).__name__}, {type(hi).__name__}), but expected min and max to be both "
                         "Tensors or both Numbers")
     dt = _dt.result_type(input, lo, hi)
+    if dt.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
     if dt.category < _FLOAT:
         # integer bounds must fit the result dtype, as torch checks
         info = np.iinfo(dt.np) if dt is not _dt.bool else None

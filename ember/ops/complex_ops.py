@@ -1,0 +1,346 @@
+"""Complex tensors: the parts (real, imag, view_as_real, view_as_complex), conj, angle, sgn, complex(),
+polar(), and the derivative convention shared by every op that computes in complex.
+
+torch's convention for a real loss L of a complex z = x + iy: the gradient is dL/dx + i dL/dy (the
+conjugate Wirtinger derivative times two). For a holomorphic f, the input gradient is then
+``grad * conj(f'(z))``. The existing derivative rules compute ``grad * f'(z)`` in ember ops, so one
+wrapper, ``holomorphic``, serves them all: conj(rule(conj(grad))) = grad * conj(f'(z)). It only acts
+when the incoming gradient is complex; real tensors keep their rules untouched (the forward path pays
+nothing). A real input that met a complex one gets the real part of its gradient (``engine._validate``).
+
+``real``/``imag``/``view_as_real``/``view_as_complex`` are views sharing memory, as in torch, so writes
+through them reach the complex tensor. ``conj`` returns a conjugated copy (torch returns a lazy view
+with the conj bit; values, dtype and gradients are the same, ``is_conj()`` is False).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap
+from .registry import register, apply, apply_view, attach, dtype_name, REGISTRY
+
+_PI = math.pi
+
+
+# ---- the derivative convention ---------------------------------------------------------------------------
+
+def _conj(t):
+    return None if t is None or not t._dtype.is_complex else apply(CONJ, (t,))
+
+
+def holomorphic(op) -> None:
+    """Make ``op``'s derivative rule (written as grad * f'(z)) follow torch's complex convention."""
+    rule = op.backward
+
+    def backward(ctx, g):
+        if not g._dtype.is_complex:
+            return rule(ctx, g)
+        res = rule(ctx, apply(CONJ, (g,)))
+        if type(res) is tuple:
+            return tuple(r if r is None or not r._dtype.is_complex else apply(CONJ, (r,)) for r in res)
+        return _conj(res) if res._dtype.is_complex else res
+    backward.__name__ = getattr(rule, "__name__", op.name + "_bw")
+    op.backward = backward
+
+
+def need_complex(t, op: str):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
+
+
+def not_for_complex(name: str, dt) -> NotImplementedError:
+    """torch's error for an op without a complex kernel (comparisons, max/min, floor, ...)."""
+    return NotImplementedError(f"\"{name}\" not implemented for '{dtype_name(dt)}'")
+
+
+# ---- conj ------------------------------------------------------------------------------------------------
+
+CONJ = register("conj_physical", np.conjugate, lambda ctx, g: (_conj(g) if g._dtype.is_complex else g,))
+CONJ.node_name = "ConjBackward0"
+
+
+def conj_physical(input):
+    """The complex conjugate (a copy); real tensors are returned as they are (torch does the same)."""
+    need_complex(input, "conj_physical")
+    return apply(CONJ, (input,)) if input._dtype.is_complex else input
+
+
+def conj(input):
+    """The complex conjugate. ember materialises it (torch sets a lazy conj bit; same values)."""
+    need_complex(input, "conj")
+    return apply(CONJ, (input,)) if input._dtype.is_complex else input
+
+
+def resolve_conj(input):
+    return input
+
+
+# ---- parts as views --------------------------------------------------------------------------------------
+
+def _real_view(x):
+    return x.real
+
+
+def _imag_view(x):
+    return x.imag
+
+
+def _as_real_view(x):
+    # NumPy allows a dtype view when the last axis is contiguous: a size-1 axis always is
+    return x[..., None].view(x.real.dtype)
+
+
+def _as_complex_view(x):
+    return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
+
+
+REAL = register("real", _real_view, lambda ctx, g: (_place(g, 0),))
+IMAG = register("imag", _imag_view, lambda ctx, g: (_place(g, 1),))
+REAL.node_name = IMAG.node_name = "SelectBackward0"     # torch: view_as_real(z).select(-1, k)
+VIEW_AS_REAL = register("view_as_real", _as_real_view, lambda ctx, g: (view_as_complex(g.contiguous()),))
+VIEW_AS_COMPLEX = register("view_as_complex", _as_complex_view, lambda ctx, g: (view_as_real(g),))
+
+
+def _place(g, part):
+    zeros = wrap(np.zeros(g._data.shape, dtype=g._dtype.np), g._dtype)
+    return complex(g, zeros) if part == 0 else complex(zeros, g)
+
+
+def real(input):
+    """The real part: a view for complex tensors, the tensor itself for real ones."""
+    need_complex(input, "real")
+    return apply_view(REAL, (input,)) if input._dtype.is_complex else input
+
+
+def imag(input):
+    """The imaginary part as a view (complex tensors only, as torch)."""
+    need_complex(input, "imag")
+    if not input._dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return apply_view(IMAG, (input,))
+
+
+def view_as_real(input):
+    """A real view with a last dimension of size 2 holding (real, imag)."""
+    need_complex(input, "view_as_real")
+    if not input._dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return apply_view(VIEW_AS_REAL, (input,))
+
+
+def view_as_complex(input):
+    """A complex view of a float32/float64 tensor whose last dimension (size 2, stride 1) holds (real, imag)."""
+    need_complex(input, "view_as_complex")
+    dt = input._dtype
+    if dt is not _dt.float32 and dt is not _dt.float64:
+        raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
+                           f"of scalar type: {dtype_name(dt)}")
+    a = input._data
+    if a.ndim == 0 or a.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if a.strides[-1] != a.itemsize and a.size:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % (2 * a.itemsize) for s in a.strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if input.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return apply_view(VIEW_AS_COMPLEX, (input,))
+
+
+# ---- complex() and polar() -------------------------------------------------------------------------------
+
+def _complex_kernel(re, im):
+    cdt = np.complex64 if re.dtype == np.float32 else np.complex128
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape), dtype=cdt)
+    out.real = re
+    out.imag = im
+    return out
+
+
+COMPLEX = register("complex", _complex_kernel, lambda ctx, g: (real(g), imag(g)))
+
+
+def _check_pair(a, b, op, names):
+    for i, (t, n) in enumerate(zip((a, b), names)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{n}' (position {i + 1}) must be Tensor, not {type(t).__name__}")
+    for t in (a, b):
+        if t._dtype is not _dt.float32 and t._dtype is not _dt.float64:
+            raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                               f"{dtype_name(a._dtype)} and {dtype_name(b._dtype)}")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"Expected object of scalar type {dtype_name(a._dtype)} but got scalar type "
+                           f"{dtype_name(b._dtype)} for second argument")
+
+
+def complex(real, imag, *, out=None):  # noqa: A001 - torch's name
+    """A complex tensor from its real and imaginary parts (both float32 or both float64)."""
+    _check_pair(real, imag, "complex", ("real", "imag"))
+    r = apply(COMPLEX, (real, imag))
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+def _polar_kernel(r, theta):
+    cdt = np.complex64 if r.dtype == np.float32 else np.complex128
+    out = np.empty(np.broadcast_shapes(r.shape, theta.shape), dtype=cdt)
+    out.real = r * np.cos(theta)
+    out.imag = r * np.sin(theta)
+    return out
+
+
+def _polar_bw(ctx, g):
+    r, theta = ctx.inputs
+    # d out / d r = e^{i theta}, d out / d theta = i r e^{i theta}; a real input gets Re(g * conj(d out))
+    ge = g * complex(theta.cos(), -theta.sin())     # g * conj(e^{i theta})
+    return real(ge), imag(ge) * r
+
+
+POLAR = register("polar", _polar_kernel, _polar_bw, save="i")
+
+
+def polar(abs, angle, *, out=None):  # noqa: A002 - torch's names
+    """``abs * (cos(angle) + i sin(angle))``."""
+    _check_pair(abs, angle, "polar", ("abs", "angle"))
+    r = apply(POLAR, (abs, angle))
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+# ---- angle and sgn ---------------------------------------------------------------------------------------
+
+def _angle_kernel(x):
+    r = np.angle(x)
+    return r.astype(x.real.dtype if x.dtype.kind == "c" else x.dtype, copy=False)
+
+
+def _angle_bw(ctx, g):
+    z = ctx.inputs[0]
+    if not z._dtype.is_complex:
+        from .creation import zeros_like
+        return (zeros_like(g),)
+    a2 = real(z * _conj(z))
+    v = g * z / a2 * 1j
+    return (_masked_zero(v, z),)
+
+
+ANGLE = register("angle", _angle_kernel, _angle_bw, save="i")
+
+
+def angle(input, *, out=None):
+    """The argument of each element (radians); for real tensors pi where negative, else 0."""
+    need_complex(input, "angle")
+    x = input
+    if x._dtype.category < 2:
+        x = x.to(_dt.get_default_dtype())
+    r = apply(ANGLE, (x,))
+    if out is not None:
+        from .inplace import copy_out
+        return copy_out(r, out)
+    return r
+
+
+def _sgn_kernel(x):
+    a = np.abs(x)
+    return np.divide(x, a, out=np.zeros_like(x), where=a != 0)
+
+
+def _sgn_bw(ctx, g):
+    z = ctx.inputs[0]
+    s = ctx.output
+    a = z.abs()
+    v = (g - s * real(g * _conj(s))) / a
+    return (_masked_zero(v, z),)
+
+
+SGN_C = register("sgn_complex", _sgn_kernel, _sgn_bw, save="io")
+SGN_C.node_name = "SgnBackward0"
+
+
+def sgn_complex(z):
+    return apply(SGN_C, (z,))
+
+
+def _masked_zero(v, z):
+    from .unary import _where_mask
+    return _where_mask(v, z, "nonzero")
+
+
+# ---- Tensor surface --------------------------------------------------------------------------------------
+
+def _real_get(self):
+    return real(self)
+
+
+def _real_set(self, value):
+    real(self).copy_(value)
+
+
+def _imag_get(self):
+    return imag(self)
+
+
+def _imag_set(self, value):
+    imag(self).copy_(value)
+
+
+Tensor.real = property(_real_get, _real_set)
+Tensor.imag = property(_imag_get, _imag_set)
+for _n, _f in [("conj", conj), ("conj_physical", conj_physical), ("resolve_conj", resolve_conj),
+               ("view_as_real", view_as_real), ("view_as_complex", view_as_complex), ("angle", angle)]:
+    attach(_n, _f, method=_n not in ("view_as_real", "view_as_complex"))
+attach("real", real, method=False)
+attach("imag", imag, method=False)
+attach("complex", complex, method=False)
+attach("polar", polar, method=False)
+
+
+# ordering reductions torch refuses for complex (NumPy would order complex numbers lexicographically):
+# torch's kernel name for the message
+_ORDERED = {"amax": "max_values_cpu", "amin": "min_values_cpu", "max_dim": "max_cpu", "min_dim": "min_cpu",
+            "argmax": "argmax(): does not support complex input",
+            "argmin": "argmin(): does not support complex input",
+            "sort": "Sort does not support complex dtypes on CPU", "argsort": "Sort does not support complex dtypes on CPU",
+            "topk": "topk_cpu", "kthvalue": "kthvalue_cpu", "median": "median_cpu", "median_dim": "median_out",
+            "mode": "mode_cpu", "cummax": "cummax_cpu", "cummin": "cummin_cpu"}
+
+
+def _refuse_complex(op, kname):
+    kernel = op.kernel
+
+    def k(x, *args, **kw):
+        if x.dtype.kind == "c":
+            if " " in kname:        # torch's own sentence (a RuntimeError)
+                raise RuntimeError(kname)
+            raise NotImplementedError(f"\"{kname}\" not implemented for '{_CNAMES[x.dtype]}'")
+        return kernel(x, *args, **kw)
+    k.__name__ = getattr(kernel, "__name__", op.name)
+    op.kernel = k
+
+
+_CNAMES = {np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
+
+
+def _install_conventions():
+    for name, kname in _ORDERED.items():
+        op = REGISTRY.get(name)
+        if op is not None:
+            _refuse_complex(op, kname)
+    from .unary import COMPLEX_OK
+    ops = ["mul", "div", "matmul", "einsum", "prod", "square", "pow", "pow_tensor_scalar", "cumprod"]
+    for name in list(COMPLEX_OK) + ops:
+        op = REGISTRY.get(name)
+        if op is not None and not getattr(op.backward, "_holomorphic", False):
+            holomorphic(op)
+            op.backward._holomorphic = True
+
+
+_install_conventions()

@@ -38,6 +38,7 @@ uint16 = uint32 = uint64 = None
 strided = "strided"
 contiguous_format = preserve_format = channels_last = "memory_format"
 from . import linalg  # noqa: E402,F401
+from . import fft  # noqa: E402,F401  (ember.fft: torch.fft on numpy.fft)
 
 from . import nn, optim  # noqa: E402,F401
 from .serialization import save, load, serialize, deserialize  # noqa

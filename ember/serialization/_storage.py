@@ -18,6 +18,7 @@ _STORAGE_NAME = {
     _dt.float32: "FloatStorage", _dt.float64: "DoubleStorage", _dt.float16: "HalfStorage",
     _dt.bfloat16: "BFloat16Storage", _dt.int8: "CharStorage", _dt.int16: "ShortStorage",
     _dt.int32: "IntStorage", _dt.int64: "LongStorage", _dt.uint8: "ByteStorage", _dt.bool: "BoolStorage",
+    _dt.complex64: "ComplexFloatStorage", _dt.complex128: "ComplexDoubleStorage",
 }
 
 

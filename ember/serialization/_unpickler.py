@@ -24,10 +24,11 @@ _TORCH_DTYPES = {
     "float32": _dt.float32, "float": _dt.float32, "float64": _dt.float64, "double": _dt.float64,
     "float16": _dt.float16, "half": _dt.float16, "bfloat16": _dt.bfloat16, "int8": _dt.int8,
     "int16": _dt.int16, "short": _dt.int16, "int32": _dt.int32, "int": _dt.int32, "int64": _dt.int64,
-    "long": _dt.int64, "uint8": _dt.uint8, "bool": _dt.bool,
+    "long": _dt.int64, "uint8": _dt.uint8, "bool": _dt.bool, "complex64": _dt.complex64, "cfloat": _dt.complex64,
+    "complex128": _dt.complex128, "cdouble": _dt.complex128,
 }
 _UNSUPPORTED_TORCH_DTYPES = {
-    "complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf", "uint16", "uint32", "uint64",
+    "complex32", "chalf", "uint16", "uint32", "uint64",
     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
     "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16",
     "bits1x8", "bits2x4", "bits4x2", "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1",

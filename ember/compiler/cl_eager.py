@@ -155,6 +155,9 @@ def _make(op, specs, attrs, rt, why):
     if prog is None:
         why[0] = "its output shapes could not be inferred from zeros"
         return None
+    if any(v.dtype.is_complex for v in prog.values):
+        why[0] = "complex dtypes have no OpenCL kernels"
+        return None
     from .cl_runner import CLRunner
     try:
         runner = CLRunner(prog, name=f"eager_{op.name}", rt=rt, require_native=True)

@@ -77,6 +77,13 @@ def scalar_overflows(value, dt) -> bool:
     may wrap into an unsigned type down to ``-max``. Nothing overflows bool."""
     if dt is _dt.bool or isinstance(value, (bool, np.bool_)):
         return False
+    if isinstance(value, (complex, np.complexfloating)):
+        # a complex number fits a real dtype only without an imaginary part (then its real part must fit)
+        if dt.is_complex:
+            return False
+        return value.imag != 0 or scalar_overflows(float(value.real), dt)
+    if dt.is_complex:
+        return scalar_overflows(value, dt.to_real())
     lo, hi = VALUE_RANGE[dt]
     if isinstance(value, (int, np.integer)):
         if dt.category != 1:

@@ -248,8 +248,10 @@ def fill_(self, value) -> Tensor:
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-    elif isinstance(value, (bool, int, float, np.number, np.bool_)):
+    elif isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
         _check_fits(value, self._dtype, "fill_")
+        if isinstance(value, (complex, np.complexfloating)) and not self._dtype.is_complex:
+            value = value.real          # checked above: no imaginary part
         value = wrap_unsigned(value, self._dtype)
     else:
         raise TypeError(f"fill_() received an invalid combination of arguments - got ({type(value).__name__}), "

@@ -211,6 +211,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     if dtype is None:
         dtype = _dt.scalar_dtype(fill_value)
     _check_fill(fill_value, dtype, "full")
+    if isinstance(fill_value, (complex, np.complexfloating)) and not dtype.is_complex:
+        fill_value = fill_value.real    # checked above: no imaginary part
     fill_value = wrap_unsigned(fill_value, dtype)
     r = _finish(_alloc(shape, dtype.np, np.full, shape, fill_value, dtype.np), dtype, requires_grad, device)
     if out is not None:
@@ -264,7 +266,7 @@ def _new(fill):
 def _check_fill(value, dt, op):
     if isinstance(value, Tensor):
         return
-    if not isinstance(value, (bool, int, float, np.bool_, np.number)):
+    if not isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not {type(value).__name__}")
     check_scalar_fits(value, dt)
 

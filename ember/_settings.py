@@ -353,9 +353,9 @@ def _install_tensor_surface():
     Tensor.unsafe_split = Tensor.split
     Tensor.is_nonzero = is_nonzero
     Tensor.is_same_size = is_same_size
-    return {"conj": _same, "resolve_conj": _same, "resolve_neg": _same, "is_nonzero": is_nonzero,
+    return {"resolve_neg": _same, "is_nonzero": is_nonzero,
             "is_same_size": is_same_size, "is_conj": lambda input: False, "is_neg": lambda input: False,
-            "real": lambda input: input, "imag": lambda input: _imag(input), "split_with_sizes": split_with_sizes,
+            "split_with_sizes": split_with_sizes,
             "narrow_copy": narrow_copy, "unsafe_chunk": Tensor.chunk, "unsafe_split": Tensor.split}
 
 

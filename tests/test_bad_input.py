@@ -930,8 +930,6 @@ for name, f in MISC.items():
 # ---- rows that still differ, with the reason ------------------------------------------------------------
 
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "to(complex64)": "ember has no complex dtypes (ember.complex64 does not exist)",
-    "from_numpy(complex)": "ember has no complex dtypes",
     "from_numpy(uint32)": "ember has no uint16/uint32/uint64 dtypes",
     "take_along_dim(oob)": "torch's CPU take_along_dim does not bounds-check this broadcast index and returns "
                            "values from other columns; ember raises an out-of-bounds error",

@@ -16,6 +16,8 @@ import torch
 import ember
 
 FLOATS = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
+GRAD_DTYPES = FLOATS + COMPLEX
 
 
 @dataclasses.dataclass
@@ -44,7 +46,7 @@ class Case:
 def _np_dtype(name):
     return {"float32": np.float32, "float64": np.float64, "float16": np.float16,
             "int64": np.int64, "int32": np.int32, "bool": np.bool_, "int8": np.int8, "uint8": np.uint8,
-            "int16": np.int16}[name]
+            "int16": np.int16, "complex64": np.complex64, "complex128": np.complex128}[name]
 
 
 def make_arrays(case: Case, dtype: str, layout: str, rng: np.random.Generator):
@@ -63,6 +65,9 @@ def make_arrays(case: Case, dtype: str, layout: str, rng: np.random.Generator):
             elif dtype in ("int64", "int32", "int16", "int8", "uint8"):
                 lo = 0 if dtype == "uint8" else int(case.low)
                 arrs.append(rng.integers(lo, max(int(case.high), lo + 1) + 1, size=shape).astype(_np_dtype(dtype)))
+            elif dtype in COMPLEX:
+                re, im = (rng.uniform(case.low, case.high, size=shape) for _ in range(2))
+                arrs.append((re + 1j * im).astype(_np_dtype(dtype)))
             else:
                 arrs.append(rng.uniform(case.low, case.high, size=shape).astype(_np_dtype(dtype)))
     if layout == "noncontig":
@@ -80,7 +85,7 @@ def make_arrays(case: Case, dtype: str, layout: str, rng: np.random.Generator):
 
 def _to_np(t):
     if isinstance(t, torch.Tensor):
-        t = t.detach()
+        t = t.detach().resolve_conj().resolve_neg()
         if t.dtype == torch.bfloat16:
             t = t.float()
         return t.numpy()
@@ -107,8 +112,9 @@ def compare(e_out, t_out, case: Case, what: str):
                 assert e.dtype.name == str(t.dtype).replace("torch.", ""), \
                     f"{case.name}: {what}[{k}]: dtype {e.dtype} != torch {t.dtype}"
             en, tn = _to_np(e), _to_np(t)
-            if tn.dtype.kind == "f":
-                np.testing.assert_allclose(en.astype(np.float64), tn.astype(np.float64), rtol=case.rtol,
+            if tn.dtype.kind in "fc":
+                wide = np.complex128 if tn.dtype.kind == "c" else np.float64
+                np.testing.assert_allclose(en.astype(wide), tn.astype(wide), rtol=case.rtol,
                                            atol=case.atol, equal_nan=True, err_msg=f"{case.name}: {what}[{k}]")
             else:
                 np.testing.assert_array_equal(en, tn, err_msg=f"{case.name}: {what}[{k}]")
@@ -124,8 +130,8 @@ def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: i
     arrs = make_arrays(case, dtype, layout, rng)
     grad_idx = case.grad_inputs
     if grad_idx is None:
-        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind == "f")
-    do_grad = case.grad and dtype in FLOATS and bool(grad_idx)
+        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind in "fc")
+    do_grad = case.grad and dtype in GRAD_DTYPES and bool(grad_idx)
     e_in, t_in = [], []
     for i, a in enumerate(arrs):
         if not isinstance(a, np.ndarray):
@@ -150,10 +156,12 @@ def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: i
     assert len(t_outs) == len(e_outs), f"{case.name}: {len(e_outs)} ember outputs require grad, torch has {len(t_outs)}"
     if not t_outs:
         return
-    weights = [rng.standard_normal(tuple(o.shape)).astype(_np_dtype(dtype)) for o in t_outs]
-    t_loss = sum((o * torch.from_numpy(w)).sum() for o, w in zip(t_outs, weights))
-    e_loss = sum((o * ember.from_numpy(w.copy())).sum() for o, w in zip(e_outs, weights))
-    create = case.double_backward and dtype == "float64"
+    # a real loss: complex outputs enter through their (real, imag) pairs
+    weights = [rng.standard_normal(tuple(o.shape) + ((2,) if o.is_complex() else ())).astype(
+        np.float64 if o.dtype in (torch.float64, torch.complex128) else np.float32) for o in t_outs]
+    t_loss = sum((_real_pairs(torch, o) * torch.from_numpy(w)).sum() for o, w in zip(t_outs, weights))
+    e_loss = sum((_real_pairs(ember, o) * ember.from_numpy(w.copy())).sum() for o, w in zip(e_outs, weights))
+    create = case.double_backward and dtype in ("float64", "complex128")
     t_leaves = [t_in[i] for i in grad_idx]
     e_leaves = [e_in[i] for i in grad_idx]
     t_grads = torch.autograd.grad(t_loss, t_leaves, allow_unused=True, create_graph=create)
@@ -162,14 +170,22 @@ def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: i
     e_g = [g if g is not None else ember.zeros_like(x) for g, x in zip(e_grads, e_leaves)]
     compare(e_g, t_g, case, f"grad[{dtype},{layout}]")
     if create:
-        t_s = sum((g * g).sum() for g in t_grads if g is not None and g.requires_grad)
-        e_s = sum((g * g).sum() for g in e_grads if g is not None and g.requires_grad)
+        t_s = sum(_square_sum(g) for g in t_grads if g is not None and g.requires_grad)
+        e_s = sum(_square_sum(g) for g in e_grads if g is not None and g.requires_grad)
         if isinstance(t_s, torch.Tensor):
             t_gg = torch.autograd.grad(t_s, t_leaves, allow_unused=True)
             e_gg = ember.autograd.grad(e_s, e_leaves, allow_unused=True)
             t_gg = [g if g is not None else torch.zeros_like(x) for g, x in zip(t_gg, t_leaves)]
             e_gg = [g if g is not None else ember.zeros_like(x) for g, x in zip(e_gg, e_leaves)]
             compare(e_gg, t_gg, case, f"double-grad[{dtype},{layout}]")
+
+
+def _square_sum(g):
+    return (g * g).abs().sum() if g.is_complex() else (g * g).sum()
+
+
+def _real_pairs(lib, o):
+    return lib.view_as_real(o.resolve_conj()) if o.is_complex() else o
 
 
 def _same_layout_copy(a):

@@ -227,7 +227,7 @@ def _angle_bw(ctx, g):
     if not z._dtype.is_complex:
         from .creation import zeros_like
         return (zeros_like(g),)
-    a2 = real(z * _conj(z))
+    a2 = _nonzero_or_one(real(z * _conj(z)), z)      # |z|^2, 1 where z == 0 (the gradient is 0 there)
     v = g * z / a2 * 1j
     return (_masked_zero(v, z),)
 
@@ -256,7 +256,7 @@ def _sgn_kernel(x):
 def _sgn_bw(ctx, g):
     z = ctx.inputs[0]
     s = ctx.output
-    a = z.abs()
+    a = _nonzero_or_one(z.abs(), z)
     v = (g - s * real(g * _conj(s))) / a
     return (_masked_zero(v, z),)
 
@@ -272,6 +272,11 @@ def sgn_complex(z):
 def _masked_zero(v, z):
     from .unary import _where_mask
     return _where_mask(v, z, "nonzero")
+
+
+def _nonzero_or_one(v, z):
+    from .unary import _where_mask
+    return _where_mask(v, z, "nonzero", fill=1.0)
 
 
 # ---- Tensor surface --------------------------------------------------------------------------------------

@@ -67,6 +67,9 @@ def _make_seeds(outputs, grad_outputs, fn_name):
                     f"element {i} of tensors does not require grad and does not have a grad_fn")
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t._dtype.is_complex:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"ember.{t._dtype.name}")
             if type(t._data) is not np.ndarray:       # made on the device (None while capturing)
                 from ..ops.creation import _device_empty
                 g = _device_empty(t._data.shape, t._dtype, -1 - t._data.device, False, 1)

@@ -136,9 +136,12 @@ def view_as_complex(input):
     """A complex view of a float32/float64 tensor whose last dimension (size 2, stride 1) holds (real, imag)."""
     need_complex(input, "view_as_complex")
     dt = input._dtype
+    if dt is _dt.float16:
+        raise RuntimeError("view_as_complex of a Half tensor would be complex32 (torch.chalf), which ember does "
+                           "not support; supported: float and double tensors")
     if dt is not _dt.float32 and dt is not _dt.float64:
-        raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
-                           f"of scalar type: {dtype_name(dt)}")
+        raise RuntimeError("view_as_complex is only supported for half, float and double tensors, but got a "
+                           f"tensor of scalar type: {dtype_name(dt)}")
     a = input._data
     if a.ndim == 0 or a.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")

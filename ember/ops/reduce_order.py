@@ -317,6 +317,8 @@ def _amaxmin(input, dim, keepdim, out, largest, op):
                            "Specify the reduction dim with the 'dim' argument.")
     axis = _reduce_axes(dim, nd)
     _check_nonempty(input, axis, op)
+    if input._dtype.is_complex:
+        raise _no_complex("max_values_cpu" if largest else "min_values_cpu", input._dtype)
     if out is not None and isinstance(out, Tensor) and out._dtype is not input._dtype:
         raise RuntimeError(f"Expected the dtype for input and out to match, but got {dtype_name(input._dtype)} for "
                            f"input's dtype and {dtype_name(out._dtype)} for out's dtype.")
@@ -348,6 +350,10 @@ def _maxmin(input, dim, keepdim, out, largest):
         if f is None:
             raise RuntimeError(f"{op}(input, other): the binary form needs ember.{other}, which is not available")
         return f(input, dim) if out is None else f(input, dim, out=out)
+    if input._dtype.is_complex:
+        if dim is None:
+            raise _no_complex(f"{op}_all", input._dtype)
+        raise RuntimeError(f"{op}(): does not support complex input")
     if dim is None:
         if input._data.size == 0:
             raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -404,10 +410,18 @@ ARGMIN = register("argmin", lambda x, axis, keepdims: _argmaxmin_kernel(x, axis,
                   differentiable=False)
 
 
+_NO_ARG = frozenset((_dt.bool, _dt.complex64, _dt.complex128))
+
+
+def _no_complex(kernel, dt):
+    from .registry import dtype_name
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dt)}'")
+
+
 def _argmaxmin(input, dim, keepdim, largest):
     op = "argmax" if largest else "argmin"
-    if input._dtype is _dt.bool:
-        raise RuntimeError(f"{op}(): does not support bool input")
+    if input._dtype in _NO_ARG:
+        raise RuntimeError(f"{op}(): does not support {'bool' if input._dtype is _dt.bool else 'complex'} input")
     if dim is None:
         if input._data.size == 0:
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ember
-from oracle import make_arrays, _flatten
+from oracle import make_arrays, _flatten, _real_pairs, GRAD_DTYPES
 from optable import all_cases
 
 CASES = all_cases()
@@ -16,8 +16,8 @@ def _inputs(case, dtype, layout, seed):
     arrs = make_arrays(case, dtype, layout, rng)
     grad_idx = case.grad_inputs
     if grad_idx is None:
-        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind == "f")
-    do_grad = case.grad and dtype in ("float32", "float64") and bool(grad_idx)
+        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind in "fc")
+    do_grad = case.grad and dtype in GRAD_DTYPES and bool(grad_idx)
     ins = []
     for i, a in enumerate(arrs):
         if not isinstance(a, np.ndarray):
@@ -38,7 +38,9 @@ def _run(fn, ins, grad_idx, seed):
     leaves = [ins[i] for i in grad_idx]
     if diff and leaves:
         rng = np.random.default_rng(seed + 1)
-        loss = sum((o * ember.from_numpy(rng.standard_normal(tuple(o.shape)).astype(o.dtype.np))).sum() for o in diff)
+        # a real loss: complex outputs enter through their (real, imag) pairs
+        pairs = [_real_pairs(ember, o) for o in diff]
+        loss = sum((p * ember.from_numpy(rng.standard_normal(tuple(p.shape)).astype(p.dtype.np))).sum() for p in pairs)
         grads = ember.autograd.grad(loss, leaves, allow_unused=True)
     return [o.detach() for o in outs], grads
 
@@ -51,8 +53,9 @@ def _close(a, b, what):
             continue
         assert tuple(x.shape) == tuple(y.shape) and x.dtype == y.dtype, what
         xa, ya = x._data, y._data
-        if xa.dtype.kind == "f" or str(xa.dtype) == "bfloat16":
-            np.testing.assert_allclose(xa.astype(np.float64), ya.astype(np.float64), rtol=1e-5, atol=1e-6,
+        if xa.dtype.kind in "fc" or str(xa.dtype) == "bfloat16":
+            wide = np.complex128 if xa.dtype.kind == "c" else np.float64
+            np.testing.assert_allclose(xa.astype(wide), ya.astype(wide), rtol=1e-5, atol=1e-6,
                                        equal_nan=True, err_msg=what)
         else:
             np.testing.assert_array_equal(xa, ya, err_msg=what)

@@ -69,9 +69,9 @@ def test_result_type_with_complex_operands(default):
     torch.set_default_dtype(getattr(torch, default))
     ember.set_default_dtype(getattr(ember, default))
     try:
-        for (ka, a), (kb, b) in itertools.product(
-                [(k, d) for k in kinds for d in ["bool", "int64", "float32", "float64"] + CPLX] + [("py_complex", None)],
-                [(k, d) for k in kinds for d in CPLX] + [("py_complex", None), ("py_float", None), ("py_int", None)]):
+        lefts = [(k, d) for k in kinds for d in ["bool", "int64", "float32", "float64"] + CPLX] + [("py_complex", None)]
+        rights = [(k, d) for k in kinds for d in CPLX] + [("py_complex", None), ("py_float", None), ("py_int", None)]
+        for (ka, a), (kb, b) in itertools.product(lefts, rights):
             if ka.startswith("py") and kb.startswith("py"):
                 continue
             want = torch.result_type(_operand(torch, ka, a), _operand(torch, kb, b))

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..ops.registry import dtype_name
-from ._ops import c2c, r2c, c2r, real_dtype_for
+from ._ops import c2c, r2c, c2r
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
            "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..tensor import wrap
 from ..ops.registry import register, apply
 
@@ -99,9 +98,3 @@ def r2c(x, axes, scale, onesided):
 
 def c2r(x, axes, scale, last_size):
     return apply(FFT_C2R, (x,), {"axes": tuple(axes), "scale": scale, "last_size": int(last_size)})
-
-
-def real_dtype_for(x):
-    """The floating dtype a real transform computes in (integers and bool: the default float)."""
-    d = x._dtype
-    return d if d.is_floating_point else _dt.get_default_dtype()

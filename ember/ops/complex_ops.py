@@ -14,22 +14,17 @@ with the conj bit; values, dtype and gradients are the same, ``is_conj()`` is Fa
 """
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, apply_view, attach, dtype_name, REGISTRY
 
-_PI = math.pi
-
 
 # ---- the derivative convention ---------------------------------------------------------------------------
 
 def _conj(t):
-    return None if t is None or not t._dtype.is_complex else apply(CONJ, (t,))
+    return t if t is None or not t._dtype.is_complex else apply(CONJ, (t,))
 
 
 def holomorphic(op) -> None:
@@ -47,14 +42,9 @@ def holomorphic(op) -> None:
     op.backward = backward
 
 
-def need_complex(t, op: str):
+def _need_tensor(t, op: str):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
-
-
-def not_for_complex(name: str, dt) -> NotImplementedError:
-    """torch's error for an op without a complex kernel (comparisons, max/min, floor, ...)."""
-    return NotImplementedError(f"\"{name}\" not implemented for '{dtype_name(dt)}'")
 
 
 # ---- conj ------------------------------------------------------------------------------------------------
@@ -65,13 +55,13 @@ CONJ.node_name = "ConjBackward0"
 
 def conj_physical(input):
     """The complex conjugate (a copy); real tensors are returned as they are (torch does the same)."""
-    need_complex(input, "conj_physical")
+    _need_tensor(input, "conj_physical")
     return apply(CONJ, (input,)) if input._dtype.is_complex else input
 
 
 def conj(input):
     """The complex conjugate. ember materialises it (torch sets a lazy conj bit; same values)."""
-    need_complex(input, "conj")
+    _need_tensor(input, "conj")
     return apply(CONJ, (input,)) if input._dtype.is_complex else input
 
 
@@ -112,13 +102,13 @@ def _place(g, part):
 
 def real(input):
     """The real part: a view for complex tensors, the tensor itself for real ones."""
-    need_complex(input, "real")
+    _need_tensor(input, "real")
     return apply_view(REAL, (input,)) if input._dtype.is_complex else input
 
 
 def imag(input):
     """The imaginary part as a view (complex tensors only, as torch)."""
-    need_complex(input, "imag")
+    _need_tensor(input, "imag")
     if not input._dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return apply_view(IMAG, (input,))
@@ -126,7 +116,7 @@ def imag(input):
 
 def view_as_real(input):
     """A real view with a last dimension of size 2 holding (real, imag)."""
-    need_complex(input, "view_as_real")
+    _need_tensor(input, "view_as_real")
     if not input._dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
     return apply_view(VIEW_AS_REAL, (input,))
@@ -134,7 +124,7 @@ def view_as_real(input):
 
 def view_as_complex(input):
     """A complex view of a float32/float64 tensor whose last dimension (size 2, stride 1) holds (real, imag)."""
-    need_complex(input, "view_as_complex")
+    _need_tensor(input, "view_as_complex")
     dt = input._dtype
     if dt is _dt.float16:
         raise RuntimeError("view_as_complex of a Half tensor would be complex32 (torch.chalf), which ember does "
@@ -157,8 +147,9 @@ def view_as_complex(input):
 # ---- complex() and polar() -------------------------------------------------------------------------------
 
 def _complex_kernel(re, im):
+    """A complex array of the broadcast shape from real and imaginary parts (float32 -> complex64)."""
     cdt = np.complex64 if re.dtype == np.float32 else np.complex128
-    out = np.empty(np.broadcast_shapes(re.shape, im.shape), dtype=cdt)
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), dtype=cdt)
     out.real = re
     out.imag = im
     return out
@@ -180,22 +171,26 @@ def _check_pair(a, b, op, names):
                            f"{dtype_name(b._dtype)} for second argument")
 
 
+def _pair_op(op, a, b, names, out):
+    """complex() / polar(): two real tensors of one floating dtype in, a complex tensor out."""
+    _check_pair(a, b, op.name, names)
+    return _with_out(apply(op, (a, b)), out)
+
+
+def _with_out(r, out):
+    if out is None:
+        return r
+    from .inplace import copy_out
+    return copy_out(r, out)
+
+
 def complex(real, imag, *, out=None):  # noqa: A001 - torch's name
     """A complex tensor from its real and imaginary parts (both float32 or both float64)."""
-    _check_pair(real, imag, "complex", ("real", "imag"))
-    r = apply(COMPLEX, (real, imag))
-    if out is not None:
-        from .inplace import copy_out
-        return copy_out(r, out)
-    return r
+    return _pair_op(COMPLEX, real, imag, ("real", "imag"), out)
 
 
 def _polar_kernel(r, theta):
-    cdt = np.complex64 if r.dtype == np.float32 else np.complex128
-    out = np.empty(np.broadcast_shapes(r.shape, theta.shape), dtype=cdt)
-    out.real = r * np.cos(theta)
-    out.imag = r * np.sin(theta)
-    return out
+    return _complex_kernel(r * np.cos(theta), r * np.sin(theta))
 
 
 def _polar_bw(ctx, g):
@@ -210,12 +205,7 @@ POLAR = register("polar", _polar_kernel, _polar_bw, save="i")
 
 def polar(abs, angle, *, out=None):  # noqa: A002 - torch's names
     """``abs * (cos(angle) + i sin(angle))``."""
-    _check_pair(abs, angle, "polar", ("abs", "angle"))
-    r = apply(POLAR, (abs, angle))
-    if out is not None:
-        from .inplace import copy_out
-        return copy_out(r, out)
-    return r
+    return _pair_op(POLAR, abs, angle, ("abs", "angle"), out)
 
 
 # ---- angle and sgn ---------------------------------------------------------------------------------------
@@ -240,15 +230,11 @@ ANGLE = register("angle", _angle_kernel, _angle_bw, save="i")
 
 def angle(input, *, out=None):
     """The argument of each element (radians); for real tensors pi where negative, else 0."""
-    need_complex(input, "angle")
+    _need_tensor(input, "angle")
     x = input
     if x._dtype.category < 2:
         x = x.to(_dt.get_default_dtype())
-    r = apply(ANGLE, (x,))
-    if out is not None:
-        from .inplace import copy_out
-        return copy_out(r, out)
-    return r
+    return _with_out(apply(ANGLE, (x,)), out)
 
 
 def _sgn_kernel(x):
@@ -314,9 +300,10 @@ attach("polar", polar, method=False)
 # ordering ops torch refuses for complex (NumPy would order complex numbers lexicographically): torch's
 # kernel name or sentence for the message. max/min/amax/amin/argmax/argmin check in their functions
 # (ember/ops/reduce_order.py), where the check costs nothing measurable; these rarer ones wrap the kernel
-_ORDERED = {"sort": " Sort does not support complex dtypes on CPU", "argsort": " Sort does not support complex dtypes on CPU",
-            "topk": " topk does not support complex dtypes on CPU", "kthvalue": "kthvalue_cpu", "median": "median_cpu", "median_dim": "median_out",
-            "mode": "mode_cpu", "cummax": "cummax_cpu", "cummin": "cummin_cpu"}
+_SORT = " Sort does not support complex dtypes on CPU"
+_ORDERED = {"sort": _SORT, "argsort": _SORT, "topk": " topk does not support complex dtypes on CPU",
+            "kthvalue": "kthvalue_cpu", "median": "median_cpu", "median_dim": "median_out", "mode": "mode_cpu",
+            "cummax": "cummax_cpu", "cummin": "cummin_cpu"}
 
 
 def _refuse_complex(op, kname):

@@ -41,6 +41,8 @@ from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft on numpy.fft)
 
 from . import nn, optim  # noqa: E402,F401
+from .ops.complex_ops import install_conventions as _complex_conventions  # noqa: E402
+_complex_conventions()      # again for the ops ember.nn registers (linear, conv2d): complex derivatives
 from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401

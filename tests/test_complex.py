@@ -189,7 +189,8 @@ REFUSED = {
     "relu": lambda m, z: m.relu(z), "clamp": lambda m, z: z.clamp(0, 1), "floor": lambda m, z: z.floor(),
     "round": lambda m, z: z.round(), "sign": lambda m, z: z.sign(), "erf": lambda m, z: m.erf(z),
     "atan2": lambda m, z: m.atan2(z, z), "fmod": lambda m, z: m.fmod(z, 2), "cummax": lambda m, z: z.cummax(0),
-    "median": lambda m, z: z.median(),
+    "median": lambda m, z: z.median(), "unique": lambda m, z: m.unique(z), "nansum": lambda m, z: z.nansum(),
+    "abs_": lambda m, z: z.abs_(), "max_binary": lambda m, z: m.max(z, z), "softmax": lambda m, z: m.softmax(z, 0),
 }
 
 
@@ -204,6 +205,34 @@ def test_ops_torch_refuses_for_complex_raise_its_error(name):
     assert ee.type is te.type or {ee.type, te.type} <= {RuntimeError, NotImplementedError}, (ee.value, te.value)
     msg = str(ee.value)
     assert "omplex" in msg, msg          # names the dtype (ComplexFloat) or says complex
+
+
+def test_linalg_decompositions_refuse_complex_clearly():
+    # torch has complex LAPACK paths; ember's linalg is real-only so far: a clear error, never wrong values
+    with pytest.raises(NotImplementedError, match="linalg.inv: complex matrices are not supported"):
+        ember.linalg.inv(ember.eye(2).to(ember.complex64))
+
+
+def test_in_place_ops_keep_complex():
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))).astype(np.complex64)
+    for f in (lambda m, z: z.exp_(), lambda m, z: z.div_(2 + 1j), lambda m, z: z.mul_(1j).add_(z),
+              lambda m, z: z.pow_(2), lambda m, z: z.sqrt_(), lambda m, z: z.masked_fill_(z.real > 0, 1j),
+              lambda m, z: z.__setitem__((0, 1), 5 - 1j) or z):
+        _close(f(ember, ember.tensor(a.copy())), f(torch, torch.tensor(a.copy())))
+
+
+def test_random_fills_and_complex_modules():
+    z = ember.empty(20000, dtype=ember.complex64)
+    z.uniform_(-1, 3)
+    assert -1 <= float(z.real.min()) and float(z.imag.max()) < 3 and float(z.imag.min()) < 0
+    z.normal_(0, 2)
+    assert abs(float(z.real.std()) - 2 ** 0.5) < 0.05 and abs(float(z.imag.std()) - 2 ** 0.5) < 0.05
+    lin = ember.nn.Linear(4, 3, dtype=ember.complex64)
+    assert lin.weight.dtype is ember.complex64 and lin.weight.is_leaf and lin.weight.requires_grad
+    x = ember.randn(5, 4, dtype=ember.complex64)
+    lin(x).abs().sum().backward()
+    assert lin.weight.grad.dtype is ember.complex64 and lin.bias.grad.shape == (3,)
 
 
 def test_backward_needs_real_scalar():

@@ -303,7 +303,8 @@ attach("polar", polar, method=False)
 _SORT = " Sort does not support complex dtypes on CPU"
 _ORDERED = {"sort": _SORT, "argsort": _SORT, "topk": " topk does not support complex dtypes on CPU",
             "kthvalue": "kthvalue_cpu", "median": "median_cpu", "median_dim": "median_out", "mode": "mode_cpu",
-            "cummax": "cummax_cpu", "cummin": "cummin_cpu"}
+            "cummax": "cummax_cpu", "cummin": "cummin_cpu", "unique": "unique",
+            "nansum": "nansum on CPU does not support complex inputs"}
 
 
 def _refuse_complex(op, kname):
@@ -322,18 +323,26 @@ def _refuse_complex(op, kname):
 _CNAMES = {np.dtype(np.complex64): "ComplexFloat", np.dtype(np.complex128): "ComplexDouble"}
 
 
-def _install_conventions():
+# ops whose derivative rules multiply by input values (holomorphic in each complex argument)
+_HOLOMORPHIC = ("mul", "div", "matmul", "einsum", "prod", "square", "pow", "pow_tensor_scalar", "pow_scalar_tensor",
+                "cumprod", "linear", "addcmul", "addcdiv", "add_scaled", "cross", "conv2d", "conv_transpose2d",
+                "conv2d_weight")
+
+
+def install_conventions():
+    """Apply the refusals and the derivative convention to the registered ops named above. Idempotent:
+    ``ember/__init__`` calls it again once ember.nn has registered its ops (linear, conv2d)."""
+    from .unary import COMPLEX_OK
     for name, kname in _ORDERED.items():
         op = REGISTRY.get(name)
-        if op is not None:
+        if op is not None and not getattr(op.kernel, "_refuses_complex", False):
             _refuse_complex(op, kname)
-    from .unary import COMPLEX_OK
-    ops = ["mul", "div", "matmul", "einsum", "prod", "square", "pow", "pow_tensor_scalar", "cumprod"]
-    for name in list(COMPLEX_OK) + ops:
+            op.kernel._refuses_complex = True
+    for name in tuple(COMPLEX_OK) + _HOLOMORPHIC:
         op = REGISTRY.get(name)
         if op is not None and not getattr(op.backward, "_holomorphic", False):
             holomorphic(op)
             op.backward._holomorphic = True
 
 
-_install_conventions()
+install_conventions()

@@ -139,7 +139,8 @@ attach("type", type_, function=False)
 attach("type_as", type_as, function=False)
 for _name, _d in [("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16),
                   ("bfloat16", _dt.bfloat16), ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16),
-                  ("char", _dt.int8), ("byte", _dt.uint8), ("bool", _dt.bool)]:
+                  ("char", _dt.int8), ("byte", _dt.uint8), ("bool", _dt.bool), ("cfloat", _dt.complex64),
+                  ("cdouble", _dt.complex128)]:
     def _mk(d):
         return lambda self, memory_format=None: _to_dtype(self, d)
     attach(_name, _mk(_d), function=False)

@@ -310,7 +310,7 @@ attach("divide", div)
 def _mk_div_(f, n):
     def method(self, other, **kw):
         # true division makes a float: an integral self cannot hold it (checked before anything is written)
-        if kw.get("rounding_mode") is None and self._dtype.category != _FLOAT:
+        if kw.get("rounding_mode") is None and self._dtype.category < _FLOAT:
             raise RuntimeError(f"result type {dtype_name(_dt.get_default_dtype())} can't be cast to the desired "
                                f"output type {dtype_name(self._dtype)}")
         return inplace(self, f, other, n, **kw)

@@ -37,7 +37,7 @@ from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, _writable, CAPTURE_WRITE as _CAPTURING
 
 
-_NUMBER = (bool, int, float, np.bool_, np.number)
+_NUMBER = (bool, int, float, complex, np.bool_, np.number)
 
 
 # ---- small helpers ---------------------------------------------------------------------------------

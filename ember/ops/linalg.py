@@ -132,6 +132,9 @@ def _check_linalg(A, op: str, square: bool = True, arg: str = "A") -> None:
     _tensor_arg(A, op, arg)
     if A._data.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {arg} must have at least 2 dimensions.")
+    if A._dtype.is_complex:
+        raise NotImplementedError(f"{op}: complex matrices are not supported by ember yet (float32 and float64 "
+                                  f"are), got {dtype_name(A._dtype)}")
     if not A._dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_name(A._dtype)}")
     if A._dtype in _LOW:

@@ -474,6 +474,9 @@ def uniform_(self, *args, generator=None, **kw) -> Tensor:
         to = args.pop(0) if to is None else to
     frm = 0.0 if frm is None else float(frm)
     to = 1.0 if to is None else float(to)
+    if self._dtype.is_complex:      # torch: the real and imaginary parts each uniform in [from, to)
+        _as_real(self).uniform_(frm, to, generator=generator)
+        return self
     _need_float(self._dtype, "check_uniform_bounds")
     lo, hi = VALUE_RANGE[self._dtype]
     for what, v in (("from", frm), ("to", to)):
@@ -488,8 +491,16 @@ def uniform_(self, *args, generator=None, **kw) -> Tensor:
     return _fill_random(self, frm + (to - frm) * u.astype(np.float64), "uniform_")
 
 
+def _as_real(t):
+    from .complex_ops import view_as_real
+    return view_as_real(t)
+
+
 def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
-    """Fill with normal samples N(mean, std**2)."""
+    """Fill with normal samples N(mean, std**2) (complex: each part with variance std**2 / 2, as torch)."""
+    if self._dtype.is_complex:
+        _as_real(self).normal_(mean, std / np.sqrt(2.0), generator=generator)
+        return self
     _need_float(self._dtype, "normal_kernel_cpu")
     if not std >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")

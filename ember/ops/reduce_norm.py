@@ -103,6 +103,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=No
     """``linalg.vector_norm``: the ``ord``-norm of ``x`` over ``dim`` (all elements by default)."""
     if isinstance(ord, str) or isinstance(ord, builtins.bool) or not isinstance(ord, (int, float, np.number)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    if x._dtype.is_complex and dtype is None:
+        x = x.abs()             # the norm of complex entries is the norm of their magnitudes (a real result)
     if not x._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_name(x._dtype)}")

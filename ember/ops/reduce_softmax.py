@@ -51,6 +51,13 @@ def logsumexp(input, dim=None, keepdim: bool = False, *, out=None, axis=None, ke
     """``log(sum(exp(input)))`` over ``dim``, computed stably (integers are promoted to float)."""
     if axis is not None or keepdims is not None or dim is None:
         dim, keepdim = numpy_names("logsumexp", dim, keepdim, axis, keepdims, required=True)
+    if input._dtype.is_complex:
+        # shifted by the largest real part (a constant: the result does not depend on it)
+        shift = input.real.detach().amax(dim, keepdim=True)
+        shift = shift.masked_fill(~shift.isfinite(), 0.0)
+        r = (input - shift).exp().sum(dim, keepdim=True).log() + shift
+        r = r if keepdim else r.squeeze(dim)
+        return r if out is None else _out(r, out)
     x = _float_or_default(input)
     axis = _reduce_axes(dim, x._data.ndim)
     r = apply(LOGSUMEXP, (x,), {"axis": axis, "keepdims": keepdim})

@@ -163,9 +163,14 @@ def _var_args(input, dim, unbiased, keepdim, correction, op):
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None, keepdims=None):
-    """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0); real for
+    complex input (the variances of the real and imaginary parts added)."""
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("var", dim, keepdim, axis, keepdims)
+    if input._dtype.is_complex:
+        r = var(input.real, dim, unbiased, keepdim, correction=correction) + \
+            var(input.imag, dim, unbiased, keepdim, correction=correction)
+        return r if out is None else _out(r, out)
     r = apply(VAR, (input,), _var_args(input, dim, unbiased, keepdim, correction, "var"))
     return r if out is None else _out(r, out)
 
@@ -174,6 +179,9 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
     """Standard deviation over ``dim`` (see ``var``)."""
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("std", dim, keepdim, axis, keepdims)
+    if input._dtype.is_complex:
+        r = var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+        return r if out is None else _out(r, out)
     r = apply(STD, (input,), _var_args(input, dim, unbiased, keepdim, correction, "std"))
     return r if out is None else _out(r, out)
 

@@ -115,7 +115,7 @@ def _inplace_of(fn, name: str, float_valued: bool):
     iname = name + "_"
 
     def method(self, *args, **kw):
-        if float_valued and _check(self, iname)._dtype.category != _FLOAT:
+        if float_valued and _check(self, iname)._dtype.category < _FLOAT:
             raise RuntimeError(f"result type {dtype_name(_dt.get_default_dtype())} can't be cast to the "
                                f"desired output type {dtype_name(self._dtype)}")
         return write_result(self, lambda s: fn(s, *args, **kw), iname)
@@ -537,7 +537,13 @@ def abs(input, *, out=None):  # noqa: A001 - torch's name
     return r if out is None else _out(r, out)
 
 
-_abs_ = _inplace_of(abs, "abs", False)
+def _abs_(self):
+    if _check(self, "abs_")._dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return write_result(self, abs, "abs_")
+
+
+_abs_.__doc__ = "In-place version of :func:`abs`."
 _expose(("abs",), abs, _abs_)
 _expose(("absolute",), abs, _inplace_of(abs, "absolute", False), fn_inplace=False)
 
@@ -688,7 +694,8 @@ ISINF, isinf = _classify("isinf", np.isinf, False, False)
 ISPOSINF, isposinf = _classify("isposinf", lambda x: np.equal(x, np.inf), False, True)
 ISNEGINF, isneginf = _classify("isneginf", lambda x: np.equal(x, -np.inf), False, True)
 ISFINITE, isfinite = _classify("isfinite", np.isfinite, True, False)
-ISREAL, isreal = _classify("isreal", lambda x: np.ones(x.shape, dtype=np.bool_), True, False)
+ISREAL, isreal = _classify("isreal", lambda x: (np.ones(x.shape, dtype=np.bool_) if x.dtype.kind != "c"
+                                                else np.equal(x.imag, 0)), True, False)
 
 # ---- nan_to_num ------------------------------------------------------------------------------------------
 

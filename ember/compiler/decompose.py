@@ -483,6 +483,8 @@ def _decompose_op(b, g, n, vmap, alias_def, arg_of, mutable_roots):
                     raise Unsupported(f"decomposition gave shape {o.shape}, traced {tuple(v.shape)}")
                 if o.dtype != want:
                     raise Unsupported(f"decomposition gave {o.dtype}, traced {want}")
+                if not P.native_dtype(o.dtype):     # data movement of complex values: no C type for them
+                    raise Unsupported(f"{o.dtype} values are not computed natively")
         except Unsupported as e:
             outs = None
             reason = str(e)

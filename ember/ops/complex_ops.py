@@ -286,6 +286,18 @@ def _imag_set(self, value):
     imag(self).copy_(value)
 
 
+def _conjugating(transpose_of):
+    """The conjugate transposes (``H``, ``mH``, ``adjoint``): the transposes of ``ember/ops/shape.py``
+    followed by conj, which leaves real tensors as they are."""
+    def f(self):
+        return conj(transpose_of(self))
+    return f
+
+
+_H, _MH = _conjugating(Tensor.H.fget), _conjugating(Tensor.mH.fget)
+Tensor.H = property(_H)
+Tensor.mH = property(_MH)
+attach("adjoint", _MH)
 Tensor.real = property(_real_get, _real_set)
 Tensor.imag = property(_imag_get, _imag_set)
 for _n, _f in [("conj", conj), ("conj_physical", conj_physical), ("resolve_conj", resolve_conj),

@@ -73,6 +73,7 @@ CASES = [
          dtypes=C),
     Case("complex_addmm", lambda m, b, x, w: m.addmm(b, x, w, beta=0.5, alpha=2 - 1j), shapes=((3,), (5, 4), (4, 3)),
          dtypes=C),
+    Case("complex_adjoints", lambda m, z: z.mH @ z + z.H @ m.adjoint(z).mH, dtypes=C),
     Case("complex_var", lambda m, z: z.var(0), dtypes=C),
     Case("complex_std", lambda m, z: z.std(1, correction=0, keepdim=True), dtypes=C),
     Case("complex_logsumexp", lambda m, z: m.logsumexp(z, 1), dtypes=C),

@@ -7,10 +7,13 @@ Independent, MultivariateNormal; ``kl_divergence`` with ``register_kl`` for thei
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
-from .normal import Normal, Laplace  # noqa: F401
-from .categorical import Categorical, OneHotCategorical  # noqa: F401
+from .normal import Normal  # noqa: F401
+from .laplace import Laplace  # noqa: F401
+from .categorical import Categorical  # noqa: F401
+from .one_hot_categorical import OneHotCategorical  # noqa: F401
 from .bernoulli import Bernoulli  # noqa: F401
-from .uniform import Uniform, Exponential  # noqa: F401
+from .uniform import Uniform  # noqa: F401
+from .exponential import Exponential  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401

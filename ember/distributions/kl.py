@@ -6,10 +6,13 @@ import math
 from functools import total_ordering
 
 from .distribution import Distribution
-from .normal import Normal, Laplace
-from .categorical import Categorical, OneHotCategorical
+from .normal import Normal
+from .laplace import Laplace
+from .categorical import Categorical
+from .one_hot_categorical import OneHotCategorical
 from .bernoulli import Bernoulli
-from .uniform import Uniform, Exponential
+from .uniform import Uniform
+from .exponential import Exponential
 from .independent import Independent
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .utils import _sum_rightmost

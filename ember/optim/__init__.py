@@ -4,7 +4,8 @@ import importlib.util as _ilu
 
 from .optimizer import Optimizer  # noqa: F401
 from .sgd import SGD  # noqa: F401
-from .adam import Adam, AdamW  # noqa: F401
+from .adam import Adam  # noqa: F401
+from .adamw import AdamW  # noqa: F401
 
 for _name, _cls in [("rmsprop", "RMSprop"), ("adagrad", "Adagrad"), ("adadelta", "Adadelta"),
                     ("lbfgs", "LBFGS"), ("adamax", "Adamax"), ("nadam", "NAdam"), ("radam", "RAdam"),

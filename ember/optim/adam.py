@@ -1,4 +1,5 @@
-"""Adam and AdamW (amsgrad, L2 or decoupled weight decay, maximize), torch's update rule step by step."""
+"""Adam (amsgrad, L2 or decoupled weight decay, maximize), torch's update rule step by step; AdamW, the
+decoupled-decay default, is in ``adamw.py`` as in torch."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import numpy as np
 from ..tensor import Tensor
 from .optimizer import Optimizer, _check_fused, _check_options, _lerp_, _to_scalar
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam"]
 
 
 def _check_betas(betas) -> tuple:
@@ -83,18 +84,3 @@ class Adam(Optimizer):
         upd = m * -step_size                   # addcdiv_(exp_avg, denom, value=-step_size)
         upd /= denom
         d += upd
-
-
-class AdamW(Adam):
-    """Adam with decoupled weight decay (default weight_decay=1e-2), as ``torch.optim.AdamW``."""
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         capturable=capturable, differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group["decoupled_weight_decay"] = True

@@ -139,7 +139,7 @@ class AveragedModel(Module):
 def update_bn(loader, model: Module, device=None) -> None:
     """Recompute the BatchNorm running statistics of ``model`` with one pass over ``loader`` (cumulative
     averages: momentum None), then restore each layer's momentum and the model's train/eval mode."""
-    from ..nn.modules.normalization import _BatchNorm
+    from ..nn.modules.batchnorm import _BatchNorm
     momenta = {}
     for module in model.modules():
         if isinstance(module, _BatchNorm):

@@ -4,7 +4,8 @@ from ..._reexport import reexport
 from .module import Module, register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 
-_FAMILIES = ["linear", "activation", "loss", "conv", "pooling", "normalization", "dropout", "sparse",
-             "rnn", "transformer", "padding", "flatten", "upsampling", "distance", "pixelshuffle", "fold", "parallel"]
+_FAMILIES = ["linear", "activation", "loss", "conv", "pooling", "normalization", "batchnorm", "instancenorm",
+             "dropout", "sparse", "rnn", "transformer", "padding", "flatten", "upsampling", "distance", "pixelshuffle",
+             "channelshuffle", "fold", "parallel"]
 
 reexport(globals(), __name__, _FAMILIES)

@@ -74,3 +74,8 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The ``out_proj`` of MultiheadAttention: a plain Linear under torch's class name (which torch
+    uses to keep it out of dynamic quantization)."""

@@ -1,11 +1,13 @@
-"""``PixelShuffle``, ``PixelUnshuffle`` and ``ChannelShuffle``: rearrange channels into space and back,
-or interleave channel groups (ShuffleNet)."""
+"""``PixelShuffle`` and ``PixelUnshuffle``: rearrange channels into space and back (``ChannelShuffle`` is in
+``channelshuffle``, where torch has it, and importable from here too)."""
 from __future__ import annotations
 
 from .module import Module
 from .. import functional as F
 
-__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
+from .channelshuffle import ChannelShuffle  # noqa: F401
+
+__all__ = ["PixelShuffle", "PixelUnshuffle"]
 
 
 class PixelShuffle(Module):
@@ -34,17 +36,3 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
-
-
-class ChannelShuffle(Module):
-    """Split the channels into ``groups`` and interleave them: (N, g*k, *) -> (N, k*g, *) transposed."""
-
-    def __init__(self, groups: int) -> None:
-        super().__init__()
-        self.groups = groups
-
-    def forward(self, input):
-        return F.channel_shuffle(input, self.groups)
-
-    def extra_repr(self) -> str:
-        return f"groups={self.groups}"

@@ -1,6 +1,6 @@
-"""``ember.nn.parallel``: the torch.nn.parallel names: ``DataParallel`` (see ``ember/nn/modules/parallel.py``)
+"""``ember.nn.parallel``: the torch.nn.parallel names: ``DataParallel`` (``data_parallel.py``)
 and ``DistributedDataParallel`` (``distributed.py``, on ``ember.distributed``)."""
-from ..modules.parallel import DataParallel, data_parallel  # noqa: F401
+from .data_parallel import DataParallel, data_parallel  # noqa: F401
 from .distributed import DistributedDataParallel  # noqa: F401
 from . import distributed  # noqa: F401
 

@@ -183,6 +183,17 @@ def _fix_py2_name(module: str, name: str) -> tuple[str, str]:
     return _compat_pickle.IMPORT_MAPPING.get(module, module), name
 
 
+# torch's C namespaces that pickles name (``F.gelu`` is ``torch._C._nn.gelu``) -> the public module ember mirrors
+_TORCH_MODULE_ALIASES = {"torch._C._nn": "torch.nn.functional", "torch._C._fft": "torch.fft",
+                         "torch._C._linalg": "torch.linalg", "torch._C._special": "torch.special"}
+# ``torch.tanh`` pickles as ``getattr(torch._C._VariableFunctionsClass, "tanh")``: the class stands for ``torch``
+_TORCH_FUNCTION_NAMESPACES = frozenset({"torch._C._VariableFunctionsClass", "torch._C._VariableFunctions"})
+
+
+def _torch_alias(module: str) -> str:
+    return _TORCH_MODULE_ALIASES.get(module, module)
+
+
 def _decode(v):
     return v.decode("ascii") if isinstance(v, (bytes, bytearray)) else v
 
@@ -245,6 +256,7 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
 
     def find_class(self, module, name):
         module, name = _fix_py2_name(module, name)
+        module = _torch_alias(module)
         full = f"{module}.{name}"
         if module.split(".")[0] in _BLOCKED_MODULES:
             raise pickle.UnpicklingError(f"Unsupported global: GLOBAL {full} whose module {module} is blocked "
@@ -387,10 +399,13 @@ def _unrestricted_unpickler(base):
 
         def find_class(self, module, name):
             module, name = _fix_py2_name(module, name)
+            module = _torch_alias(module)
             full = f"{module}.{name}"
             obj = _lookup_default(full)
             if obj is not None:
                 return obj
+            if full in _TORCH_FUNCTION_NAMESPACES:
+                return importlib.import_module("ember")
             if module == "torch" or module.startswith("torch."):
                 _refuse_unsupported_torch(module, name)
                 try:  # torch.nn.modules.linear.Linear -> ember.nn.modules.linear.Linear

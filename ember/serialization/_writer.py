@@ -12,6 +12,7 @@ import os
 import pickle
 import struct
 import sys
+import types
 import zlib
 
 import numpy as np
@@ -203,6 +204,42 @@ class _SaveContext:
         return entry.pid
 
 
+# ember packages laid out as torch's (every class and function in them lives at torch's path with ``ember``
+# for ``torch``, which tests/test_module_paths.py checks): their globals are written under torch's names
+_MIRRORED = frozenset({"nn", "optim", "utils", "distributions", "autograd", "amp", "linalg", "special", "fft",
+                       "func", "return_types"})
+
+# torch.nn.functional names that are torch._C._nn builtins (torch pickles ``F.gelu`` as ``torch._C._nn gelu``,
+# and its weights-only loader matches an allowlisted ``F.gelu`` by that name)
+_TORCH_C_NN = frozenset({"avg_pool2d", "avg_pool3d", "elu_", "gelu", "hardtanh_", "leaky_relu_", "linear", "logsigmoid",
+                         "one_hot", "scaled_dot_product_attention", "softplus", "softshrink"})
+
+
+def _torch_name(obj, name=None):
+    """The torch global (module, name) that ``obj`` (an ember class or function) is written as, or None
+    to write it under its own name: ``ember.nn.modules.linear.Linear`` -> ``torch.nn.modules.linear
+    Linear``, ``ember.nn.functional.relu`` -> ``torch.nn.functional relu``, a function re-exported at
+    ember's top level (``ember.tanh``) -> ``torch tanh``. Only names that resolve back to ``obj`` in ember
+    are mapped, so ember reads its own checkpoints (torch.X -> ember.X) whatever torch has."""
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str) or not module.startswith("ember"):
+        return None
+    qual = name or getattr(obj, "__qualname__", None)
+    mod = sys.modules.get(module)
+    parts = module.split(".")
+    if (isinstance(qual, str) and "." not in qual and mod is not None and getattr(mod, qual, None) is obj
+            and (module == "ember" or parts[1] in _MIRRORED)):
+        if module == "ember.nn.functional" and qual in _TORCH_C_NN:
+            return "torch._C._nn", qual
+        return "torch" + module[5:], qual
+    # a function ember makes in a factory (qualname ``_float_unary.<locals>.fn``) and exports at its top level
+    short = getattr(obj, "__name__", None)
+    top = sys.modules.get("ember")
+    if isinstance(short, str) and top is not None and getattr(top, short, None) is obj:
+        return "torch", short
+    return None
+
+
 def _save_global_marker(pickler, obj) -> None:
     pickler.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
     pickler.memoize(obj)
@@ -222,6 +259,16 @@ class _CheckpointPickler(pickle._Pickler):
     def __init__(self, file, protocol, ctx: _SaveContext):
         super().__init__(file, protocol=protocol)
         self._ctx = ctx
+
+    def save_global(self, obj, name=None):
+        """Classes and functions: ember's under torch's names (:func:`_torch_name`), others as pickle does."""
+        mapped = _torch_name(obj, name)
+        if mapped is None:
+            return super().save_global(obj, name)
+        self.write(pickle.GLOBAL + f"{mapped[0]}\n{mapped[1]}\n".encode("utf-8"))
+        self.memoize(obj)
+
+    dispatch[types.FunctionType] = save_global
 
     def persistent_id(self, obj):
         t = type(obj)

@@ -16,19 +16,18 @@ from ..parameter import Parameter, Buffer
 from ... import dtypes as _dt
 from ...autograd import grad_mode as _gm
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns (torch's class of the same name and path)."""
 
-class _IncompatibleKeysT(_IncompatibleKeys):
+    __slots__ = ()
+
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
         return super().__repr__()
 
     __str__ = __repr__
-
-
-_IncompatibleKeysT.__name__ = _IncompatibleKeysT.__qualname__ = "_IncompatibleKeys"    # torch's repr text
 
 
 _global_forward_pre_hooks: dict = OrderedDict()
@@ -621,7 +620,7 @@ class Module:
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
-            incompatible = _IncompatibleKeysT(missing, unexpected)
+            incompatible = _IncompatibleKeys(missing, unexpected)
             for hook in module._load_state_dict_post_hooks.values():
                 hook(module, incompatible)
         load(self)
@@ -632,7 +631,7 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(errors)))
-        return _IncompatibleKeysT(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
 
     # ---- repr ---------------------------------------------------------------------------------
     def extra_repr(self) -> str:

@@ -248,9 +248,18 @@ class RNNBase(Module):
         return input.transpose(0, 1) if self.batch_first else input
 
     def __setstate__(self, state):
+        state = dict(state)
+        state.pop("_flat_weights", None)  # torch's pickles carry the list ember computes (a property here)
+        state.pop("_flat_weight_refs", None)
         super().__setstate__(state)
         if "proj_size" not in state:
             self.proj_size = 0
+
+    def __getstate__(self):
+        # torch's RNNBase.__setstate__ reads ``_flat_weights`` from the pickled state
+        state = super().__getstate__()
+        state["_flat_weights"] = self._flat_weights
+        return state
 
     def _forward_one_state(self, input, hx, name):
         """forward of the layers with one hidden state (RNN, GRU): ``(output, h_n)``."""

@@ -2,7 +2,7 @@
 
 1. A tiny linear regression fitted with autograd (the loss falls).
 2. An MLP and a small CNN trained on scikit-learn's bundled digits data set (no download), with a
-   tqdm progress bar; test accuracy is reported, the checkpoint saved in PyTorch's format, reloaded,
+   progress bar (one line on a terminal, a line per epoch in a log); test accuracy is reported, the checkpoint saved in PyTorch's format, reloaded,
    and the reloaded model checked to give the same predictions.
 3. The digits MLP trained again with its whole training step under ``ember.compile`` (forward, loss,
    backward and Adam's update become one compiled program): the same losses as eager training, the
@@ -25,6 +25,7 @@ import numpy as np
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from ember._progress import Progress
 
 
 def regression_demo(steps: int = 200, lr: float = 0.1, verbose: bool = True) -> list[float]:
@@ -108,11 +109,8 @@ def train(model: nn.Module, data, epochs: int = 15, batch_size: int = 64, lr: fl
     gen = ember.Generator().manual_seed(0)
     loader = DataLoader(TensorDataset(x_train, y_train), batch_size=batch_size, shuffle=True, generator=gen)
     opt = ember.optim.Adam(model.parameters(), lr=lr)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=epochs * len(loader), desc=f"  {type(model).__name__}", unit="step", leave=True)
-    for _ in range(epochs):
+    bar = Progress(epochs * len(loader), f"  {type(model).__name__}", per_epoch=progress) if progress else None
+    for epoch in range(epochs):
         for xb, yb in loader:
             if device is not None:
                 xb, yb = xb.to(device), yb.to(device)
@@ -121,8 +119,9 @@ def train(model: nn.Module, data, epochs: int = 15, batch_size: int = 64, lr: fl
             loss.backward()
             opt.step()
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}")
+                bar.update(1, f"loss={loss.item():.3f}")
+        if bar is not None:
+            bar.epoch_end(epoch + 1, epochs, loss=loss.item())
     if bar is not None:
         bar.close()
     return accuracy(model, x_test, y_test)

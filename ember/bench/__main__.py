@@ -8,6 +8,7 @@ import sys
 
 from . import SUITES
 from .harness import run_case, print_results, save_results, Result
+from .._progress import Progress
 
 
 def _set_threads(n: int) -> None:
@@ -43,16 +44,13 @@ def _run(args) -> int:
         cases.extend(mod.cases(**kw))
     if args.filter:
         cases = [c for c in cases if args.filter in c.name]
-    try:
-        from tqdm import tqdm
-        it = tqdm(cases, desc="bench", unit="case", disable=not sys.stderr.isatty() and not args.progress)
-    except ImportError:
-        it = cases
     results: list[Result] = list(measured)
-    for c in it:
-        if hasattr(it, "set_postfix_str"):
-            it.set_postfix_str(f"{c.suite}/{c.name}")
-        results.extend(run_case(c, repeat=args.repeat))
+    # a bar on a terminal (or with --progress); nothing in a log, where the results table says it all
+    with Progress(len(cases), "bench", unit="case", per_epoch=False, force=args.progress) as bar:
+        for c in cases:
+            bar.update(0, f"{c.suite}/{c.name}")
+            results.extend(run_case(c, repeat=args.repeat))
+            bar.update(1)
     print_results(results)
     reports = {}
     for s in suites:                     # optional per-suite summaries (see ember/bench/__init__.py)

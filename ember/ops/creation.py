@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from .._numpy_quiet import ensure as _fp_quiet
 from ..tensor import Tensor, wrap, _check_device, _on_device, CPU
 from ..memory import _alloc
 from .registry import attach, FACTORY
@@ -93,6 +94,7 @@ def _to_array(data, dtype):
         return data._data.astype(dtype.np) if dtype is not None else data._data.copy()
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
         data = [_to_array(x, dtype) if isinstance(x, (Tensor, list, tuple)) else x for x in data]
+    _fp_quiet()  # 1e40 -> float32 is inf without a warning, as in torch
     try:
         return np.array(data, dtype=dtype.np)
     except (ValueError, OverflowError) as e:

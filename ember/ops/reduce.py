@@ -66,7 +66,14 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=No
 
 
 def _mean_kernel(x, axis, keepdims, dtype=None):
-    return np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype)
+    # np.mean's steps (float16 summed in float32) with the ufuncs called here, so their fp warnings are
+    # ember's (filtered, see ember/_numpy_quiet.py); an empty reduction is 0 / 0 = nan, without np.mean's
+    # "Mean of empty slice" warning
+    acc = dtype if dtype is not None else (np.float32 if x.dtype == np.float16 else None)
+    s = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=acc)
+    count = x.size // s.size if s.size else 1
+    r = np.true_divide(s, count)
+    return r.astype(dtype or x.dtype, copy=False) if r.dtype != (dtype or x.dtype) else r
 
 
 def _mean_bw(ctx, g):

@@ -37,7 +37,7 @@ def _cumsum_kernel(x, axis, reverse=False, dtype=None):
     od = None
     if dtype is None:
         x, od = _up(x)
-    return _down(_scan(np.cumsum, x, axis, reverse, dtype), od)
+    return _down(_scan(np.add.accumulate, x, axis, reverse, dtype), od)
 
 
 def _cumsum_bw(ctx, g):
@@ -53,12 +53,12 @@ def _cumprod_kernel(x, axis, reverse=False, dtype=None):
     od = None
     if dtype is None:
         x, od = _up(x)
-    return _down(_scan(np.cumprod, x, axis, reverse, dtype), od)
+    return _down(_scan(np.multiply.accumulate, x, axis, reverse, dtype), od)
 
 
 def _rcumsum_np(a, axis, reverse):
     """Cumulative sum against the scan direction (the adjoint of a scan)."""
-    return _scan(np.cumsum, a, axis, not reverse)
+    return _scan(np.add.accumulate, a, axis, not reverse)
 
 
 def _cumprod_grad(g: Tensor, x: Tensor, y: Tensor, axis: int, reverse: bool) -> Tensor:

@@ -33,7 +33,7 @@ def _prod_kernel(x, axis, keepdims, dtype=None):
     od = None
     if dtype is None:
         x, od = _up(x)
-    return _down(np.prod(x, axis=axis, keepdims=keepdims, dtype=dtype), od)
+    return _down(np.multiply.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype), od)  # the ufunc in this frame: fp warnings filtered
 
 
 def _shift(t: Tensor, d: int, reverse: bool) -> Tensor:

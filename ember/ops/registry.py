@@ -12,10 +12,12 @@ off one list, ``HOOKS``, checked once per call.
 from __future__ import annotations
 
 import re
+import warnings as _warnings
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .._numpy_quiet import FILTER as _FP_FILTER, reinstate as _fp_reinstate
 from ..tensor import Tensor, wrap, _BY_NP
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node, node_class, name_by, rename  # noqa: F401 - rename is re-exported for ops
@@ -92,6 +94,9 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
     """Run ``op`` eagerly on ``args`` (Tensors and Python values) and record autograd if needed."""
     if HOOKS:
         return _apply_hooked(op, args, attrs)
+    filters = _warnings.filters
+    if not filters or filters[0] is not _FP_FILTER[0]:
+        _fp_reinstate()  # a user's filter went in front of ember's fp-warning filter (ember/_numpy_quiet.py)
     try:
         res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
     except (MemoryError, ValueError) as e:

@@ -79,6 +79,10 @@ SPECS = {
                             "gp_det_inv": "close", "newton_w": "close", "laplacian_evals": "close",
                             "n_components": "equal", "matrix_exp": "close", "matrix_power": "close"}),
     "ctc_speech": (10, 1e-3, {"cer": "equal", "decoded": "equal"}),
+    "lbfgs_timeseries": (12, 1e-6, {"step_losses": "close", "test_loss": "close", "future": "close", "dtype": "equal",
+                                    "n_evals": "equal", "state_keys": "equal"}),
+    "makemore_rnn": (10, 1e-3, {"evals": "close", "samples": "equal"}),
+    "word_lm": (10, 1e-3, {"ppl": "close", "tied": "equal", "lrs": "equal"}),
 }
 
 

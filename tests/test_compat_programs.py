@@ -85,6 +85,8 @@ SPECS = {
     "word_lm": (10, 1e-3, {"ppl": "close", "tied": "equal", "lrs": "equal"}),
     "cifar_resnet": (4, 5e-3, {"lrs": "close", "accs": "loose", "running_mean": "loose", "running_var": "loose",
                                "num_batches": "equal"}),
+    "whole_model_io": (10, 1e-3, {"same_whole": "equal", "same_safe": "equal", "refused": "equal", "ref": "close",
+                                  "stats": "equal", "running_mean": "close"}),
 }
 
 

@@ -87,6 +87,11 @@ SPECS = {
                                "num_batches": "equal"}),
     "whole_model_io": (10, 1e-3, {"same_whole": "equal", "same_safe": "equal", "refused": "equal", "ref": "close",
                                   "stats": "equal", "running_mean": "close"}),
+    "tensorboard_logging": (10, 1e-3, {"scalars": "close", "steps": "equal", "hist_counts": "equal", "hist_sums": "loose",
+                                       "image_size": "equal", "n_digit_images": "equal", "has_text": "equal",
+                                       "curve_runs": "equal", "val_curve": "close", "n_hparam_runs": "equal",
+                                       "log_dir_named": "equal"}),
+    "onnx_export": (10, 1e-3, {"names": "equal", "matches": "equal", "onnx_out": "loose"}),
 }
 
 

@@ -17,6 +17,14 @@ so views survive a round trip in both directions. ember writes torch's global na
 pickler that emits ``GLOBAL torch._utils _rebuild_tensor_v2`` without importing torch) and maps
 them back to its own implementations when loading.
 
+Whole-model pickles (``torch.save(model)``) cross in both directions. Loading maps every ``torch.X``
+global to ``ember.X`` (ember's classes live in the files torch has them in; tests/test_module_paths.py
+walks them), plus torch's C namespaces (``torch._C._nn.gelu``, ``torch._C._VariableFunctionsClass``).
+Saving writes ember's classes and functions of the packages laid out as torch's under torch's names
+(``ember.nn.modules.linear Linear`` -> ``torch.nn.modules.linear Linear``), so ``torch.load`` builds torch
+modules; module state (``_parameters``, ``_buffers``, ``_modules``, ``training``, the hook dicts) has
+torch's layout, and RNNs add the ``_flat_weights`` torch's ``__setstate__`` reads.
+
 Loading is safe by default (``weights_only=True``): the unpickler resolves only an allowlist of
 globals (the tensor rebuild functions, storage types, dtypes, ``torch.Size``, ``torch.device``,
 ``collections.OrderedDict``, a few builtins) plus what the user allows with :func:`add_safe_globals`,

@@ -66,18 +66,23 @@ def _globals_in(path):
     return {a for op, a, _ in pickletools.genops(data) if op.name == "GLOBAL"}
 
 
+def _assert_same_model(loaded, lib, saved, saved_lib, kind):
+    """``loaded`` (a ``lib`` module) is ``saved`` (a ``saved_lib`` module): class, mode, every submodule
+    a ``lib`` module, outputs and state."""
+    assert type(loaded).__module__.startswith(lib.__name__ + ".nn.modules.")
+    assert type(loaded).__name__ == type(saved).__name__ and loaded.training == saved.training
+    assert all(isinstance(m, lib.nn.Module) for m in loaded.modules())
+    np.testing.assert_allclose(_out(loaded, lib, _x(kind)), _out(saved, saved_lib, _x(kind)), rtol=1e-5, atol=1e-5)
+    assert loaded.state_dict().keys() == saved.state_dict().keys()
+    for k, v in saved.state_dict().items():
+        np.testing.assert_array_equal(loaded.state_dict()[k].numpy(), v.numpy())
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_torch_pickle_loads_into_ember(kind, tmp_path):
     tm = _prime(_build(torch, kind), torch, kind)
     torch.save(tm, tmp_path / "m.pt")
-    em = ember.load(tmp_path / "m.pt", weights_only=False)
-    assert type(em).__module__.startswith("ember.nn.modules.")
-    assert type(em).__name__ == type(tm).__name__ and not em.training
-    assert all(isinstance(m, ember.nn.Module) for m in em.modules())
-    np.testing.assert_allclose(_out(em, ember, _x(kind)), _out(tm, torch, _x(kind)), rtol=1e-5, atol=1e-5)
-    assert em.state_dict().keys() == tm.state_dict().keys()
-    for k, v in tm.state_dict().items():
-        np.testing.assert_array_equal(em.state_dict()[k].numpy(), v.numpy())
+    _assert_same_model(ember.load(tmp_path / "m.pt", weights_only=False), ember, tm, torch, kind)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -86,12 +91,7 @@ def test_ember_pickle_loads_into_torch(kind, tmp_path):
     ember.save(em, tmp_path / "m.pt")
     names = _globals_in(tmp_path / "m.pt")
     assert not any(n.startswith("ember") for n in names), names
-    tm = torch.load(tmp_path / "m.pt", weights_only=False)
-    assert type(tm).__module__.startswith("torch.nn.modules.") and not tm.training
-    assert all(isinstance(m, torch.nn.Module) for m in tm.modules())
-    np.testing.assert_allclose(_out(tm, torch, _x(kind)), _out(em, ember, _x(kind)), rtol=1e-5, atol=1e-5)
-    for k, v in em.state_dict().items():
-        np.testing.assert_array_equal(tm.state_dict()[k].numpy(), v.numpy())
+    _assert_same_model(torch.load(tmp_path / "m.pt", weights_only=False), torch, em, ember, kind)
 
 
 @pytest.mark.parametrize("kind", KINDS)

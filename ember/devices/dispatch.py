@@ -59,6 +59,9 @@ def activate() -> None:
         _ACTIVE[0] = True
         R.DEVICE_RUN[0] = run
         R.HOOKS.append(_marker)
+        from ..optim import optimizer as _optimizer
+        from ..compiler import cl_optim
+        _optimizer.DEVICE_STEP[0] = cl_optim.step_group
 
 
 def deactivate() -> bool:
@@ -72,6 +75,8 @@ def deactivate() -> bool:
         return False
     _ACTIVE[0] = False
     R.DEVICE_RUN[0] = None
+    from ..optim import optimizer as _optimizer
+    _optimizer.DEVICE_STEP[0] = None
     if _marker in R.HOOKS:
         R.HOOKS.remove(_marker)
     return True
@@ -141,34 +146,47 @@ def run(op, args, attrs):
 def _generated(op, args, attrs, dev):
     """The op as a generated OpenCL kernel (``ember.compiler.cl_eager``: its decomposition into the
     compiler's primitives, rendered as OpenCL C, built once per op, shapes, dtypes and attributes), or
-    None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over."""
+    None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over; device
+    data passed as an attribute (a saved buffer a derivative reads) becomes an input after the others."""
     from ..compiler import cl_eager
     if op.name in FORCE_FALLBACK:
         _WHY[0] = "forced to the CPU by ember.devices.dispatch.FORCE_FALLBACK"
         return None
-    if any(type(v) is DeviceArray for v in attrs.values()):
-        _WHY[0] = "device data passed as an attribute"     # not a one-op program's input
-        return None
     specs, inputs = [], []
     for a in args:
         if isinstance(a, Tensor):
-            d = a._data
-            if type(d) is not DeviceArray:
-                d = _cl.from_numpy(d, dev, op=op.name)
-            elif not d.is_contiguous():
-                c = _cl.empty(d.shape, d.dtype, dev, op=op.name)
-                _cl.copy_(c, d)
-                d = c
+            d = _contiguous(a._data, dev, op)
             specs.append((d.shape, d.dtype))
             inputs.append(d)
         else:
             specs.append(a)
+    dev_attrs = sorted(k for k, v in attrs.items() if type(v) is DeviceArray)
+    if dev_attrs:
+        attrs = dict(attrs)
+        for k in dev_attrs:                # (in name order, as cl_eager numbers them)
+            if attrs[k].device != dev:
+                _WHY[0] = f"attribute {k} is on another device"
+                return None
+            d = _contiguous(attrs[k], dev, op)
+            attrs[k] = cl_eager._Spec(d.shape, d.dtype)
+            inputs.append(d)
     fn = cl_eager.kernel_for(op, specs, attrs, device=dev)
     if fn is None:
         _WHY[0] = cl_eager.LAST_DECLINE[0]
         return None
     outs = fn(inputs)
     return outs[0] if op.nout == 1 else tuple(outs)
+
+
+def _contiguous(d, dev, op):
+    """``d`` as a contiguous device array (a host array is copied over, a strided one copied)."""
+    if type(d) is not DeviceArray:
+        return _cl.from_numpy(d, dev, op=op.name)
+    if not d.is_contiguous():
+        c = _cl.empty(d.shape, d.dtype, dev, op=op.name)
+        _cl.copy_(c, d)
+        return c
+    return d
 
 
 _CROSS_DEVICE = frozenset({"copy_"})     # ops torch lets read from another device (dst.copy_(src))

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .ir import Value, OpNode, Graph, Program, AttrRef
-from .decompose import DECOMPOSITIONS, Declined
+from .decompose import DECOMPOSITIONS, DEVICE_DECOMPOSITIONS, Declined
 
 STATS = {"hits": 0, "built": 0, "declined": 0}
 _CACHE: dict = {}
@@ -161,7 +161,7 @@ def one_op_program(op, specs, attrs) -> Program | None:
 
 
 def _make(op, specs, attrs, rt, why):
-    if op.name not in DECOMPOSITIONS:
+    if op.name not in DECOMPOSITIONS and op.name not in DEVICE_DECOMPOSITIONS:
         why[0] = "no decomposition into the compiler's primitives"
         return None
     prog = one_op_program(op, specs, attrs)

@@ -50,7 +50,7 @@ class _Part:
     def __init__(self, program, fwd_values, renderer, name, label=None):
         self.program = program
         self.label = label or name
-        pg = self.pg = decompose(program, fwd_values)
+        pg = self.pg = decompose(program, fwd_values, device=True)
         for x in pg.items:
             if not isinstance(x, P.PNode) and x.kind == "read":
                 raise Declined("the program reads tensor values in Python (a graph break)")

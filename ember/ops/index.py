@@ -87,6 +87,10 @@ def _tensor_arg(x, op: str, arg: str, pos: int) -> Tensor:
 
 
 def _first_bad(idx: np.ndarray, size: int, allow_negative: bool):
+    if type(idx) is not np.ndarray:
+        # device indices: checked on a host copy (torch checks them in the kernel; the message is the same)
+        from ..devices.opencl import to_numpy
+        idx = to_numpy(idx)
     lo = -size if allow_negative else 0
     bad = (idx < lo) | (idx >= size)
     if bad.any():

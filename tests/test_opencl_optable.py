@@ -33,14 +33,12 @@ ON_DEVICE = [
     "nn_conv_transpose2d", "nn_conv_transpose2d_plain", "nn_max_pool2d", "nn_max_pool2d_ceil_dil",
     "nn_max_pool2d_overlap", "nn_avg_pool2d", "nn_avg_pool2d_ceil", "nn_avg_pool2d_divisor",
     "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "layer_norm",
-    "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
+    "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
     "log_softmax",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): counted CPU fallbacks
 STILL_ON_CPU = {
-    "group_norm": "native_group_norm",
-    "cumsum": "cumsum",
     "nn_cross_entropy_none_kdim": "cross_entropy",         # over spatial dims (N, C, d1, ...)
     "sort": "sort",
     "topk": "topk",
@@ -64,16 +62,22 @@ def test_listed_fallbacks_are_counted_and_correct(name):
         f"{name}: {STILL_ON_CPU[name]} no longer falls back ({r.fallbacks}): take it off STILL_ON_CPU"
 
 
-def test_batch_norm_training_falls_back_counted_and_correct():
+def test_batch_norm_training_runs_on_the_device():
     ember.manual_seed(0)
     bn = ember.nn.BatchNorm2d(3)
     bn_d = copy.deepcopy(bn).to("opencl")
     x = ember.randn(4, 3, 5, 5)
+    xd = x.to("opencl").requires_grad_()
+    x.requires_grad_()
     ocl.reset_fallback_counts()
-    y, y_d = bn(x), bn_d(x.to("opencl"))
-    assert ocl.fallback_counts().get("native_batch_norm", 0) >= 1        # listed: no device kernel yet
+    y, y_d = bn(x), bn_d(xd)
+    (y * y).sum().backward()
+    (y_d * y_d).sum().backward()
+    assert ocl.fallback_counts() == {}
     np.testing.assert_allclose(y_d.detach().cpu().numpy(), y.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(xd.grad.cpu().numpy(), x.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(bn_d.running_var.cpu().numpy(), bn.running_var.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(bn_d.weight.grad.cpu().numpy(), bn.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(os.environ.get("EMBER_DEVICE_OPTABLE") != "1",
@@ -86,7 +90,8 @@ def test_whole_table_on_the_device():
     fell = {op for r in res for op in r.fallbacks}
     common = {"conv2d", "conv_transpose2d", "conv2d_weight", "max_pool2d", "max_pool_gather", "max_pool_scatter",
               "avg_pool2d", "avg_pool2d_backward", "native_layer_norm", "embedding", "embedding_dense_backward",
-              "cross_entropy", "cross_entropy_backward", "gather", "index_select", "argmax", "linear"}
+              "cross_entropy", "cross_entropy_backward", "gather", "index_select", "argmax", "linear",
+              "native_group_norm", "native_batch_norm", "scatter_add", "index_add", "cumsum"}
     assert not fell & common, f"common-model ops fell back: {sorted(fell & common)}"
     assert fell <= set(STILL_ON_CPU.values()) | _OTHER_FALLBACKS(), sorted(fell)
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .decompose import decomp, Unsupported, _finish
+from .decompose import decomp, decomp_device, Unsupported, _finish
 from .decompose_reduce import softmax_parts
 from .prims import PNode
 
@@ -438,6 +438,7 @@ def _norm_stats(b, n, args, at):
 
 
 @decomp("native_layer_norm", "rms_norm")
+@decomp_device("native_group_norm", "native_batch_norm")      # (extern on the CPU: its kernel is as fast)
 def _layer_norm(b, n, args, at):
     x, w, bias, mean, var = args
     x = _float(x)

@@ -147,15 +147,27 @@ def _generated(op, args, attrs, dev):
     """The op as a generated OpenCL kernel (``ember.compiler.cl_eager``: its decomposition into the
     compiler's primitives, rendered as OpenCL C, built once per op, shapes, dtypes and attributes), or
     None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over; device
-    data passed as an attribute (a saved buffer a derivative reads) becomes an input after the others."""
+    data passed as an attribute (a saved buffer a derivative reads) becomes an input after the others.
+
+    A call whose tensors are all contiguous device arrays is remembered under a cheap key (``_fast_key``)
+    with the runner's lean launcher (``CLRunner.eager_launcher``): the next call with the same key
+    skips the kernel cache's key building and the general runner."""
     from ..compiler import cl_eager
     if op.name in FORCE_FALLBACK:
         _WHY[0] = "forced to the CPU by ember.devices.dispatch.FORCE_FALLBACK"
         return None
+    key = _fast_key(op, args, attrs)
+    if key is not None:
+        fast = cl_eager.FAST.get(key)
+        if fast is not None and not _cl.KERNEL_HOOKS:
+            outs = fast([a._data for a in args if isinstance(a, Tensor)])
+            return outs[0] if op.nout == 1 else tuple(outs)
     specs, inputs = [], []
     for a in args:
         if isinstance(a, Tensor):
             d = _contiguous(a._data, dev, op)
+            if d is not a._data:
+                key = None                     # (converted: the fast path would skip the conversion)
             specs.append((d.shape, d.dtype))
             inputs.append(d)
         else:
@@ -174,8 +186,43 @@ def _generated(op, args, attrs, dev):
     if fn is None:
         _WHY[0] = cl_eager.LAST_DECLINE[0]
         return None
+    if key is not None:
+        cl_eager.FAST[key] = fn.runner.eager_launcher() or fn
     outs = fn(inputs)
     return outs[0] if op.nout == 1 else tuple(outs)
+
+
+def _odd_float(v) -> bool:
+    """NaN (never equal to itself) and zeros (-0.0 == 0.0, but another constant in a kernel)."""
+    return type(v) is float and (v != v or v == 0)
+
+
+def _fast_key(op, args, attrs):
+    """A cheap key for a call whose tensor arguments are all device arrays, or None (not cacheable: a
+    host array, device data as an attribute, unhashable attributes, NaN or zero floats). Values carry
+    their type (1, 1.0 and True are equal in Python but give different result dtypes)."""
+    ks = [op]
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if type(d) is not DeviceArray:
+                return None
+            ks.append((d.shape, d.strides, d.dtype))
+        else:
+            if _odd_float(a):
+                return None
+            ks.append((type(a), a))
+    for k, v in attrs.items():
+        t = type(v)
+        if t is DeviceArray or _odd_float(v) or (t is tuple and any(_odd_float(x) for x in v)):
+            return None
+        ks.append((k, t, v))
+    key = tuple(ks)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _contiguous(d, dev, op):

@@ -33,15 +33,14 @@ ON_DEVICE = [
     "nn_conv_transpose2d", "nn_conv_transpose2d_plain", "nn_max_pool2d", "nn_max_pool2d_ceil_dil",
     "nn_max_pool2d_overlap", "nn_avg_pool2d", "nn_avg_pool2d_ceil", "nn_avg_pool2d_divisor",
     "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "layer_norm",
-    "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
+    "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "sort", "sort_stable_ties", "sort_int",
+    "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
     "log_softmax",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): counted CPU fallbacks
 STILL_ON_CPU = {
     "nn_cross_entropy_none_kdim": "cross_entropy",         # over spatial dims (N, C, d1, ...)
-    "sort": "sort",
-    "topk": "topk",
     "lstm_layer": "lstm_layer",
     "gru_layer": "gru_layer",
 }
@@ -91,7 +90,8 @@ def test_whole_table_on_the_device():
     common = {"conv2d", "conv_transpose2d", "conv2d_weight", "max_pool2d", "max_pool_gather", "max_pool_scatter",
               "avg_pool2d", "avg_pool2d_backward", "native_layer_norm", "embedding", "embedding_dense_backward",
               "cross_entropy", "cross_entropy_backward", "gather", "index_select", "argmax", "linear",
-              "native_group_norm", "native_batch_norm", "scatter_add", "index_add", "cumsum"}
+              "native_group_norm", "native_batch_norm", "scatter_add", "index_add", "cumsum", "sort",
+              "argsort", "topk", "scatter"}
     assert not fell & common, f"common-model ops fell back: {sorted(fell & common)}"
     assert fell <= set(STILL_ON_CPU.values()) | _OTHER_FALLBACKS(), sorted(fell)
 

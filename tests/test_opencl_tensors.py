@@ -109,16 +109,16 @@ def test_fallback_is_counted_warned_and_strict_mode_raises():
     ocl.reset_fallback_counts()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        v = x.sort().values                 # sort has no device kernel yet: a counted CPU fallback
-    assert v.device.type == "opencl" and v.tolist() == [1.0, 2.0, 3.0]
+        v = x.cummin(0).values              # cummin has no device kernel yet: a counted CPU fallback
+    assert v.device.type == "opencl" and v.tolist() == [3.0, 1.0, 1.0]
     counts = ember.opencl.fallback_counts()
-    assert counts.get("sort") == 1, counts
-    assert any("sort" in str(m.message) and "fall back to run on the CPU" in str(m.message) for m in w) or \
-        "sort" in ocl._FALLBACK_WARNED
+    assert counts.get("cummin") == 1, counts
+    assert any("cummin" in str(m.message) and "fall back to run on the CPU" in str(m.message) for m in w) or \
+        "cummin" in ocl._FALLBACK_WARNED
     ocl.set_fallback_allowed(False)
     try:
-        with pytest.raises(NotImplementedError, match="'sort' is not currently implemented for the OpenCL"):
-            x.sort()
+        with pytest.raises(NotImplementedError, match="'cummin' is not currently implemented for the OpenCL"):
+            x.cummin(0)
     finally:
         ocl.set_fallback_allowed(None)
     ember.opencl.reset_fallback_counts()

@@ -240,13 +240,15 @@ _CROSS_DEVICE = frozenset({"copy_"})     # ops torch lets read from another devi
 
 
 def _mixed(op, args, dev):
-    """Arguments on the CPU next to device ones: torch's error, except for constants that a derivative
-    rule makes on the host while backward runs (zeros to scatter into, masks), which are copied over."""
+    """Arguments on the CPU next to device ones: torch's error, except for constants that the library
+    makes on the host (marked ``_host_const``: resampling indices, weights) or that a derivative rule
+    makes while backward runs (zeros to scatter into, masks), which are copied over."""
     from ..autograd.engine import _FINAL_CALLBACKS
     out = []
     for a in args:
         if isinstance(a, Tensor) and type(a._data) is not DeviceArray and a._data.ndim:
-            if op.name not in _CROSS_DEVICE and (not _FINAL_CALLBACKS or a._rg):
+            if (op.name not in _CROSS_DEVICE and (not _FINAL_CALLBACKS or a._rg)
+                    and not getattr(a, "_host_const", False)):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                                    f"devices, opencl:{dev} and cpu! (when checking the arguments of {op.name})")
             a = wrap(_cl.from_numpy(a._data, dev, op=op.name), a._dtype)

@@ -34,7 +34,8 @@ ON_DEVICE = [
     "nn_max_pool2d_overlap", "nn_avg_pool2d", "nn_avg_pool2d_ceil", "nn_avg_pool2d_divisor",
     "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "layer_norm",
     "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "sort", "sort_stable_ties", "sort_int",
-    "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
+    "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "nn_bce_logits",
+    "nn_bce_logits_sum", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
     "log_softmax",
 ]
 
@@ -79,6 +80,38 @@ def test_batch_norm_training_runs_on_the_device():
     np.testing.assert_allclose(bn_d.weight.grad.cpu().numpy(), bn.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def _same_on_device(fn, *inputs):
+    """``fn`` on CPU tensors and on their device copies gives the same values; returns the fallbacks."""
+    cpu = fn(*inputs)
+    ocl.reset_fallback_counts()
+    dev = fn(*[t.to("opencl") for t in inputs])
+    fb = ocl.fallback_counts()
+    for c, d in zip(cpu if isinstance(cpu, tuple) else (cpu,), dev if isinstance(dev, tuple) else (dev,)):
+        assert d.device.type == "opencl"
+        np.testing.assert_allclose(d.detach().cpu().numpy(), c.detach().numpy(), rtol=1e-4, atol=1e-5)
+    return fb
+
+
+def test_library_code_keeps_device_tensors_on_the_device():
+    """Functions that build helper tensors or check values on the host work on device tensors."""
+    F = ember.nn.functional
+    ember.manual_seed(0)
+    x, img = ember.randn(4, 5), ember.randn(1, 2, 4, 4)
+    assert _same_on_device(lambda t: F.interpolate(t, scale_factor=2, mode="bilinear"), img) == {}
+    idx, offs = ember.tensor([0, 1, 2, 3]), ember.tensor([0, 2])
+    for mode in ("sum", "mean", "max"):
+        _same_on_device(lambda i, w, o: F.embedding_bag(i, w, o, mode=mode), idx, x, offs)
+    _same_on_device(lambda t, i: t.clone().index_put_((i,), ember.zeros(5, device=t.device)), x, ember.tensor([0, 2]))
+    p = ember.full((6,), 0.5, device="opencl")
+    assert set(ember.bernoulli(p).cpu().tolist()) <= {0.0, 1.0}
+    with pytest.raises(RuntimeError):
+        ember.bernoulli(ember.full((2,), 1.5, device="opencl"))
+    for mod in (ember.nn.RNN(5, 3), ember.nn.GRU(5, 3), ember.nn.LSTM(5, 3)):
+        dev = copy.deepcopy(mod).to("opencl")
+        out, out_d = mod(x.unsqueeze(1))[0], dev(x.unsqueeze(1).to("opencl"))[0]
+        np.testing.assert_allclose(out_d.detach().cpu().numpy(), out.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.skipif(os.environ.get("EMBER_DEVICE_OPTABLE") != "1",
                     reason="the whole op table on the device builds a few thousand kernels (most of an hour on "
                            "a cold kernel cache): set EMBER_DEVICE_OPTABLE=1 to run it")
@@ -91,7 +124,7 @@ def test_whole_table_on_the_device():
               "avg_pool2d", "avg_pool2d_backward", "native_layer_norm", "embedding", "embedding_dense_backward",
               "cross_entropy", "cross_entropy_backward", "gather", "index_select", "argmax", "linear",
               "native_group_norm", "native_batch_norm", "scatter_add", "index_add", "cumsum", "sort",
-              "argsort", "topk", "scatter"}
+              "argsort", "topk", "scatter", "binary_cross_entropy_with_logits"}
     assert not fell & common, f"common-model ops fell back: {sorted(fell & common)}"
     assert fell <= set(STILL_ON_CPU.values()) | _OTHER_FALLBACKS(), sorted(fell)
 

@@ -93,6 +93,16 @@ def _geo(at):
     return at["stride"], at["pad"], at["dil"], at["groups"]
 
 
+def _conv_cols(b, x, k, out_hw, s, pads, d, transposed=False, fill=0.0):
+    """The (N, C, kh, kw, Ho, Wo) windows of ``x`` for stride ``s``, padding ``pads`` = (top, left) and
+    dilation ``d``: forward windows, or the transposed ones (an input gradient)."""
+    if 0 in x.shape[:2] + tuple(out_hw):
+        raise Unsupported("empty convolution or pooling")
+    mk = _transposed_map if transposed else _forward_map
+    n_h, n_w = (x.shape[2], x.shape[3])
+    return _cols(b, x, k, out_hw, (mk(s[0], pads[0], d[0], n_h), mk(s[1], pads[1], d[1], n_w)), fill)
+
+
 def _add_bias(b, r, bias):
     if bias is None:
         return r
@@ -103,13 +113,10 @@ def _add_bias(b, r, bias):
 def _conv2d(b, n, args, at):
     x, w, bias = args
     _float(x, w, bias)
-    (N, C, H, W), (O, Cg, kh, kw) = x.shape, w.shape
+    N, (O, Cg, kh, kw) = x.shape[0], w.shape
     s, p, d, G = _geo(at)
     Ho, Wo = _out(n)[0][2:]
-    if 0 in (N, O, Ho, Wo):
-        raise Unsupported("empty convolution")
-    cols = _cols(b, x, (kh, kw), (Ho, Wo), (_forward_map(s[0], p[0], d[0], H), _forward_map(s[1], p[2], d[1], W)),
-                 0.0)
+    cols = _conv_cols(b, x, (kh, kw), (Ho, Wo), s, (p[0], p[2]), d)
     L, CK = Ho * Wo, Cg * kh * kw
     cols = b.reshape(b.permute(b.reshape(cols, (N, G, CK, L)), (1, 2, 0, 3)), (G, CK, N * L))
     r = b.matmul(b.reshape(w, (G, O // G, CK)), cols)                  # (G, O/G, N*L)
@@ -121,13 +128,10 @@ def _conv2d(b, n, args, at):
 def _conv_transpose2d(b, n, args, at):
     y, w, bias = args
     _float(y, w, bias)
-    (N, O, Ho, Wo), (_, Cg, kh, kw) = y.shape, w.shape
+    (N, O), (_, Cg, kh, kw) = y.shape[:2], w.shape
     s, p, d, G = _geo(at)
     H, W = _out(n)[0][2:]
-    if 0 in (N, O, H, W):
-        raise Unsupported("empty convolution")
-    t = _cols(b, y, (kh, kw), (H, W), (_transposed_map(s[0], p[0], d[0], Ho), _transposed_map(s[1], p[2], d[1], Wo)),
-              0.0)
+    t = _conv_cols(b, y, (kh, kw), (H, W), s, (p[0], p[2]), d, transposed=True)
     OK = O // G * kh * kw
     t = b.reshape(b.permute(b.reshape(t, (N, G, OK, H * W)), (1, 2, 0, 3)), (G, OK, N * H * W))
     wt = b.reshape(b.permute(b.reshape(w, (G, O // G, Cg, kh, kw)), (0, 2, 1, 3, 4)), (G, Cg, OK))
@@ -140,13 +144,12 @@ def _conv_transpose2d(b, n, args, at):
 def _conv2d_weight(b, n, args, at):
     x, g = args
     _float(x, g)
-    (N, C, H, W), (_, O, Ho, Wo) = x.shape, g.shape
+    (N, C), (_, O, Ho, Wo) = x.shape[:2], g.shape
     s, p, d, G = _geo(at)
     kh, kw = at["kernel"]
-    if 0 in (N, O, Ho, Wo):
+    if 0 in (O, Ho, Wo):
         raise Unsupported("empty convolution")
-    cols = _cols(b, x, (kh, kw), (Ho, Wo), (_forward_map(s[0], p[0], d[0], H), _forward_map(s[1], p[2], d[1], W)),
-                 0.0)
+    cols = _conv_cols(b, x, (kh, kw), (Ho, Wo), s, (p[0], p[2]), d)
     L, CK = Ho * Wo, C // G * kh * kw
     cols = b.reshape(b.permute(b.reshape(cols, (N, G, CK, L)), (1, 0, 3, 2)), (G, N * L, CK))
     gg = b.reshape(b.permute(b.reshape(g, (N, G, O // G, L)), (1, 2, 0, 3)), (G, O // G, N * L))
@@ -170,10 +173,7 @@ def _max_pool2d(b, n, args, at):
     k, s, p, d = at["k"], at["s"], at["p"], at["d"]
     N, C, H, W = x.shape
     Ho, Wo = _out(n)[0][2:]
-    if 0 in (N, C, Ho, Wo):
-        raise Unsupported("empty pooling")
-    cols = _cols(b, x, k, (Ho, Wo), (_forward_map(s[0], p[0], d[0], H), _forward_map(s[1], p[1], d[1], W)),
-                 _lowest(x.dtype))
+    cols = _conv_cols(b, x, k, (Ho, Wo), s, p, d, fill=_lowest(x.dtype))
     K = k[0] * k[1]
     win = b.reshape(b.permute(cols, (0, 1, 4, 5, 2, 3)), (N, C, Ho, Wo, K))
     vals = b.reduce("max", win, (4,))
@@ -235,9 +235,7 @@ def _avg_pool2d(b, n, args, at):
     k, s, p = at["k"], at["s"], at["p"]
     N, C, H, W = x.shape
     Ho, Wo = _out(n)[0][2:]
-    if 0 in (N, C, Ho, Wo):
-        raise Unsupported("empty pooling")
-    cols = _cols(b, x, k, (Ho, Wo), (_forward_map(s[0], p[0], 1, H), _forward_map(s[1], p[1], 1, W)), 0.0)
+    cols = _conv_cols(b, x, k, (Ho, Wo), s, p, (1, 1))
     acc = b.reduce("sum", cols, (2, 3))
     div = _avg_divisor(b, (N, C, Ho, Wo), H, W, at)
     return [_finish(b, n, b.ew("div", acc, div if isinstance(div, float) else b.cast(div, x.dtype)))]
@@ -254,5 +252,5 @@ def _avg_pool2d_backward(b, n, args, at):
         raise Unsupported("empty pooling")
     div = _avg_divisor(b, g.shape, H, W, at)
     gd = b.ew("div", g, div if isinstance(div, float) else b.cast(div, g.dtype))
-    t = _cols(b, gd, k, (H, W), (_transposed_map(s[0], p[0], 1, Ho), _transposed_map(s[1], p[1], 1, Wo)), 0.0)
+    t = _conv_cols(b, gd, k, (H, W), s, p, (1, 1), transposed=True)
     return [_finish(b, n, b.reduce("sum", t, (2, 3)))]

@@ -7,8 +7,6 @@ Longer scans stay CPU fallbacks. On the CPU cumsum stays extern (NumPy's scan is
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .decompose import decomp_device, Unsupported, _finish, _out
 
 MAX_SCAN = 2048          # longest scanned dim done as a masked sum on the device

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decompose import decomp_device, Unsupported, _finish, _out
+from .decompose import decomp_device, Unsupported, _finish
 
 _I64 = np.dtype(np.int64)
 

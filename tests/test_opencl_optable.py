@@ -32,7 +32,7 @@ ON_DEVICE = [
     "nn_linear", "nn_linear_nd", "nn_conv2d", "nn_conv2d_geometry", "nn_conv2d_depthwise", "nn_conv2d_1x1",
     "nn_conv_transpose2d", "nn_conv_transpose2d_plain", "nn_max_pool2d", "nn_max_pool2d_ceil_dil",
     "nn_max_pool2d_overlap", "nn_avg_pool2d", "nn_avg_pool2d_ceil", "nn_avg_pool2d_divisor",
-    "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "layer_norm",
+    "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "nn_cross_entropy_none_kdim", "layer_norm",
     "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "sort", "sort_stable_ties", "sort_int",
     "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "nn_bce_logits",
     "nn_bce_logits_sum", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
@@ -41,7 +41,6 @@ ON_DEVICE = [
 
 # common-model ops with no device kernel yet (case -> the op that falls back): counted CPU fallbacks
 STILL_ON_CPU = {
-    "nn_cross_entropy_none_kdim": "cross_entropy",         # over spatial dims (N, C, d1, ...)
     "lstm_layer": "lstm_layer",
     "gru_layer": "gru_layer",
 }

@@ -7,6 +7,8 @@ Three measurements, interleaved per case as usual (medians of ``--repeat`` sampl
    by 32), ``ember.opencl sync`` (one add, then synchronize: the round trip), ``cl launch`` (the runtime's
    built-in fill kernel on the same array through ``ember.devices.opencl.fill_``: the OpenCL enqueue
    alone, without ember's dispatcher), ``ember`` and ``torch`` on the CPU (32 adds, divided by 32).
+   The report adds the host CPU time per op of ``ember.opencl`` and ``cl launch`` (the calling
+   thread's ``time.thread_time``), which shared cores do not inflate as they do the wall time.
 2. **Copy bandwidth**: ``x.to("opencl")`` (h2d) and ``d.cpu()`` (d2h) of float32 tensors of a few
    sizes, against a host ``np.copyto`` of the same bytes ("host memcpy"); the report gives MB/s.
 3. **Training steps** (zero_grad, forward, loss, backward, optimizer step) of the MLP and the small CNN
@@ -43,7 +45,7 @@ MODEL_SPECS = [("mlp", 64, "sgd"), ("cnn", 64, "sgd"), ("gpt", 16, "adamw")]
 QUICK_MODEL_SPECS = [("mlp", 16, "sgd"), ("cnn", 16, "sgd"), ("gpt", 2, "adamw")]
 QUICK_GPT = M.GPTConfig(n_layer=1, n_embd=32, n_head=2, block_size=16)
 
-_STATE: dict = {"models": {}, "notes": [], "device": None}
+_STATE: dict = {"models": {}, "notes": [], "device": None, "host_us": {}}
 
 
 def cases(name_filter=None) -> list:
@@ -106,7 +108,21 @@ def launch_results(repeat: int, torch=None) -> list:
                 ta + tb
         variants["torch"] = torch_cpu
     res = run_case(Case("add_1k_launch", "device", variants, unit="us", per="op"), repeat=repeat)
+    _STATE["host_us"] = {k: _host_cpu_per_op(variants[k], repeat) for k in ("ember.opencl", "cl launch")}
     return _scaled(res, LAUNCH_OPS, {"ember.opencl", "cl launch", "ember", "torch"})
+
+
+def _host_cpu_per_op(fn, repeat: int) -> float:
+    """Median CPU time of the calling thread per op (us) over ``repeat`` calls of ``fn`` (LAUNCH_OPS ops
+    each): the host cost of an op, which other processes on shared cores do not inflate as they do the
+    wall time (the driver's own threads, which run the kernels, are not counted)."""
+    import time
+    samples = []
+    for _ in range(max(repeat, 5)):
+        t0 = time.thread_time()
+        fn()
+        samples.append((time.thread_time() - t0) / LAUNCH_OPS * 1e6)
+    return float(np.median(samples))
 
 
 # ---- 2. copies ------------------------------------------------------------------------------------------------
@@ -283,7 +299,8 @@ def report(results, file=None) -> dict:
     for r in mine:
         by_case.setdefault(r.name, {})[r.variant] = r
     dev = _STATE["device"]
-    doc = {"device": dev, "launch_us": {}, "bandwidth_MBps": {}, "steps": {}, "notes": list(_STATE["notes"])}
+    doc = {"device": dev, "launch_us": {}, "bandwidth_MBps": {}, "steps": {}, "notes": list(_STATE["notes"]),
+           "host_cpu_us_per_op": dict(_STATE.get("host_us", {}))}
     if dev:
         print(f"\ndevice: opencl:0 {dev['name']}, {dev['compute_units']} compute unit(s) "
               f"(POCL_MAX_PTHREAD_COUNT={dev['POCL_MAX_PTHREAD_COUNT']})", file=file)
@@ -292,6 +309,9 @@ def report(results, file=None) -> dict:
         doc["launch_us"] = {k: r.median * 1e6 for k, r in launch.items()}
         print("add of 1k floats, median us per op: " +
               ", ".join(f"{k} {v:.1f}" for k, v in doc["launch_us"].items()), file=file)
+        if doc["host_cpu_us_per_op"]:
+            print("  host CPU time per op (the calling thread's): " +
+                  ", ".join(f"{k} {v:.1f}" for k, v in doc["host_cpu_us_per_op"].items()), file=file)
     copies = [(name, rs) for name, rs in by_case.items() if name.startswith(("h2d_", "d2h_"))]
     if copies:
         print(f"\n{'copy':12s} {'bytes':>10s} {'opencl MB/s':>12s} {'memcpy MB/s':>12s}", file=file)

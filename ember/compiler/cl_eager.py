@@ -30,7 +30,7 @@ from .decompose import DECOMPOSITIONS, DEVICE_DECOMPOSITIONS, Declined
 
 STATS = {"hits": 0, "built": 0, "declined": 0}
 _CACHE: dict = {}
-FAST: dict = {}              # the dispatcher's cache: (op, argument key, attributes) -> launch(inputs)
+FAST: dict = {}              # the dispatcher's cache: (op, argument key, attributes) -> (launch, convert)
 _REASONS: dict = {}          # cache key -> why the op instance has no kernel
 LAST_DECLINE = [""]          # why the last kernel_for call returned None (the dispatcher's fallback reason)
 _MISSING = object()

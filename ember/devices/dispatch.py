@@ -149,25 +149,28 @@ def _generated(op, args, attrs, dev):
     None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over; device
     data passed as an attribute (a saved buffer a derivative reads) becomes an input after the others.
 
-    A call whose tensors are all contiguous device arrays is remembered under a cheap key (``_fast_key``)
-    with the runner's lean launcher (``CLRunner.eager_launcher``): the next call with the same key
-    skips the kernel cache's key building and the general runner."""
+    A call whose tensors are all device arrays is remembered under a cheap key (``_fast_key``: shapes,
+    strides, dtypes, values) with the runner's lean launcher (``CLRunner.eager_launcher``) and whether
+    its inputs needed contiguous copies: the next call with the same key skips the kernel cache's key
+    building and the general runner."""
     from ..compiler import cl_eager
     if op.name in FORCE_FALLBACK:
         _WHY[0] = "forced to the CPU by ember.devices.dispatch.FORCE_FALLBACK"
         return None
     key = _fast_key(op, args, attrs)
     if key is not None:
-        fast = cl_eager.FAST.get(key)
-        if fast is not None and not _cl.KERNEL_HOOKS:
-            outs = fast([a._data for a in args if isinstance(a, Tensor)])
+        entry = cl_eager.FAST.get(key)
+        if entry is not None and not _cl.KERNEL_HOOKS:
+            fast, convert = entry
+            ins = [a._data for a in args if isinstance(a, Tensor)]
+            outs = fast([_contiguous(d, dev, op) for d in ins] if convert else ins)
             return outs[0] if op.nout == 1 else tuple(outs)
     specs, inputs = [], []
+    converted = False
     for a in args:
         if isinstance(a, Tensor):
             d = _contiguous(a._data, dev, op)
-            if d is not a._data:
-                key = None                     # (converted: the fast path would skip the conversion)
+            converted = converted or d is not a._data
             specs.append((d.shape, d.dtype))
             inputs.append(d)
         else:
@@ -187,7 +190,7 @@ def _generated(op, args, attrs, dev):
         _WHY[0] = cl_eager.LAST_DECLINE[0]
         return None
     if key is not None:
-        cl_eager.FAST[key] = fn.runner.eager_launcher() or fn
+        cl_eager.FAST[key] = (fn.runner.eager_launcher() or fn, converted)
     outs = fn(inputs)
     return outs[0] if op.nout == 1 else tuple(outs)
 

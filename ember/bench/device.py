@@ -15,8 +15,10 @@ Three measurements, interleaved per case as usual (medians of ``--repeat`` sampl
    (SGD, batch 64) and the small GPT (AdamW, batch 16: ``models.GPTConfig``), eager on the device
    (data already there; the step ends with a synchronize), the same step compiled whole with
    ``ember.compile`` on the device (``ember.opencl compiled``: generated OpenCL kernels, synchronized
-   after each call), eager ember on the CPU and torch eager, from the same weights and data. The report gives the device/CPU ratio and, per step, the CPU
-   fallbacks by op (the ops without a device kernel yet), the kernel launches and the copies.
+   after each call) and on the CPU (``ember compiled``), eager ember on the CPU and torch eager, from
+   the same weights and data. The report gives the eager device/CPU ratio, the compiled device/CPU
+   ratio and, per step, the CPU fallbacks by op (the ops without a device kernel yet), the kernel
+   launches and the copies.
 
 ``--quick`` keeps it small for CI: two copy sizes, batch 16 for the MLP and CNN and a one-layer GPT
 (32 wide, context 16, batch 2). The first run builds the device kernels (about a second each; the
@@ -186,10 +188,13 @@ def step_function(lib, kind: str, model, opt, data, sync=None):
     return step
 
 
-def compiled_step(kind: str, model, opt_name: str, data):
-    """The training step compiled whole with ``ember.compile`` on the device (forward, backward and optimizer
-    as generated OpenCL kernels), synchronized after each call like the eager device step."""
+def compiled_step(kind: str, model, opt_name: str, data, device: bool = True):
+    """The training step compiled whole with ``ember.compile`` (forward, backward and optimizer as
+    generated OpenCL kernels on the device, synchronized after each call like the eager device step;
+    with ``device=False`` as native code on the CPU: the baseline of the compiled device step)."""
     step = ember.compile(step_function(ember, kind, model, M.optimizer(ember, opt_name, model.parameters()), data))
+    if not device:
+        return step
 
     def run():
         loss = step()
@@ -230,6 +235,7 @@ def model_results(repeat: int, specs, cfg, torch=None) -> list:
                                           dev_data, ember.opencl.synchronize),
             "ember": step_function(ember, kind, cpu_model, M.optimizer(ember, opt_name, cpu_model.parameters()), data),
         }
+        steps["ember compiled"] = compiled_step(kind, copy.deepcopy(cpu_model), opt_name, data, device=False)
         steps["ember.opencl compiled"] = compiled_step(kind, copy.deepcopy(cpu_model).to("opencl"), opt_name,
                                                        dev_data)
         if torch is not None:
@@ -324,22 +330,24 @@ def report(results, file=None) -> dict:
                   file=file)
     steps = [(name, rs) for name, rs in by_case.items() if name.endswith("_step")]
     if steps:
-        print(f"\n{'step':22s} {'opencl ms':>10s} {'compiled':>9s} {'cpu ms':>9s} {'torch ms':>9s} "
-              f"{'opencl/cpu':>11s} {'launches':>9s} {'h2d':>4s} {'d2h':>4s}  fallbacks per step (op: count)",
+        print(f"\n{'step':22s} {'opencl ms':>10s} {'compiled':>9s} {'cpu ms':>9s} {'cpu comp':>9s} {'torch ms':>9s} "
+              f"{'opencl/cpu':>11s} {'comp/comp':>10s} {'launches':>9s} {'h2d':>4s} {'d2h':>4s}  fallbacks per step (op: count)",
               file=file)
         for name, rs in steps:
             med = {k: r.median * 1e3 for k, r in rs.items()}
             c = _STATE["models"].get(name, {})
             fb = c.get("fallbacks", {})
             cp = c.get("copies", {})
+            comp = med.get("ember.opencl compiled", float("nan")) / med.get("ember compiled", float("nan"))
             row = {"ms": med, "opencl_vs_cpu": med["ember.opencl"] / med["ember"] if "ember" in med else None,
+                   "compiled_opencl_vs_compiled_cpu": comp,
                    "fallbacks": fb, "fallbacks_total": sum(fb.values()), "launches": c.get("launches"),
                    "copies": cp, "compiled": c.get("compiled")}
             doc["steps"][name] = row
             fbs = ", ".join(f"{k}: {v}" for k, v in sorted(fb.items(), key=lambda kv: -kv[1])) or "none"
             print(f"{name:22s} {med['ember.opencl']:10.2f} {med.get('ember.opencl compiled', float('nan')):9.2f} "
-                  f"{med.get('ember', float('nan')):9.2f} "
-                  f"{med.get('torch', float('nan')):9.2f} {row['opencl_vs_cpu'] or float('nan'):10.2f}x "
+                  f"{med.get('ember', float('nan')):9.2f} {med.get('ember compiled', float('nan')):9.2f} "
+                  f"{med.get('torch', float('nan')):9.2f} {row['opencl_vs_cpu'] or float('nan'):10.2f}x {comp:9.2f}x "
                   f"{row['launches'] or 0:9d} {cp.get('h2d', {}).get('count', 0):4d} "
                   f"{cp.get('d2h', {}).get('count', 0):4d}  {sum(fb.values())}: {fbs}", file=file)
     if _STATE["notes"]:

@@ -228,29 +228,28 @@ def _avg_divisor(b, shp, H, W, at):
     return b.ew("mul", dim(2, H, k[0], s[0], p[0]), dim(3, W, k[1], s[1], p[1]))
 
 
+def _divided(b, a, out_shape, in_hw, at):
+    """``a`` (N, C, Ho, Wo) divided by the windows' divisors (``in_hw``: the pooled input's H, W)."""
+    _float(a)
+    div = _avg_divisor(b, out_shape, in_hw[0], in_hw[1], at)
+    return b.ew("div", a, div if isinstance(div, float) else b.cast(div, a.dtype))
+
+
 @decomp_device("avg_pool2d")
 def _avg_pool2d(b, n, args, at):
     x = args[0]
     _float(x)
-    k, s, p = at["k"], at["s"], at["p"]
-    N, C, H, W = x.shape
-    Ho, Wo = _out(n)[0][2:]
-    cols = _conv_cols(b, x, k, (Ho, Wo), s, p, (1, 1))
-    acc = b.reduce("sum", cols, (2, 3))
-    div = _avg_divisor(b, (N, C, Ho, Wo), H, W, at)
-    return [_finish(b, n, b.ew("div", acc, div if isinstance(div, float) else b.cast(div, x.dtype)))]
+    out_shape = _out(n)[0]
+    cols = _conv_cols(b, x, at["k"], out_shape[2:], at["s"], at["p"], (1, 1))
+    return [_finish(b, n, _divided(b, b.reduce("sum", cols, (2, 3)), out_shape, x.shape[2:], at))]
 
 
 @decomp_device("avg_pool2d_backward")
 def _avg_pool2d_backward(b, n, args, at):
     g = args[0]
-    _float(g)
-    k, s, p = at["k"], at["s"], at["p"]
-    N, C, Ho, Wo = g.shape
-    H, W = at["in_hw"]
-    if 0 in (N, C, Ho, Wo, H, W):
+    in_hw = tuple(at["in_hw"])
+    if 0 in g.shape + in_hw:
         raise Unsupported("empty pooling")
-    div = _avg_divisor(b, g.shape, H, W, at)
-    gd = b.ew("div", g, div if isinstance(div, float) else b.cast(div, g.dtype))
-    t = _conv_cols(b, gd, k, (H, W), s, p, (1, 1), transposed=True)
+    gd = _divided(b, g, g.shape, in_hw, at)
+    t = _conv_cols(b, gd, at["k"], in_hw, at["s"], at["p"], (1, 1), transposed=True)
     return [_finish(b, n, b.reduce("sum", t, (2, 3)))]

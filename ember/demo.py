@@ -258,6 +258,8 @@ def _print_device_summary(summary: dict) -> None:
         print("  ops that ran on the CPU instead (fallbacks):")
         for op, count, reason in summary["fallbacks"][:top]:
             print(f"    {op:28s} {count:6d} x  ({reason})")
+    else:
+        print("  ops that ran on the CPU instead (fallbacks): none")
 
 
 def device_demo(data, epochs: int = 15, cpu_accuracy: float | None = None, progress: bool = True,

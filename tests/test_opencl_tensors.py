@@ -109,16 +109,16 @@ def test_fallback_is_counted_warned_and_strict_mode_raises():
     ocl.reset_fallback_counts()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        v = x.sort().values                 # sort has no device kernel yet: a counted CPU fallback
-    assert v.device.type == "opencl" and v.tolist() == [1.0, 2.0, 3.0]
+        v = x.cummin(0).values              # cummin has no device kernel yet: a counted CPU fallback
+    assert v.device.type == "opencl" and v.tolist() == [3.0, 1.0, 1.0]
     counts = ember.opencl.fallback_counts()
-    assert counts.get("sort") == 1, counts
-    assert any("sort" in str(m.message) and "fall back to run on the CPU" in str(m.message) for m in w) or \
-        "sort" in ocl._FALLBACK_WARNED
+    assert counts.get("cummin") == 1, counts
+    assert any("cummin" in str(m.message) and "fall back to run on the CPU" in str(m.message) for m in w) or \
+        "cummin" in ocl._FALLBACK_WARNED
     ocl.set_fallback_allowed(False)
     try:
-        with pytest.raises(NotImplementedError, match="'sort' is not currently implemented for the OpenCL"):
-            x.sort()
+        with pytest.raises(NotImplementedError, match="'cummin' is not currently implemented for the OpenCL"):
+            x.cummin(0)
     finally:
         ocl.set_fallback_allowed(None)
     ember.opencl.reset_fallback_counts()
@@ -234,3 +234,20 @@ def test_dropout_and_new_factories_follow_the_device():
         assert t.device.type == "opencl", t
     assert x.new_zeros(2, device="cpu").is_cpu
 
+
+
+def test_eager_fast_path_keys_tell_calls_apart():
+    """The dispatcher's cached launchers (one per op, layout and values) never serve a different call:
+    int and float scalars, -0.0 and 0.0, strided and contiguous inputs of the same shape."""
+    from ember.compiler import cl_eager
+    i = ember.tensor([1, 2, 3], dtype=ember.int64, device="opencl")
+    for _ in range(2):                      # the second round runs from the cache
+        a, b = i + 1, i + 1.0
+        assert a.dtype is ember.int64 and b.dtype is ember.float32
+        assert a.tolist() == [2, 3, 4] and b.tolist() == [2.0, 3.0, 4.0]
+        z = ember.zeros(2, device="opencl")
+        assert np.signbit(_np(z.mul(-0.0))).all() and not np.signbit(_np(z.mul(0.0))).any()
+        m = ember.arange(6.0, device="opencl").reshape(2, 3)
+        np.testing.assert_array_equal(_np(m.t() * 2), np.arange(6.0).reshape(2, 3).T * 2)
+        np.testing.assert_array_equal(_np(m.t().contiguous() * 2), np.arange(6.0).reshape(2, 3).T * 2)
+    assert cl_eager.FAST

@@ -7,14 +7,18 @@ Three measurements, interleaved per case as usual (medians of ``--repeat`` sampl
    by 32), ``ember.opencl sync`` (one add, then synchronize: the round trip), ``cl launch`` (the runtime's
    built-in fill kernel on the same array through ``ember.devices.opencl.fill_``: the OpenCL enqueue
    alone, without ember's dispatcher), ``ember`` and ``torch`` on the CPU (32 adds, divided by 32).
+   The report adds the host CPU time per op of ``ember.opencl`` and ``cl launch`` (the calling
+   thread's ``time.thread_time``), which shared cores do not inflate as they do the wall time.
 2. **Copy bandwidth**: ``x.to("opencl")`` (h2d) and ``d.cpu()`` (d2h) of float32 tensors of a few
    sizes, against a host ``np.copyto`` of the same bytes ("host memcpy"); the report gives MB/s.
 3. **Training steps** (zero_grad, forward, loss, backward, optimizer step) of the MLP and the small CNN
    (SGD, batch 64) and the small GPT (AdamW, batch 16: ``models.GPTConfig``), eager on the device
    (data already there; the step ends with a synchronize), the same step compiled whole with
    ``ember.compile`` on the device (``ember.opencl compiled``: generated OpenCL kernels, synchronized
-   after each call), eager ember on the CPU and torch eager, from the same weights and data. The report gives the device/CPU ratio and, per step, the CPU
-   fallbacks by op (the ops without a device kernel yet), the kernel launches and the copies.
+   after each call) and on the CPU (``ember compiled``), eager ember on the CPU and torch eager, from
+   the same weights and data. The report gives the eager device/CPU ratio, the compiled device/CPU
+   ratio and, per step, the CPU fallbacks by op (the ops without a device kernel yet), the kernel
+   launches and the copies.
 
 ``--quick`` keeps it small for CI: two copy sizes, batch 16 for the MLP and CNN and a one-layer GPT
 (32 wide, context 16, batch 2). The first run builds the device kernels (about a second each; the
@@ -43,7 +47,7 @@ MODEL_SPECS = [("mlp", 64, "sgd"), ("cnn", 64, "sgd"), ("gpt", 16, "adamw")]
 QUICK_MODEL_SPECS = [("mlp", 16, "sgd"), ("cnn", 16, "sgd"), ("gpt", 2, "adamw")]
 QUICK_GPT = M.GPTConfig(n_layer=1, n_embd=32, n_head=2, block_size=16)
 
-_STATE: dict = {"models": {}, "notes": [], "device": None}
+_STATE: dict = {"models": {}, "notes": [], "device": None, "host_us": {}}
 
 
 def cases(name_filter=None) -> list:
@@ -106,7 +110,21 @@ def launch_results(repeat: int, torch=None) -> list:
                 ta + tb
         variants["torch"] = torch_cpu
     res = run_case(Case("add_1k_launch", "device", variants, unit="us", per="op"), repeat=repeat)
+    _STATE["host_us"] = {k: _host_cpu_per_op(variants[k], repeat) for k in ("ember.opencl", "cl launch")}
     return _scaled(res, LAUNCH_OPS, {"ember.opencl", "cl launch", "ember", "torch"})
+
+
+def _host_cpu_per_op(fn, repeat: int) -> float:
+    """Median CPU time of the calling thread per op (us) over ``repeat`` calls of ``fn`` (LAUNCH_OPS ops
+    each): the host cost of an op, which other processes on shared cores do not inflate as they do the
+    wall time (the driver's own threads, which run the kernels, are not counted)."""
+    import time
+    samples = []
+    for _ in range(max(repeat, 5)):
+        t0 = time.thread_time()
+        fn()
+        samples.append((time.thread_time() - t0) / LAUNCH_OPS * 1e6)
+    return float(np.median(samples))
 
 
 # ---- 2. copies ------------------------------------------------------------------------------------------------
@@ -170,10 +188,13 @@ def step_function(lib, kind: str, model, opt, data, sync=None):
     return step
 
 
-def compiled_step(kind: str, model, opt_name: str, data):
-    """The training step compiled whole with ``ember.compile`` on the device (forward, backward and optimizer
-    as generated OpenCL kernels), synchronized after each call like the eager device step."""
+def compiled_step(kind: str, model, opt_name: str, data, device: bool = True):
+    """The training step compiled whole with ``ember.compile`` (forward, backward and optimizer as
+    generated OpenCL kernels on the device, synchronized after each call like the eager device step;
+    with ``device=False`` as native code on the CPU: the baseline of the compiled device step)."""
     step = ember.compile(step_function(ember, kind, model, M.optimizer(ember, opt_name, model.parameters()), data))
+    if not device:
+        return step
 
     def run():
         loss = step()
@@ -214,6 +235,7 @@ def model_results(repeat: int, specs, cfg, torch=None) -> list:
                                           dev_data, ember.opencl.synchronize),
             "ember": step_function(ember, kind, cpu_model, M.optimizer(ember, opt_name, cpu_model.parameters()), data),
         }
+        steps["ember compiled"] = compiled_step(kind, copy.deepcopy(cpu_model), opt_name, data, device=False)
         steps["ember.opencl compiled"] = compiled_step(kind, copy.deepcopy(cpu_model).to("opencl"), opt_name,
                                                        dev_data)
         if torch is not None:
@@ -283,7 +305,8 @@ def report(results, file=None) -> dict:
     for r in mine:
         by_case.setdefault(r.name, {})[r.variant] = r
     dev = _STATE["device"]
-    doc = {"device": dev, "launch_us": {}, "bandwidth_MBps": {}, "steps": {}, "notes": list(_STATE["notes"])}
+    doc = {"device": dev, "launch_us": {}, "bandwidth_MBps": {}, "steps": {}, "notes": list(_STATE["notes"]),
+           "host_cpu_us_per_op": dict(_STATE.get("host_us", {}))}
     if dev:
         print(f"\ndevice: opencl:0 {dev['name']}, {dev['compute_units']} compute unit(s) "
               f"(POCL_MAX_PTHREAD_COUNT={dev['POCL_MAX_PTHREAD_COUNT']})", file=file)
@@ -292,6 +315,9 @@ def report(results, file=None) -> dict:
         doc["launch_us"] = {k: r.median * 1e6 for k, r in launch.items()}
         print("add of 1k floats, median us per op: " +
               ", ".join(f"{k} {v:.1f}" for k, v in doc["launch_us"].items()), file=file)
+        if doc["host_cpu_us_per_op"]:
+            print("  host CPU time per op (the calling thread's): " +
+                  ", ".join(f"{k} {v:.1f}" for k, v in doc["host_cpu_us_per_op"].items()), file=file)
     copies = [(name, rs) for name, rs in by_case.items() if name.startswith(("h2d_", "d2h_"))]
     if copies:
         print(f"\n{'copy':12s} {'bytes':>10s} {'opencl MB/s':>12s} {'memcpy MB/s':>12s}", file=file)
@@ -304,22 +330,24 @@ def report(results, file=None) -> dict:
                   file=file)
     steps = [(name, rs) for name, rs in by_case.items() if name.endswith("_step")]
     if steps:
-        print(f"\n{'step':22s} {'opencl ms':>10s} {'compiled':>9s} {'cpu ms':>9s} {'torch ms':>9s} "
-              f"{'opencl/cpu':>11s} {'launches':>9s} {'h2d':>4s} {'d2h':>4s}  fallbacks per step (op: count)",
+        print(f"\n{'step':22s} {'opencl ms':>10s} {'compiled':>9s} {'cpu ms':>9s} {'cpu comp':>9s} {'torch ms':>9s} "
+              f"{'opencl/cpu':>11s} {'comp/comp':>10s} {'launches':>9s} {'h2d':>4s} {'d2h':>4s}  fallbacks per step (op: count)",
               file=file)
         for name, rs in steps:
             med = {k: r.median * 1e3 for k, r in rs.items()}
             c = _STATE["models"].get(name, {})
             fb = c.get("fallbacks", {})
             cp = c.get("copies", {})
+            comp = med.get("ember.opencl compiled", float("nan")) / med.get("ember compiled", float("nan"))
             row = {"ms": med, "opencl_vs_cpu": med["ember.opencl"] / med["ember"] if "ember" in med else None,
+                   "compiled_opencl_vs_compiled_cpu": comp,
                    "fallbacks": fb, "fallbacks_total": sum(fb.values()), "launches": c.get("launches"),
                    "copies": cp, "compiled": c.get("compiled")}
             doc["steps"][name] = row
             fbs = ", ".join(f"{k}: {v}" for k, v in sorted(fb.items(), key=lambda kv: -kv[1])) or "none"
             print(f"{name:22s} {med['ember.opencl']:10.2f} {med.get('ember.opencl compiled', float('nan')):9.2f} "
-                  f"{med.get('ember', float('nan')):9.2f} "
-                  f"{med.get('torch', float('nan')):9.2f} {row['opencl_vs_cpu'] or float('nan'):10.2f}x "
+                  f"{med.get('ember', float('nan')):9.2f} {med.get('ember compiled', float('nan')):9.2f} "
+                  f"{med.get('torch', float('nan')):9.2f} {row['opencl_vs_cpu'] or float('nan'):10.2f}x {comp:9.2f}x "
                   f"{row['launches'] or 0:9d} {cp.get('h2d', {}).get('count', 0):4d} "
                   f"{cp.get('d2h', {}).get('count', 0):4d}  {sum(fb.values())}: {fbs}", file=file)
     if _STATE["notes"]:

@@ -11,9 +11,12 @@ in later processes -- and a declined instance is remembered too.
 
 ``arg_specs`` holds one entry per positional argument of the op: ``(shape, dtype)`` for a tensor (inputs
 are contiguous; dtype an ember or NumPy dtype), any other value (a Python scalar, None, a tuple of
-ints) as it is. Output shapes and dtypes come from running the op's NumPy kernel once on zeros of those
-shapes (zeros are valid indices for gather-like ops). In-place ops are not generated here: the
-dispatcher computes the out-of-place op and copies.
+ints) as it is. An attribute may be a ``_Spec`` too (device data an op takes as an attribute, such as
+``cross_entropy_backward``'s saved log-probabilities): it becomes an input after the positional
+ones, in the order of the attribute names, referenced from the op node as the compiler's ``AttrRef``.
+Output shapes and dtypes come from running the op's NumPy kernel once on zeros of those shapes (zeros
+are valid indices for gather-like ops). In-place ops are not generated here: the dispatcher computes
+the out-of-place op and copies.
 """
 from __future__ import annotations
 
@@ -22,11 +25,12 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from .ir import Value, OpNode, Graph, Program
-from .decompose import DECOMPOSITIONS, Declined
+from .ir import Value, OpNode, Graph, Program, AttrRef
+from .decompose import DECOMPOSITIONS, DEVICE_DECOMPOSITIONS, Declined
 
 STATS = {"hits": 0, "built": 0, "declined": 0}
 _CACHE: dict = {}
+FAST: dict = {}              # the dispatcher's cache: (op, argument key, attributes) -> (launch, convert)
 _REASONS: dict = {}          # cache key -> why the op instance has no kernel
 LAST_DECLINE = [""]          # why the last kernel_for call returned None (the dispatcher's fallback reason)
 _MISSING = object()
@@ -53,6 +57,8 @@ def _is_spec(x) -> bool:
 
 
 def _key_of(x):
+    if isinstance(x, _Spec):
+        return ("spec", x.shape, x.dtype.name)
     if isinstance(x, np.ndarray):
         return ("nd", x.dtype.str, x.shape, x.tobytes())
     if isinstance(x, dict):
@@ -108,6 +114,7 @@ def kernel_for(op, arg_specs, attrs=None, device=None):
 
 def clear_cache() -> None:
     _CACHE.clear()
+    FAST.clear()
     _REASONS.clear()
 
 
@@ -129,9 +136,17 @@ def one_op_program(op, specs, attrs) -> Program | None:
         else:
             inputs.append(s)
             np_args.append(s)
+    node_attrs, np_attrs = dict(attrs), dict(attrs)
+    for k in sorted(attrs):
+        s = attrs[k]
+        if isinstance(s, _Spec):
+            v = new("arg", s.shape, s.dtype, (len(args),))
+            args.append(v)
+            node_attrs[k] = AttrRef(v)
+            np_attrs[k] = np.zeros(s.shape, dtype=s.dtype.np)
     try:
         with np.errstate(all="ignore"):
-            res = op.kernel(*np_args, **attrs)
+            res = op.kernel(*np_args, **np_attrs)
     except Exception:
         return None
     outs = (res,) if op.nout == 1 else tuple(res)
@@ -143,12 +158,12 @@ def one_op_program(op, specs, attrs) -> Program | None:
         except Exception:
             return None
         out_values.append(new("node", r.shape, dt))
-    node = OpNode(op, inputs, dict(attrs), out_values, "<eager>", "forward", False)
+    node = OpNode(op, inputs, node_attrs, out_values, "<eager>", "forward", False)
     return Program(values, [Graph(nodes=[node])], list(out_values), args, [], [], [])
 
 
 def _make(op, specs, attrs, rt, why):
-    if op.name not in DECOMPOSITIONS:
+    if op.name not in DECOMPOSITIONS and op.name not in DEVICE_DECOMPOSITIONS:
         why[0] = "no decomposition into the compiler's primitives"
         return None
     prog = one_op_program(op, specs, attrs)

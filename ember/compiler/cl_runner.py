@@ -50,7 +50,7 @@ class _Part:
     def __init__(self, program, fwd_values, renderer, name, label=None):
         self.program = program
         self.label = label or name
-        pg = self.pg = decompose(program, fwd_values)
+        pg = self.pg = decompose(program, fwd_values, device=True)
         for x in pg.items:
             if not isinstance(x, P.PNode) and x.kind == "read":
                 raise Declined("the program reads tensor values in Python (a graph break)")
@@ -300,6 +300,63 @@ class CLRunner:
         self.lifted_pos = {v.id: i for i, v in enumerate(program.lifted)}
         self.bw_lifted_pos = {v.id: i for i, v in enumerate(bw.lifted)} if bw is not None else {}
         STATS["programs"] += 1
+
+    def eager_launcher(self):
+        """A lean call for a one-op eager program: ``launch(inputs) -> [outputs]`` binds the (contiguous)
+        input arrays and fresh output arrays straight into the kernels' arguments and enqueues them. None
+        when the program needs the general path: a backward, several segments, a host step, an index
+        check, per-call constants, or outputs that are views or inputs. The caller takes the general
+        path while a profiler listens (``KERNEL_HOOKS``): this one reports no kernels."""
+        part = self.fwd
+        if self.bwd is not None or len(part.plan) != 1 or part.per_call_consts or part.err is not None:
+            return None
+        seg, step, checked, _ = part.plan[0]
+        if step is not None or checked:
+            return None
+        slot = {}                                   # buffer id -> index in inputs + fresh arrays
+        for buf, v in part.inputs:
+            if v.kind != "arg":
+                return None
+            slot[buf.id] = self.arg_pos[v.id]
+        n_in = len(self.program.args)
+        fresh = []
+        for j, b in enumerate(part.fresh):
+            slot[b.id] = n_in + j
+            shape = tuple(int(x) for x in b.shape)
+            dt = np.dtype(b.dtype)
+            fresh.append((int(np.prod(shape, dtype=np.int64)) * dt.itemsize, shape, _cstr(shape), dt))
+        outs = []
+        for v in self.program.outputs:
+            if not isinstance(v, Value):
+                return None
+            n = part.pg.outputs[v.id]
+            b = part.sched.node_buffer.get(n.id)
+            if b is None or b.id not in slot or slot[b.id] < n_in or tuple(b.shape) != tuple(n.shape):
+                return None
+            outs.append(slot[b.id])
+        plan = [(k, gs, ls, [(ai, slot[bid]) for ai, bid in varying], args) for k, gs, ls, varying, args in seg]
+        q = self.rt.queue
+        enqueue = self.rt.cl.enqueue_nd_range_kernel
+        malloc = self.rt._r.malloc
+        dev = self.rt.index
+        n_launches = len(seg)
+        name = self.name
+
+        def launch(inputs):
+            vals = list(inputs)
+            for nbytes, shape, strides, dt in fresh:
+                vals.append(DeviceArray(malloc(nbytes, name), 0, shape, strides, dt, dev))
+            for k, gs, ls, varying, args in plan:
+                if varying:
+                    for ai, si in varying:
+                        d = vals[si]
+                        args[ai] = d.block.buffer
+                        args[ai + 1] = d.offset // d.dtype.itemsize
+                    k.set_args(*args)
+                enqueue(q, k, gs, ls)
+            STATS["launches"] += n_launches
+            return [vals[i] for i in outs]
+        return launch
 
     def _bind(self, part, args, lifted, lifted_pos, extra=None) -> tuple:
         """(buffer id -> DeviceArray of every input, [(strided input, its contiguous copy)] to copy back

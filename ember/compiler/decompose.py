@@ -23,6 +23,9 @@ from .prims import PNode, Buffer, Effect
 from .ir import OpNode, WriteNode, SetGradNode, AttrRef
 
 DECOMPOSITIONS: dict = {}
+# decompositions used only for OpenCL devices (``decompose(..., device=True)``): ops that stay extern on
+# the CPU, where their NumPy kernels (BLAS, im2col) beat generated C, but need kernels on a device
+DEVICE_DECOMPOSITIONS: dict = {}
 
 
 class Unsupported(Exception):
@@ -37,6 +40,14 @@ def decomp(*names):
     return deco
 
 
+def decomp_device(*names):
+    def deco(fn):
+        for n in names:
+            DEVICE_DECOMPOSITIONS[n] = fn
+        return fn
+    return deco
+
+
 def _npdt(d):
     return d.np if hasattr(d, "np") else np.dtype(d)
 
@@ -44,7 +55,8 @@ def _npdt(d):
 class Builder:
     """Creates primitive nodes (hash-consed: the same op on the same inputs is one node) and effects."""
 
-    def __init__(self):
+    def __init__(self, device: bool = False):
+        self.device = device         # building for an OpenCL device (DEVICE_DECOMPOSITIONS apply)
         self.items: list = []        # PNodes and Effects in program order
         self.buffers: list = []
         self.seq = 0
@@ -333,9 +345,10 @@ class Declined(Exception):
     """The whole program is not compiled natively (the runner uses the interpreter); says why."""
 
 
-def decompose(program, fwd_values: set | None = None) -> PGraph:
-    """Program -> PGraph. ``fwd_values``: ids of values a backward program will read (kept whole)."""
-    b = Builder()
+def decompose(program, fwd_values: set | None = None, device: bool = False) -> PGraph:
+    """Program -> PGraph. ``fwd_values``: ids of values a backward program will read (kept whole);
+    ``device``: for an OpenCL device (the device-only decompositions apply too)."""
+    b = Builder(device)
     g = PGraph(b, program)
     producer = {}
     for gr in program.graphs:
@@ -467,6 +480,8 @@ def _write(b: Builder, target: PNode, source: PNode):
 def _decompose_op(b, g, n, vmap, alias_def, arg_of, mutable_roots):
     name = n.op.name
     fn = DECOMPOSITIONS.get(name)
+    if fn is None and b.device:
+        fn = DEVICE_DECOMPOSITIONS.get(name)
     args = [arg_of(a) for a in n.inputs]
     attrs = {k: (arg_of(v.value) if type(v) is AttrRef else v) for k, v in n.attrs.items()}
     outs = None
@@ -536,3 +551,8 @@ from . import decompose_elementwise  # noqa: E402,F401
 from . import decompose_shape  # noqa: E402,F401
 from . import decompose_reduce  # noqa: E402,F401
 from . import decompose_nn  # noqa: E402,F401
+from . import decompose_conv  # noqa: E402,F401
+from . import decompose_scatter  # noqa: E402,F401
+from . import decompose_scan  # noqa: E402,F401
+from . import decompose_sort  # noqa: E402,F401
+from . import decompose_losses  # noqa: E402,F401

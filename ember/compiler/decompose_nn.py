@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .decompose import decomp, Unsupported, _finish
+from .decompose import decomp, decomp_device, Unsupported, _finish
 from .decompose_reduce import softmax_parts
 from .prims import PNode
 
@@ -290,8 +290,28 @@ def _batched(b, x, t):
     if len(x.shape) == 1:
         return b.reshape(x, (1,) + x.shape), b.reshape(t, (1,)), True
     if len(x.shape) != 2:
-        raise Unsupported("cross entropy over spatial dims (N, C, d1, ...)")
+        if not b.device:        # (on the CPU the NumPy kernel does it as fast)
+            raise Unsupported("cross entropy over spatial dims (N, C, d1, ...)")
+        # on a device: positions (N, d1, ...) flattened into rows of classes (M, C)
+        return _rows(b, x), b.reshape(t, (t.numel,)), False
     return x, t, False
+
+
+def _rows(b, a):
+    """(N, C, d1, ...) -> (N * d1 * ..., C): one row of classes per position."""
+    nd = len(a.shape)
+    if nd <= 2:
+        return a
+    return b.reshape(b.permute(a, (0,) + tuple(range(2, nd)) + (1,)), (a.numel // a.shape[1], a.shape[1]))
+
+
+def _unrows(b, r, shape):
+    """The inverse of ``_rows``: (M, C) back to ``shape`` = (N, C, d1, ...)."""
+    nd = len(shape)
+    if nd <= 2:
+        return r
+    r = b.reshape(r, (shape[0],) + tuple(shape[2:]) + (shape[1],))
+    return b.permute(r, (0, nd - 1) + tuple(range(1, nd - 1)))
 
 
 @decomp("cross_entropy")
@@ -319,7 +339,7 @@ def _cross_entropy(b, n, args, at):
         r = b.reduce("sum", loss, (0,))
     else:
         r = b.ew("div", b.reduce("sum", loss, (0,)), b.reduce("sum", wt, (0,)))
-    logp_out = b.reshape(logp, (nc,)) if single else logp
+    logp_out = b.reshape(logp, (nc,)) if single else _unrows(b, logp, args[0].shape)
     return [_finish(b, n, r, 0), _finish(b, n, logp_out, 1)]
 
 
@@ -335,9 +355,12 @@ def _cross_entropy_bw(b, n, args, at):
     logp = at.get("logp")
     if not isinstance(logp, PNode):
         raise Unsupported("cross_entropy_backward without the saved log-probabilities")
+    shape = x.shape
     x, t, single = _batched(b, x, t)
     if single:
         logp = b.reshape(logp, (1,) + logp.shape)
+    else:
+        logp = _rows(b, logp)
     nc = x.shape[1]
     eps = at["label_smoothing"]
     red = at["reduction"]
@@ -367,7 +390,7 @@ def _cross_entropy_bw(b, n, args, at):
     grad = b.ew("mul", grad, scale)
     if single:
         grad = b.reshape(grad, (nc,))
-    return [_finish(b, n, grad)]
+    return [_finish(b, n, _unrows(b, grad, shape))]
 
 
 @decomp("nll_loss")
@@ -438,6 +461,7 @@ def _norm_stats(b, n, args, at):
 
 
 @decomp("native_layer_norm", "rms_norm")
+@decomp_device("native_group_norm", "native_batch_norm")      # (extern on the CPU: its kernel is as fast)
 def _layer_norm(b, n, args, at):
     x, w, bias, mean, var = args
     x = _float(x)

@@ -59,6 +59,9 @@ def activate() -> None:
         _ACTIVE[0] = True
         R.DEVICE_RUN[0] = run
         R.HOOKS.append(_marker)
+        from ..optim import optimizer as _optimizer
+        from ..compiler import cl_optim
+        _optimizer.DEVICE_STEP[0] = cl_optim.step_group
 
 
 def deactivate() -> bool:
@@ -72,6 +75,8 @@ def deactivate() -> bool:
         return False
     _ACTIVE[0] = False
     R.DEVICE_RUN[0] = None
+    from ..optim import optimizer as _optimizer
+    _optimizer.DEVICE_STEP[0] = None
     if _marker in R.HOOKS:
         R.HOOKS.remove(_marker)
     return True
@@ -141,47 +146,112 @@ def run(op, args, attrs):
 def _generated(op, args, attrs, dev):
     """The op as a generated OpenCL kernel (``ember.compiler.cl_eager``: its decomposition into the
     compiler's primitives, rendered as OpenCL C, built once per op, shapes, dtypes and attributes), or
-    None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over."""
+    None when it has none. Inputs are made contiguous first; 0-dim CPU tensors are copied over; device
+    data passed as an attribute (a saved buffer a derivative reads) becomes an input after the others.
+
+    A call whose tensors are all device arrays is remembered under a cheap key (``_fast_key``: shapes,
+    strides, dtypes, values) with the runner's lean launcher (``CLRunner.eager_launcher``) and whether
+    its inputs needed contiguous copies: the next call with the same key skips the kernel cache's key
+    building and the general runner."""
     from ..compiler import cl_eager
     if op.name in FORCE_FALLBACK:
         _WHY[0] = "forced to the CPU by ember.devices.dispatch.FORCE_FALLBACK"
         return None
-    if any(type(v) is DeviceArray for v in attrs.values()):
-        _WHY[0] = "device data passed as an attribute"     # not a one-op program's input
-        return None
+    key = _fast_key(op, args, attrs)
+    if key is not None:
+        entry = cl_eager.FAST.get(key)
+        if entry is not None and not _cl.KERNEL_HOOKS:
+            fast, convert = entry
+            ins = [a._data for a in args if isinstance(a, Tensor)]
+            outs = fast([_contiguous(d, dev, op) for d in ins] if convert else ins)
+            return outs[0] if op.nout == 1 else tuple(outs)
     specs, inputs = [], []
+    converted = False
     for a in args:
         if isinstance(a, Tensor):
-            d = a._data
-            if type(d) is not DeviceArray:
-                d = _cl.from_numpy(d, dev, op=op.name)
-            elif not d.is_contiguous():
-                c = _cl.empty(d.shape, d.dtype, dev, op=op.name)
-                _cl.copy_(c, d)
-                d = c
+            d = _contiguous(a._data, dev, op)
+            converted = converted or d is not a._data
             specs.append((d.shape, d.dtype))
             inputs.append(d)
         else:
             specs.append(a)
+    dev_attrs = sorted(k for k, v in attrs.items() if type(v) is DeviceArray)
+    if dev_attrs:
+        attrs = dict(attrs)
+        for k in dev_attrs:                # (in name order, as cl_eager numbers them)
+            if attrs[k].device != dev:
+                _WHY[0] = f"attribute {k} is on another device"
+                return None
+            d = _contiguous(attrs[k], dev, op)
+            attrs[k] = cl_eager._Spec(d.shape, d.dtype)
+            inputs.append(d)
     fn = cl_eager.kernel_for(op, specs, attrs, device=dev)
     if fn is None:
         _WHY[0] = cl_eager.LAST_DECLINE[0]
         return None
+    if key is not None:
+        cl_eager.FAST[key] = (fn.runner.eager_launcher() or fn, converted)
     outs = fn(inputs)
     return outs[0] if op.nout == 1 else tuple(outs)
+
+
+def _odd_float(v) -> bool:
+    """NaN (never equal to itself) and zeros (-0.0 == 0.0, but another constant in a kernel)."""
+    return type(v) is float and (v != v or v == 0)
+
+
+def _fast_key(op, args, attrs):
+    """A cheap key for a call whose tensor arguments are all device arrays, or None (not cacheable: a
+    host array, device data as an attribute, unhashable attributes, NaN or zero floats). Values carry
+    their type (1, 1.0 and True are equal in Python but give different result dtypes)."""
+    ks = [op]
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if type(d) is not DeviceArray:
+                return None
+            ks.append((d.shape, d.strides, d.dtype))
+        else:
+            if _odd_float(a):
+                return None
+            ks.append((type(a), a))
+    for k, v in attrs.items():
+        t = type(v)
+        if t is DeviceArray or _odd_float(v) or (t is tuple and any(_odd_float(x) for x in v)):
+            return None
+        ks.append((k, t, v))
+    key = tuple(ks)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _contiguous(d, dev, op):
+    """``d`` as a contiguous device array (a host array is copied over, a strided one copied)."""
+    if type(d) is not DeviceArray:
+        return _cl.from_numpy(d, dev, op=op.name)
+    if not d.is_contiguous():
+        c = _cl.empty(d.shape, d.dtype, dev, op=op.name)
+        _cl.copy_(c, d)
+        return c
+    return d
 
 
 _CROSS_DEVICE = frozenset({"copy_"})     # ops torch lets read from another device (dst.copy_(src))
 
 
 def _mixed(op, args, dev):
-    """Arguments on the CPU next to device ones: torch's error, except for constants that a derivative
-    rule makes on the host while backward runs (zeros to scatter into, masks), which are copied over."""
+    """Arguments on the CPU next to device ones: torch's error, except for constants that the library
+    makes on the host (marked ``_host_const``: resampling indices, weights) or that a derivative rule
+    makes while backward runs (zeros to scatter into, masks), which are copied over."""
     from ..autograd.engine import _FINAL_CALLBACKS
     out = []
     for a in args:
         if isinstance(a, Tensor) and type(a._data) is not DeviceArray and a._data.ndim:
-            if op.name not in _CROSS_DEVICE and (not _FINAL_CALLBACKS or a._rg):
+            if (op.name not in _CROSS_DEVICE and (not _FINAL_CALLBACKS or a._rg)
+                    and not getattr(a, "_host_const", False)):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                                    f"devices, opencl:{dev} and cpu! (when checking the arguments of {op.name})")
             a = wrap(_cl.from_numpy(a._data, dev, op=op.name), a._dtype)

@@ -57,7 +57,9 @@ def _literal(arr: np.ndarray, dtype=None) -> Tensor:
 
 def _const(arr: np.ndarray) -> Tensor:
     """Wrap a NumPy array computed inside a derivative (a constant: it never requires grad)."""
-    return wrap(np.ascontiguousarray(arr))
+    t = wrap(np.ascontiguousarray(arr))
+    t._host_const = True        # the device dispatcher copies it next to device operands
+    return t
 
 
 def _pad_to(g: Tensor, shape) -> Tensor:
@@ -87,6 +89,10 @@ def _tensor_arg(x, op: str, arg: str, pos: int) -> Tensor:
 
 
 def _first_bad(idx: np.ndarray, size: int, allow_negative: bool):
+    if type(idx) is not np.ndarray:
+        # device indices: checked on a host copy (torch checks them in the kernel; the message is the same)
+        from ..devices.opencl import to_numpy
+        idx = to_numpy(idx)
     lo = -size if allow_negative else 0
     bad = (idx < lo) | (idx >= size)
     if bad.any():
@@ -437,6 +443,9 @@ def _check_adv(view_shape, adv):
 
 
 def _min_max(a: np.ndarray):
+    if type(a) is not np.ndarray:           # device indices: checked on a host copy
+        from ..devices.opencl import to_numpy
+        a = to_numpy(a)
     if a.size <= 32:     # small index arrays: Python is faster than two NumPy reductions
         lst = a.ravel().tolist()
         return builtins.min(lst), builtins.max(lst)
@@ -671,8 +680,8 @@ def _index_put_impl_(self, args, pos, res, values, accumulate, name, check_dtype
         fill = _mask_where(self, args, pos, values, accumulate)
         if fill is not None:
             return write_result(self, fill, name)
-    elif not (GRAD[0] and (self._rg or values._rg)):
-        # no autograd: write in place instead of copying the whole tensor
+    elif not (GRAD[0] and (self._rg or values._rg)) and type(self._data) is np.ndarray:
+        # no autograd (on the CPU): write in place instead of copying the whole tensor
         _writable(self, name)
         if 0 in res:
             return self

@@ -371,7 +371,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     if p is None:
         if not input._dtype.is_floating_point:
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{dtype_name(input._dtype)}'")
-        d = input._data
+        d = input.cpu()._data                   # (a device tensor's probabilities are checked on the host)
         if d.size and not ((d >= 0) & (d <= 1)).all():
             raise RuntimeError(_P_RANGE_MSG)
         r = apply(BERNOULLI, (input,), {"gen": g, "dt": input._dtype.np})
@@ -425,7 +425,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if ncat > (1 << 24):
         raise RuntimeError("number of categories cannot exceed 2^24")
-    probs = input._data.astype(np.float64).reshape((input._data.shape[0] if nd == 2 else 1, ncat))
+    probs = input.cpu()._data.astype(np.float64).reshape((input._data.shape[0] if nd == 2 else 1, ncat))
     if probs.size and not (np.isfinite(probs).all() and (probs >= 0).all()):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     totals = probs.sum(axis=1)

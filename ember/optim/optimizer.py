@@ -144,6 +144,9 @@ def _hook_step(func):
 
 # set by ember.compiler while capturing: hook(optimizer, group) -> True when it did the update itself
 CAPTURE_STEP = [None]
+# set once device tensors exist (ember.devices.dispatch.activate): hook(optimizer, group) -> True when it
+# updated the group with device kernels (ember.compiler.cl_optim)
+DEVICE_STEP = [None]
 
 
 class Optimizer:
@@ -415,6 +418,8 @@ class Optimizer:
                 self._check_group(group)
                 # while ember.compile captures, supported optimizers update through ember ops
                 if CAPTURE_STEP[0] is not None and CAPTURE_STEP[0](self, group):
+                    continue
+                if DEVICE_STEP[0] is not None and DEVICE_STEP[0](self, group):
                     continue
                 self._step_group(group)
         return loss

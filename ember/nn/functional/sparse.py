@@ -187,7 +187,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        offs = offsets._data.astype(np.int64)
+        offs = offsets.cpu()._data.astype(np.int64)
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if mode not in ("sum", "mean", "max"):
@@ -223,7 +223,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         nbags, end, starts = offs.size, n, offs
     pos = np.arange(n)
     bag = np.searchsorted(starts, pos, side="right") - 1
-    idx_np = input._data
+    idx_np = input.cpu()._data if pad >= 0 else None      # (host values: only for padding)
     # entries outside every bag, and padding entries, go to an extra bag that is dropped at the end
     drop = (pos >= end) | (bag < 0)
     if pad >= 0:
@@ -233,17 +233,17 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     d = weight.shape[1]
     if per_sample_weights is not None:
         emb = emb * per_sample_weights.unsqueeze(-1)
-    bag_t = wrap(bag)
+    bag_t = wrap(bag).to(weight.device)          # (computed on the host; next to a device weight)
     if mode == "max":
         index = bag_t.unsqueeze(-1).expand(n, d)
-        base = ember.zeros((nbags + 1, d), dtype=weight.dtype)
+        base = ember.zeros((nbags + 1, d), dtype=weight.dtype, device=weight.device)
         out = base.scatter_reduce(0, index, emb, "amax", include_self=False)
     else:
         out = apply(EMBEDDING_DENSE_BACKWARD, (emb, bag_t), {"num_weights": nbags + 1, "padding_idx": -1,
                                                             "scale_grad_by_freq": False})
         if mode == "mean":
             counts = np.bincount(bag, minlength=nbags + 1).astype(weight._data.dtype)
-            out = out / wrap(np.maximum(counts, 1).reshape(-1, 1), weight._dtype)
+            out = out / wrap(np.maximum(counts, 1).reshape(-1, 1), weight._dtype).to(weight.device)
     return rename(out[:nbags], node_class("EmbeddingBagBackward0"))
 
 

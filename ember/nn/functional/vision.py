@@ -196,7 +196,9 @@ def _const(arr: np.ndarray, dtype=None) -> Tensor:
     compiled replay may reuse, reported as such to the tracer."""
     if FACTORY[0] is not None:
         FACTORY[0](arr)
-    return wrap(arr, dtype)
+    t = wrap(arr, dtype)
+    t._host_const = True        # the device dispatcher copies it next to device operands
+    return t
 
 
 def _along(w: np.ndarray, d: int, nd: int, dt) -> Tensor:

@@ -225,9 +225,9 @@ class RNNBase(Module):
         num_directions = 2 if self.bidirectional else 1
         if hx is None:
             n = self.num_layers * num_directions
-            hx = _ember.zeros(n, bs[0], real_hidden, dtype=data.dtype)
+            hx = _ember.zeros(n, bs[0], real_hidden, dtype=data.dtype, device=data.device)
             if is_lstm:
-                hx = (hx, _ember.zeros(n, bs[0], self.hidden_size, dtype=data.dtype))
+                hx = (hx, _ember.zeros(n, bs[0], self.hidden_size, dtype=data.dtype, device=data.device))
         else:
             hx = self.permute_hidden(hx, sorted_indices)
         self.check_forward_args(data, hx, batch_sizes)
@@ -242,7 +242,8 @@ class RNNBase(Module):
     def _zeros_hidden(self, input, size):
         mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
-        return _ember.zeros(self.num_layers * num_directions, mini_batch, size, dtype=input.dtype)
+        return _ember.zeros(self.num_layers * num_directions, mini_batch, size, dtype=input.dtype,
+                            device=input.device)
 
     def _time_major(self, input):
         return input.transpose(0, 1) if self.batch_first else input
@@ -453,7 +454,7 @@ class RNNCellBase(Module):
         if not is_batched:
             input = input.unsqueeze(0)
         if hx is None:
-            z = _ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            z = _ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
             states = [z] * n_states
         elif not is_batched:
             states = [h.unsqueeze(0) for h in states]

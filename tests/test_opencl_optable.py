@@ -1,0 +1,203 @@
+"""The op table on the OpenCL device against the CPU (``device_optable.run_device_case``), and the
+training steps of the MLP, CNN and small GPT with no CPU fallback.
+
+- The ops of common models run as device kernels: the table's cases for them run on the device with no
+  fallback and match the CPU (values and gradients).
+- ``STILL_ON_CPU`` lists the common-model ops that have no device kernel yet: their cases must still
+  match the CPU and their fallback must be counted (so the list is exact: an op that gains a kernel
+  fails here until it is taken off).
+- The whole table (every registered op, on the device or a counted fallback) is
+  ``test_whole_table_on_the_device``: it builds a few thousand kernels (most of an hour on a cold cache),
+  so it runs when ``EMBER_DEVICE_OPTABLE=1``.
+"""
+import copy
+import os
+
+import numpy as np
+import pytest
+
+import ember
+from ember.devices import opencl as ocl
+
+from device_support import needs_opencl, _quiet_fallback_warnings  # noqa: E402,F401 - autouse fixture
+from device_optable import run_device_case, run_table
+from optable import all_cases
+
+pytestmark = needs_opencl
+
+CASES = {c.name: c for c in all_cases()}
+
+# the op table's cases of the ops the MLP, CNN and GPT (and the issue's list) need, all on the device
+ON_DEVICE = [
+    "nn_linear", "nn_linear_nd", "nn_conv2d", "nn_conv2d_geometry", "nn_conv2d_depthwise", "nn_conv2d_1x1",
+    "nn_conv_transpose2d", "nn_conv_transpose2d_plain", "nn_max_pool2d", "nn_max_pool2d_ceil_dil",
+    "nn_max_pool2d_overlap", "nn_avg_pool2d", "nn_avg_pool2d_ceil", "nn_avg_pool2d_divisor",
+    "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "nn_cross_entropy_none_kdim", "layer_norm",
+    "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "sort", "sort_stable_ties", "sort_int",
+    "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "nn_bce_logits",
+    "nn_bce_logits_sum", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
+    "log_softmax",
+]
+
+# common-model ops with no device kernel yet (case -> the op that falls back): counted CPU fallbacks
+STILL_ON_CPU = {
+    "lstm_layer": "lstm_layer",
+    "gru_layer": "gru_layer",
+}
+
+
+@pytest.mark.parametrize("name", ON_DEVICE)
+def test_common_model_op_runs_on_the_device(name):
+    r = run_device_case(CASES[name])
+    assert r.portable and not r.error, f"{name}: {r.error}"
+    assert not r.fallbacks, f"{name}: fell back to the CPU: {r.fallbacks}"
+
+
+@pytest.mark.parametrize("name", sorted(STILL_ON_CPU))
+def test_listed_fallbacks_are_counted_and_correct(name):
+    r = run_device_case(CASES[name])
+    assert r.portable and not r.error, f"{name}: {r.error}"
+    assert r.fallbacks.get(STILL_ON_CPU[name], 0) >= 1, \
+        f"{name}: {STILL_ON_CPU[name]} no longer falls back ({r.fallbacks}): take it off STILL_ON_CPU"
+
+
+def test_batch_norm_training_runs_on_the_device():
+    ember.manual_seed(0)
+    bn = ember.nn.BatchNorm2d(3)
+    bn_d = copy.deepcopy(bn).to("opencl")
+    x = ember.randn(4, 3, 5, 5)
+    xd = x.to("opencl").requires_grad_()
+    x.requires_grad_()
+    ocl.reset_fallback_counts()
+    y, y_d = bn(x), bn_d(xd)
+    (y * y).sum().backward()
+    (y_d * y_d).sum().backward()
+    assert ocl.fallback_counts() == {}
+    np.testing.assert_allclose(y_d.detach().cpu().numpy(), y.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(xd.grad.cpu().numpy(), x.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(bn_d.running_var.cpu().numpy(), bn.running_var.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(bn_d.weight.grad.cpu().numpy(), bn.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _same_on_device(fn, *inputs):
+    """``fn`` on CPU tensors and on their device copies gives the same values; returns the fallbacks."""
+    cpu = fn(*inputs)
+    ocl.reset_fallback_counts()
+    dev = fn(*[t.to("opencl") for t in inputs])
+    fb = ocl.fallback_counts()
+    for c, d in zip(cpu if isinstance(cpu, tuple) else (cpu,), dev if isinstance(dev, tuple) else (dev,)):
+        assert d.device.type == "opencl"
+        np.testing.assert_allclose(d.detach().cpu().numpy(), c.detach().numpy(), rtol=1e-4, atol=1e-5)
+    return fb
+
+
+def test_library_code_keeps_device_tensors_on_the_device():
+    """Functions that build helper tensors or check values on the host work on device tensors."""
+    F = ember.nn.functional
+    ember.manual_seed(0)
+    x, img = ember.randn(4, 5), ember.randn(1, 2, 4, 4)
+    assert _same_on_device(lambda t: F.interpolate(t, scale_factor=2, mode="bilinear"), img) == {}
+    idx, offs = ember.tensor([0, 1, 2, 3]), ember.tensor([0, 2])
+    for mode in ("sum", "mean", "max"):
+        _same_on_device(lambda i, w, o: F.embedding_bag(i, w, o, mode=mode), idx, x, offs)
+    _same_on_device(lambda t, i: t.clone().index_put_((i,), ember.zeros(5, device=t.device)), x, ember.tensor([0, 2]))
+    p = ember.full((6,), 0.5, device="opencl")
+    assert set(ember.bernoulli(p).cpu().tolist()) <= {0.0, 1.0}
+    with pytest.raises(RuntimeError):
+        ember.bernoulli(ember.full((2,), 1.5, device="opencl"))
+    for mod in (ember.nn.RNN(5, 3), ember.nn.GRU(5, 3), ember.nn.LSTM(5, 3)):
+        dev = copy.deepcopy(mod).to("opencl")
+        out, out_d = mod(x.unsqueeze(1))[0], dev(x.unsqueeze(1).to("opencl"))[0]
+        np.testing.assert_allclose(out_d.detach().cpu().numpy(), out.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(os.environ.get("EMBER_DEVICE_OPTABLE") != "1",
+                    reason="the whole op table on the device builds a few thousand kernels (most of an hour on "
+                           "a cold kernel cache): set EMBER_DEVICE_OPTABLE=1 to run it")
+def test_whole_table_on_the_device():
+    res = run_table(list(CASES.values()))
+    bad = [f"{r.name}: {r.error}" for r in res if r.error]
+    assert not bad, "\n".join(bad)
+    fell = {op for r in res for op in r.fallbacks}
+    common = {"conv2d", "conv_transpose2d", "conv2d_weight", "max_pool2d", "max_pool_gather", "max_pool_scatter",
+              "avg_pool2d", "avg_pool2d_backward", "native_layer_norm", "embedding", "embedding_dense_backward",
+              "cross_entropy", "cross_entropy_backward", "gather", "index_select", "argmax", "linear",
+              "native_group_norm", "native_batch_norm", "scatter_add", "index_add", "cumsum", "sort",
+              "argsort", "topk", "scatter", "binary_cross_entropy_with_logits"}
+    assert not fell & common, f"common-model ops fell back: {sorted(fell & common)}"
+    assert fell <= set(STILL_ON_CPU.values()) | _OTHER_FALLBACKS(), sorted(fell)
+
+
+def _OTHER_FALLBACKS():
+    """Ops outside the common-model list that may fall back (everything in the CPU-only extern table)."""
+    from ember.compiler.decompose import EXTERN_OPS, DEVICE_DECOMPOSITIONS
+    return set(EXTERN_OPS) - set(DEVICE_DECOMPOSITIONS)
+
+
+# ---- training steps ----------------------------------------------------------------------------------------
+
+def _train(kind, opt_name, steps=3):
+    from ember.bench import models as M
+    cfg = M.GPTConfig(n_layer=1, n_embd=32, n_head=2, block_size=16)
+    ember.manual_seed(0)
+    model = M.mlp(ember) if kind == "mlp" else M.cnn(ember) if kind == "cnn" else M.gpt(ember, cfg)
+    data = (M.gpt_batch(ember, 2, block_size=cfg.block_size, vocab_size=cfg.vocab_size) if kind == "gpt"
+            else M.mlp_batch(ember, 8, kind=kind))
+    dev_model = copy.deepcopy(model).to("opencl")
+    dev_data = tuple(t.to("opencl") for t in data)
+    runs = []
+    for m, (x, y) in ((model, data), (dev_model, dev_data)):
+        opt = M.optimizer(ember, opt_name, m.parameters())
+        ocl.reset_fallback_counts()
+        losses = []
+        for _ in range(steps):
+            opt.zero_grad()
+            if kind == "gpt":
+                _, loss = m(x, y)
+            else:
+                loss = ember.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach().cpu().item()))
+        runs.append((losses, [p.detach().cpu().numpy() for p in m.parameters()], ocl.fallback_counts()))
+    return runs
+
+
+@pytest.mark.parametrize("kind,opt_name", [("mlp", "sgd"), ("cnn", "sgd"), ("gpt", "adamw")])
+def test_training_step_has_no_fallbacks_and_matches_the_cpu(kind, opt_name):
+    (cpu_losses, cpu_params, _), (dev_losses, dev_params, fallbacks) = _train(kind, opt_name)
+    assert fallbacks == {}, f"{kind}: CPU fallbacks per 3 steps: {fallbacks}"
+    np.testing.assert_allclose(dev_losses, cpu_losses, rtol=1e-4, atol=1e-5)
+    for a, b in zip(dev_params, cpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.3, maximize=True)),
+    ("Adam", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
+    ("AdamW", dict(lr=0.01, betas=(0.3, 0.9))),
+])
+def test_optimizer_steps_on_the_device_match_the_cpu(name, kw):
+    ember.manual_seed(0)
+    m = ember.nn.Sequential(ember.nn.Linear(5, 7), ember.nn.Tanh(), ember.nn.Linear(7, 3))
+    md = copy.deepcopy(m).to("opencl")
+    opt, opt_d = getattr(ember.optim, name)(m.parameters(), **kw), getattr(ember.optim, name)(md.parameters(), **kw)
+    sched = ember.optim.lr_scheduler.StepLR(opt_d, 1, gamma=0.5)       # lr changes every step on the device
+    sched_c = ember.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    x = ember.randn(4, 5)
+    ocl.reset_fallback_counts()
+    for _ in range(4):
+        for mm, oo, xx, ss in ((m, opt, x, sched_c), (md, opt_d, x.to("opencl"), sched)):
+            oo.zero_grad()
+            (mm(xx) ** 2).sum().backward()
+            oo.step()
+            ss.step()
+    assert ocl.fallback_counts() == {}
+    for a, b in zip(m.parameters(), md.parameters()):
+        np.testing.assert_allclose(b.detach().cpu().numpy(), a.detach().numpy(), rtol=1e-4, atol=1e-5)
+    for p, q in zip(m.parameters(), md.parameters()):
+        for k, v in opt.state[p].items():
+            dv = opt_d.state[q][k]
+            assert dv.device.type == ("cpu" if k == "step" else "opencl")
+            np.testing.assert_allclose(dv.cpu().numpy(), v.numpy(), rtol=1e-4, atol=1e-5)

@@ -20,26 +20,26 @@ class Node:
     """One recorded op. Recorded nodes are instances of a subclass named as torch names the node
     (``AddBackward0``: see ``node_class``), so ``type(y.grad_fn).__name__`` reads as in torch."""
 
-    __slots__ = ("op", "args", "attrs", "edges", "in_meta", "saved_out", "versions", "released",
-                 "tensor_hooks", "hooks", "pre_hooks", "seq", "trace", "nout", "_metadata", "ctx_data",
-                 "__weakref__", "_name")
+    # hot fields in slots; fields most nodes never set live in the instance dict behind the class
+    # defaults below, so recording a node stores five attributes (and edges, in_meta)
+    __slots__ = ("op", "args", "attrs", "edges", "in_meta", "seq", "nout", "__dict__", "__weakref__")
     _full_name = None    # what name() returns; set on the per-name subclasses
+    saved_out = None
+    versions = None
+    released = False
+    tensor_hooks = None
+    hooks = None
+    pre_hooks = None
+    trace = None
+    _metadata = None
+    ctx_data = None
+    _name = None
 
     def __init__(self, op, args, attrs, nout):
         self.op = op
         self.args = args if op.save else None
         self.attrs = attrs
         self.nout = nout
-        self.saved_out = None
-        self.versions = None
-        self.released = False
-        self.tensor_hooks = None
-        self.hooks = None
-        self.pre_hooks = None
-        self.trace = None
-        self._metadata = None
-        self.ctx_data = None
-        self._name = None
         _seq[0] += 1
         self.seq = _seq[0]
 

@@ -84,14 +84,19 @@ class Node:
                 node.saved_out = so
             node.versions = versions
         nondiff = op.nondiff_outputs
-        for i, t in enumerate(outs):
-            if i in nondiff or not t._dtype.is_floating_point:
-                continue
-            t._rg = True
-            t.grad_fn = node
-            if i:
-                t._output_nr = i
-        if len(outs) > 1:
+        if len(outs) == 1:
+            t = outs[0]
+            if t._dtype.is_floating_point and 0 not in nondiff:
+                t._rg = True
+                t.grad_fn = node
+        else:
+            for i, t in enumerate(outs):
+                if i in nondiff or not t._dtype.is_floating_point:
+                    continue
+                t._rg = True
+                t.grad_fn = node
+                if i:
+                    t._output_nr = i
             node.ctx_data = {"out_meta": [None if i in nondiff else (t._data.shape, t._dtype)
                                           for i, t in enumerate(outs)]}
         if _anomaly.ENABLED[0]:
@@ -210,8 +215,10 @@ class Node:
         """Free what backward saved (called after a backward pass without ``retain_graph``)."""
         self.released = True
         self.args = None
-        self.saved_out = None
-        self.versions = None
+        if self.saved_out is not None:
+            self.saved_out = None
+        if self.versions is not None:
+            self.versions = None
         cd = self.ctx_data
         if cd is not None:
             if "ctx" in cd:

@@ -462,26 +462,31 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
 
 
 def _validate(node, gi):
-    """Check each produced gradient and bring it to its input's shape (summing broadcast dims) and dtype."""
-    out = list(gi)
+    """Check each produced gradient and bring it to its input's shape (summing broadcast dims) and dtype
+    (a new tuple only when some gradient changes)."""
     meta = node.in_meta
+    n = len(gi)
+    out = None
     for i, e in enumerate(node.edges):
-        if e is None or i >= len(out):
+        if e is None or i >= n:
             continue
-        g = out[i]
+        g = gi[i]
         if g is None:
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"Function {node.name()} returned a {type(g).__name__} as gradient {i}; "
                             "expected a Tensor or None")
         shape, dt = meta[i]
-        if g._data.shape != shape:
-            g = _fit_shape(g, shape, node, i)
-        if g._dtype is not dt:
-            # a real input that met a complex one gets the real part of its gradient (torch's rule)
-            g = g.to(dt) if not g._dtype.is_complex or dt.is_complex else g.real.to(dt)
-        out[i] = g
-    return tuple(out)
+        if g._data.shape != shape or g._dtype is not dt:
+            if g._data.shape != shape:
+                g = _fit_shape(g, shape, node, i)
+            if g._dtype is not dt:
+                # a real input that met a complex one gets the real part of its gradient (torch's rule)
+                g = g.to(dt) if not g._dtype.is_complex or dt.is_complex else g.real.to(dt)
+            if out is None:
+                out = list(gi)
+            out[i] = g
+    return gi if out is None else tuple(out)
 
 
 def _materialize(node, grads):

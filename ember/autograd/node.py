@@ -20,26 +20,26 @@ class Node:
     """One recorded op. Recorded nodes are instances of a subclass named as torch names the node
     (``AddBackward0``: see ``node_class``), so ``type(y.grad_fn).__name__`` reads as in torch."""
 
-    __slots__ = ("op", "args", "attrs", "edges", "in_meta", "saved_out", "versions", "released",
-                 "tensor_hooks", "hooks", "pre_hooks", "seq", "trace", "nout", "_metadata", "ctx_data",
-                 "__weakref__", "_name")
+    # hot fields in slots; fields most nodes never set live in the instance dict behind the class
+    # defaults below, so recording a node stores five attributes (and edges, in_meta)
+    __slots__ = ("op", "args", "attrs", "edges", "in_meta", "seq", "nout", "__dict__", "__weakref__")
     _full_name = None    # what name() returns; set on the per-name subclasses
+    saved_out = None
+    versions = None
+    released = False
+    tensor_hooks = None
+    hooks = None
+    pre_hooks = None
+    trace = None
+    _metadata = None
+    ctx_data = None
+    _name = None
 
     def __init__(self, op, args, attrs, nout):
         self.op = op
         self.args = args if op.save else None
         self.attrs = attrs
         self.nout = nout
-        self.saved_out = None
-        self.versions = None
-        self.released = False
-        self.tensor_hooks = None
-        self.hooks = None
-        self.pre_hooks = None
-        self.trace = None
-        self._metadata = None
-        self.ctx_data = None
-        self._name = None
         _seq[0] += 1
         self.seq = _seq[0]
 
@@ -84,14 +84,19 @@ class Node:
                 node.saved_out = so
             node.versions = versions
         nondiff = op.nondiff_outputs
-        for i, t in enumerate(outs):
-            if i in nondiff or not t._dtype.grad_ok:
-                continue
-            t._rg = True
-            t.grad_fn = node
-            if i:
-                t._output_nr = i
-        if len(outs) > 1:
+        if len(outs) == 1:
+            t = outs[0]
+            if t._dtype.grad_ok and 0 not in nondiff:
+                t._rg = True
+                t.grad_fn = node
+        else:
+            for i, t in enumerate(outs):
+                if i in nondiff or not t._dtype.grad_ok:
+                    continue
+                t._rg = True
+                t.grad_fn = node
+                if i:
+                    t._output_nr = i
             node.ctx_data = {"out_meta": [None if i in nondiff else (t._data.shape, t._dtype)
                                           for i, t in enumerate(outs)]}
         if _anomaly.ENABLED[0]:
@@ -210,8 +215,10 @@ class Node:
         """Free what backward saved (called after a backward pass without ``retain_graph``)."""
         self.released = True
         self.args = None
-        self.saved_out = None
-        self.versions = None
+        if self.saved_out is not None:
+            self.saved_out = None
+        if self.versions is not None:
+            self.versions = None
         cd = self.ctx_data
         if cd is not None:
             if "ctx" in cd:

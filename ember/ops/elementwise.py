@@ -12,7 +12,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from .registry import register, apply, attach, HOOKS, dtype_name, node_class, rename, observed
+from .registry import register, apply, attach, HOOKS, dtype_name, node_class, rename, observed, _EMPTY
+from ..autograd.node import Node
 from ._util import broadcast_error, can_cast
 
 _FLOAT = 2
@@ -337,16 +338,44 @@ attach("neg_", _neg_, function=False)
 attach("negative_", _neg_, function=False)
 
 # ---- Python operators -----------------------------------------------------------------------------
-Tensor.__add__ = lambda self, other: binary(ADD, self, other, name="add")
-Tensor.__radd__ = lambda self, other: binary(ADD, other, self, name="add")
+
+def _operator(op, ufunc, general, reflected=False):
+    """Tensor's Python operator for ``op`` (``a + b`` and so on). The hot case, two float tensors of
+    one dtype or a float tensor and a Python float with no hook installed, runs ``ufunc`` inline: the
+    same arithmetic as the op's kernel, without the promotion logic or the generic ``apply``. Any other
+    case, and any error (which the general path raises in torch's words), goes to ``general(self, other)``."""
+    bf16 = _dt.bfloat16
+    record = Node.record
+
+    def method(self, other):
+        d = self._dtype
+        t = type(other) is not float
+        if (not t or (isinstance(other, Tensor) and other._dtype is d)) and d.category == _FLOAT \
+                and d is not bf16 and not HOOKS:
+            o = other._data if t else other
+            try:
+                r = ufunc(o, self._data) if reflected else ufunc(self._data, o)
+            except Exception:
+                r = None
+            if r is not None:
+                out = wrap(r if type(r) is np.ndarray else np.asarray(r), d)
+                if GRAD[0] and (self._rg or (t and other._rg)):
+                    record(op, (other, self) if reflected else (self, other), _EMPTY, (out,))
+                return out
+        return general(self, other)
+    return method
+
+
+Tensor.__add__ = _operator(ADD, np.add, lambda self, other: binary(ADD, self, other, name="add"))
+Tensor.__radd__ = _operator(ADD, np.add, lambda self, other: binary(ADD, other, self, name="add"), reflected=True)
 Tensor.__iadd__ = lambda self, other: inplace(self, add, other, "add_")
-Tensor.__sub__ = lambda self, other: sub(self, other)
+Tensor.__sub__ = _operator(SUB, np.subtract, sub)
 Tensor.__rsub__ = lambda self, other: rename(sub(other, self), _RSUB_SCALAR)
 Tensor.__isub__ = lambda self, other: inplace(self, sub, other, "sub_")
-Tensor.__mul__ = lambda self, other: binary(MUL, self, other, name="mul")
-Tensor.__rmul__ = lambda self, other: binary(MUL, other, self, name="mul")
+Tensor.__mul__ = _operator(MUL, np.multiply, lambda self, other: binary(MUL, self, other, name="mul"))
+Tensor.__rmul__ = _operator(MUL, np.multiply, lambda self, other: binary(MUL, other, self, name="mul"), reflected=True)
 Tensor.__imul__ = lambda self, other: inplace(self, mul, other, "mul_")
-Tensor.__truediv__ = lambda self, other: binary(DIV, self, other, kind="float", name="div")
+Tensor.__truediv__ = _operator(DIV, np.true_divide, lambda self, other: binary(DIV, self, other, kind="float", name="div"))
 Tensor.__rtruediv__ = lambda self, other: rename(binary(DIV, other, self, kind="float", name="div"), _MUL)
 Tensor.__itruediv__ = lambda self, other: Tensor.div_(self, other)
 Tensor.__floordiv__ = lambda self, other: floor_divide(self, other)

@@ -69,8 +69,16 @@ def _softmax_kernel(x, axis):
     if x.size == 0:
         return _down(x.copy(), od)
     with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-        return _down(e / np.sum(e, axis=axis, keepdims=True), od)
+        if x.ndim == 0:
+            e = np.exp(x - x)
+            return _down(e / e, od)
+        # one new array, every pass in place; a multiply by the rows' reciprocal sums, as torch does
+        e = np.subtract(x, np.max(x, axis=axis, keepdims=True))
+        np.exp(e, out=e)
+        s = np.sum(e, axis=axis, keepdims=True)
+        np.reciprocal(s, out=s)
+        e *= s
+        return _down(e, od)
 
 
 def _softmax_bw(ctx, g):
@@ -84,8 +92,9 @@ def _log_softmax_kernel(x, axis):
     if x.size == 0:
         return _down(x.copy(), od)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        s = x - np.max(x, axis=axis, keepdims=True)
-        return _down(s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True)), od)
+        s = np.asarray(np.subtract(x, np.max(x, axis=axis, keepdims=True)))
+        s -= np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+        return _down(s, od)
 
 
 def _log_softmax_bw(ctx, g):

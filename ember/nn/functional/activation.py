@@ -24,7 +24,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
-from ...ops import _special
+from ._normal_cdf import _ERFC_P, gelu_exact as _gelu_exact, gelu_exact_d1 as _gelu_exact_d1  # noqa: F401 (_ERFC_P: the compiler's)
 
 # exp overflow in branches that np.where discards is expected: torch is silent there too (a module
 # filter costs nothing per call, unlike np.errstate)
@@ -38,7 +38,6 @@ __all__ = ["threshold", "threshold_", "relu", "relu_", "relu6", "leaky_relu", "l
 _FLOAT = 2
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-_SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_K = math.sqrt(2.0 / math.pi)
 _GELU_C = 0.044715
@@ -412,39 +411,11 @@ def celu_(input, alpha: float = 1.0):
 
 # gelu: x * Phi(x) (exact) or its tanh approximation
 
-# erfc(z) = t * exp(-z^2 + P(t)), t = 1 / (1 + |z| / 2): the Chebyshev fit of Numerical Recipes
-# ("erfcc"), relative error < 1.2e-7 everywhere: float32 accuracy at a tiny fraction of a series' cost
-_ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
-           0.37409196, 1.00002368, -1.26551223)
-
-
-def _normal_cdf(x):
-    """Phi(x) = erfc(-x / sqrt(2)) / 2, in x's dtype: series erf for float64, the fit above otherwise."""
-    if x.dtype == np.float64:
-        e = _special.erf((x * _SQRT_HALF).reshape(-1)).reshape(x.shape)
-        e += 1
-        e *= 0.5
-        return e
-    z = x.astype(np.float64) * -_SQRT_HALF
-    a = np.abs(z)
-    t = 1.0 / (1.0 + 0.5 * a)
-    p = np.full_like(t, _ERFC_P[0])
-    for c in _ERFC_P[1:]:
-        p *= t
-        p += c
-    np.multiply(a, a, out=a)
-    np.subtract(p, a, out=p)
-    np.exp(p, out=p)
-    p *= t                                       # erfc(|z|)
-    p *= 0.5
-    return _where(np.greater_equal(z, 0), p, 1.0 - p).astype(x.dtype)
-
-
 def _gelu_fwd(x, approximate):
     if approximate == "tanh":
         t = np.tanh((x + x * x * x * _GELU_C) * _GELU_K)
         return x * 0.5 * (t + 1)
-    return x * _normal_cdf(x)
+    return _gelu_exact(x)
 
 
 def _gelu_d1(x, approximate):
@@ -452,7 +423,7 @@ def _gelu_d1(x, approximate):
         x2 = x * x
         t = np.tanh((x + x2 * x * _GELU_C) * _GELU_K)
         return 0.5 * (t + 1) + 0.5 * x * (1 - t * t) * (_GELU_K * (1 + 3 * _GELU_C * x2))
-    return _normal_cdf(x) + x * np.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return _gelu_exact_d1(x)
 
 
 def _gelu_d2(x, approximate):

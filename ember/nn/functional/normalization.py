@@ -26,9 +26,9 @@ import sys
 import numpy as np
 
 from ... import dtypes as _dt
-from ...tensor import Tensor
+from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD, no_grad
-from ...ops.registry import register, apply, dtype_name, node_class, rename
+from ...ops.registry import register, apply, dtype_name, node_class, rename, HOOKS
 
 __all__ = ["layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "normalize",
            "local_response_norm"]
@@ -86,6 +86,11 @@ def _norm_backward(ctx, g):
     shape, sshape, wshape = a["shape"], a["sshape"], a["wshape"]
     axes, waxes, eps, center, const = a["axes"], a["waxes"], a["eps"], a["center"], a["const"]
     need_x, need_w, need_b = (ctx.edges[i] is not None for i in range(3))
+    if not GRAD[0] and not HOOKS and type(g._data) is np.ndarray and type(x._data) is np.ndarray:
+        # plain eager backward (no graph of it, nothing capturing or watching ops): the same formula on
+        # the arrays, in place, without an op dispatch per step
+        return _norm_backward_arrays(g._data, x._data, None if w is None else w._data, mean._data, var._data,
+                                     None if b is None else b._data.shape, a, need_x, need_w, need_b)
     g3 = g.reshape(shape)
     x3 = x.reshape(shape)
     if x._dtype in _LOW:
@@ -121,6 +126,39 @@ def _norm_backward(ctx, g):
                 inner = inner - gxhat.mean(axes, keepdim=True)
             gx = inner * rstd
         gx = gx.reshape(x.shape)
+    return gx, gw, gb, None, None
+
+
+def _norm_backward_arrays(g, x, w, mean, var, b_shape, a, need_x, need_w, need_b):
+    """``_norm_backward``'s formula on NumPy arrays (the same NumPy reductions as ember's sum/mean), for
+    a backward pass that records nothing; float16/bfloat16 compute in float32 (the engine casts back)."""
+    shape, sshape, wshape = a["shape"], a["sshape"], a["wshape"]
+    axes, waxes, center = a["axes"], a["waxes"], a["center"]
+    g3 = _up(g.reshape(shape))
+    x3 = _up(x.reshape(shape))
+    rstd = np.sqrt(var.reshape(sshape) + a["eps"])
+    np.reciprocal(rstd, out=rstd)
+    xhat = np.subtract(x3, mean.reshape(sshape)) if center else x3 * rstd
+    if center:
+        xhat *= rstd
+    gx = gw = gb = None
+    if need_b:
+        gb = wrap(np.asarray(np.sum(g3, axis=waxes)).reshape(b_shape))
+    if need_w:
+        gw = wrap(np.asarray(np.sum(g3 * xhat, axis=waxes)).reshape(w.shape))
+    if need_x:
+        gxhat = g3 * w.reshape(wshape) if w is not None else g3
+        if a["const"]:
+            r = gxhat * rstd
+        else:
+            r = gxhat * xhat
+            proj = np.mean(r, axis=axes, keepdims=True)
+            np.multiply(xhat, proj, out=r)
+            np.subtract(gxhat, r, out=r)            # gxhat - xhat * mean(gxhat * xhat)
+            if center:
+                r -= np.mean(gxhat, axis=axes, keepdims=True)
+            r *= rstd
+        gx = wrap(r.reshape(x.shape))
     return gx, gw, gb, None, None
 
 

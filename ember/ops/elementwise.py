@@ -7,6 +7,8 @@ of that: they are the hot path.
 """
 from __future__ import annotations
 
+import warnings as _warnings
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -14,6 +16,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, HOOKS, dtype_name, node_class, rename, observed, _EMPTY
 from ..autograd.node import Node
+from .._numpy_quiet import FILTER as _FP_FILTER
 from ._util import broadcast_error, can_cast
 
 _FLOAT = 2
@@ -346,12 +349,14 @@ def _operator(op, ufunc, general, reflected=False):
     case, and any error (which the general path raises in torch's words), goes to ``general(self, other)``."""
     bf16 = _dt.bfloat16
     record = Node.record
+    fp_filter = _FP_FILTER
 
     def method(self, other):
         d = self._dtype
         t = type(other) is not float
+        filters = _warnings.filters
         if (not t or (isinstance(other, Tensor) and other._dtype is d)) and d.category == _FLOAT \
-                and d is not bf16 and not HOOKS:
+                and d is not bf16 and not HOOKS and filters and filters[0] is fp_filter[0]:
             o = other._data if t else other
             try:
                 r = ufunc(o, self._data) if reflected else ufunc(self._data, o)

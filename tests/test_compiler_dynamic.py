@@ -1,0 +1,171 @@
+"""Dynamic shapes in ember.compile (issue 12): automatic dynamic, dynamic=True/False, mark_dynamic /
+mark_static, symbolic sizes through capture (shape reads, view, arange, slicing, tril(ones(t, t))),
+guards on sizes, and the check that a symbolic program agrees with a real trace before it is trusted.
+Every compiled result is compared with eager mode."""
+import numpy as np
+import pytest
+
+import ember
+from ember.bench import models as M
+from ember.compiler import counters
+from compile_support import _reset, _close, BACKENDS  # noqa: F401
+
+
+def _f(x, w):
+    b, t = x.shape[0], x.size(1)
+    y = (x @ w).view(b, t, 2, -1).transpose(1, 2)                 # view(b, t, h, c // h)
+    m = ember.tril(ember.ones(t, t))
+    z = y.sum(-1, keepdim=True) * m[:t, :1].view(1, 1, t, 1)
+    return z.reshape(b, -1) + ember.arange(t).repeat(2).float() + x[:, : x.size(-1) // 2].sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_automatic_dynamic_replays_a_third_size(backend):
+    cf = ember.compile(_f, backend=backend)
+    w = ember.randn(8, 8)
+    for t in [5, 7, 9, 12, 7, 33, 2]:
+        x = ember.randn(3, t, 8)
+        _close(cf(x, w), _f(x, w), f"t={t}", rtol=1e-5, atol=1e-5)
+    assert counters["captures"] == 2 and counters["dynamic_fallbacks"] == 0
+
+
+def test_dynamic_true_and_false():
+    w = ember.randn(8, 8)
+    dyn = ember.compile(_f, dynamic=True)
+    for t in [5, 6, 10, 11]:
+        x = ember.randn(2 + t % 2, t, 8)
+        _close(dyn(x, w), _f(x, w), f"t={t}", rtol=1e-5, atol=1e-5)
+    assert counters["captures"] == 2            # the second is the trace the symbolic program is checked on
+    ember.compiler.reset()
+    static = ember.compile(_f, dynamic=False)
+    for t in [5, 6, 10]:
+        static(ember.randn(2, t, 8), w)
+    assert counters["captures"] == 3
+
+
+def test_mark_dynamic_and_mark_static():
+    f = lambda x: (x * 2).sum(0)                # noqa: E731
+    cf = ember.compile(f)
+    for n in (3, 4, 5):
+        x = ember.randn(n, 4)
+        ember._dynamo.mark_dynamic(x, 0)
+        _close(cf(x), f(x), f"n={n}")
+    assert counters["captures"] == 2
+    ember.compiler.reset()
+    cf = ember.compile(f, dynamic=True)
+    for n in (3, 4, 5):
+        x = ember.randn(n, 4)
+        ember.compiler.mark_static(x, 0)
+        _close(cf(x), f(x), f"n={n}")
+    assert counters["captures"] == 3
+
+
+def test_mark_dynamic_range_is_a_guard():
+    cf = ember.compile(lambda x: x + 1)
+    for n in (3, 4, 5, 9):
+        x = ember.randn(n)
+        ember.compiler.mark_dynamic(x, 0, min=2, max=6)
+        _close(cf(x), x + 1, f"n={n}")
+    assert counters["captures"] == 3            # 9 is outside [2, 6]: traced on its own
+
+
+def test_sizes_0_and_1_are_specialised():
+    cf = ember.compile(lambda x: x.sum(0) * x.shape[0])
+    for n in (4, 5, 6, 1, 0, 7):
+        x = ember.randn(n, 3)
+        _close(cf(x), x.sum(0) * n, f"n={n}")
+    assert counters["captures"] == 4
+
+
+def test_python_decisions_on_sizes_become_guards(capsys):
+    def f(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x * 3
+    cf = ember.compile(f)
+    ember.compiler.set_logs("dynamic")
+    try:
+        for n in (5, 6, 7, 3, 2, 8):
+            x = ember.randn(n)
+            _close(cf(x), f(x), f"n={n}")
+    finally:
+        ember.compiler.set_logs("")
+    err = capsys.readouterr().err
+    assert "s0 > 4" in err
+    assert counters["captures"] <= 4
+
+
+def test_a_program_the_symbols_cannot_follow_stays_static():
+    def f(x):
+        acc = x[0]
+        for i in range(1, x.shape[0]):          # a Python loop over a size: unrolled per size
+            acc = acc + x[i]
+        return acc
+    cf = ember.compile(f)
+    for n in (3, 4, 5, 6):
+        x = ember.randn(n, 2)
+        _close(cf(x), f(x), f"n={n}", rtol=1e-5, atol=1e-6)
+    assert counters["dynamic_fallbacks"] == 1 and counters["captures"] == 4
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_gpt_forward_at_50_lengths_compiles_twice(backend):
+    ember.manual_seed(0)
+    cfg = M.GPTConfig(block_size=64)
+    model = M.gpt(ember, cfg).eval()
+    cm = ember.compile(model, backend=backend)
+    rng = np.random.default_rng(0)
+    with ember.no_grad():
+        for L in rng.permutation(np.arange(2, 65))[:50]:
+            idx = ember.from_numpy(rng.integers(0, cfg.vocab_size, (2, int(L))))
+            a, b = cm(idx), model(idx)
+            a, b = (a[0], b[0]) if isinstance(a, tuple) else (a, b)
+            _close(a, b, f"L={L}", rtol=1e-4, atol=1e-5)
+    assert counters["captures"] <= 2 and counters["fallbacks"] == 0
+
+
+def test_gpt_generation_with_growing_context_compiles_twice():
+    ember.manual_seed(0)
+    cfg = M.GPTConfig(block_size=64)
+    model = M.gpt(ember, cfg).eval()
+    cm = ember.compile(model)
+    idx = ember.randint(0, cfg.vocab_size, (1, 2))
+    ref = idx.clone()
+    with ember.no_grad():
+        for _ in range(20):
+            out, want = cm(idx), model(ref)
+            out, want = (out[0], want[0]) if isinstance(out, tuple) else (out, want)
+            _close(out, want, f"context {idx.shape[1]}", rtol=1e-4, atol=1e-5)
+            nxt = out[:, -1].argmax(-1, keepdim=True)
+            idx = ember.cat([idx, nxt], 1)
+            ref = ember.cat([ref, want[:, -1].argmax(-1, keepdim=True)], 1)
+    assert counters["captures"] <= 2
+
+
+def test_backward_falls_back_to_static_sizes_and_matches_eager():
+    # the captured backward reads the sizes autograd saved at the forward (plain ints): the symbolic
+    # program disagrees with the real trace at the second size, so each size compiles on its own (not yet
+    # symbolic; logged under EMBER_LOGS=dynamic), and every gradient still matches eager
+    w = ember.randn(8, 8, requires_grad=True)
+
+    def f(x):
+        return (x @ w).relu().view(x.shape[0], -1).sum()
+    cf = ember.compile(f)
+    for n in (3, 5, 7, 4):
+        x = ember.randn(n, 8, requires_grad=True)
+        cf(x).backward()
+        gx, gw = x.grad.clone(), w.grad.clone()
+        x.grad = w.grad = None
+        f(x).backward()
+        _close(gx, x.grad, f"n={n} dx", rtol=1e-5, atol=1e-5)
+        _close(gw, w.grad, f"n={n} dw", rtol=1e-5, atol=1e-5)
+        w.grad = None
+    assert counters["dynamic_fallbacks"] == 1 and counters["captures"] == 4
+
+
+def test_dynamo_namespace():
+    assert ember._dynamo.mark_dynamic is ember.compiler.mark_dynamic
+    with pytest.raises(IndexError):
+        ember._dynamo.mark_dynamic(ember.ones(2), 3)
+    with pytest.raises(ValueError):
+        ember.compile(lambda x: x, dynamic="yes")

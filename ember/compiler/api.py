@@ -306,19 +306,26 @@ class CompiledFunction:
         if getattr(program, "device", None) is not None:
             return self._give_up(program, state, "device programs run static sizes only")
         entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner)
-        for e in self.entries:
+        why = None
+        # the newest earlier trace at other sizes first (older ones may predate Python state, such as an
+        # optimizer's, that this trace saw); agreeing with one of them is enough
+        for e in reversed(self.entries):
             if e.kind != "compiled":
                 continue
             env = _dynamic.bind(entry.sig, e.sig)
             if env is None or env == state.values:
                 continue
-            why = _dynamic.verify(program, env, e.program)
-            if why:
-                return self._give_up(program, state, f"at {_dynamic.fmt_env(env)}: {why}")
+            diff = _dynamic.verify(program, env, e.program)
+            if diff:
+                why = why or f"at {_dynamic.fmt_env(env)}: {diff}"
+                continue
             entry.verified = True
             logs.log("dynamic", f"ember.compile({name}): the symbolic program agrees with the trace at "
                                 f"{_dynamic.fmt_env(env)}: one entry serves all sizes its guards accept")
             break
+        else:
+            if why is not None:
+                return self._give_up(program, state, why)
         self.entries.append(entry)
         return None
 

@@ -249,6 +249,8 @@ class Tracer:
             _dyn.infer_outputs(self.sym, op, ins, attrs, vals)
         filename, lineno = user_frame()
         node = OpNode(op, ins, dict(attrs), vals, f"{filename}:{lineno}", self.phase)
+        if self.sym is not None:
+            _dyn.mark_shape_attrs(node)
         node.grad_enabled = _GRAD[0]
         if _registry.VIEW_CALL[0] is op:
             node.view = True        # called through apply_view: a device replay makes a view, not a copy

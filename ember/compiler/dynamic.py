@@ -176,10 +176,11 @@ def bind(pat, sig):
 
 # ---- evaluating a symbolic program at sizes -------------------------------------------------------------------
 
-def instantiate(p: Program, env: dict) -> Program:
+def instantiate(p: Program, env: dict, memo=None) -> Program:
     """A concrete copy of symbolic program ``p`` at the symbol values ``env`` (lifted tensors, op
-    definitions and guards are shared; Values, nodes and evaluated constants are new)."""
-    memo = {}
+    definitions and guards are shared; Values, nodes and evaluated constants are new; the backward
+    program shares the forward's memo, as it names forward Values)."""
+    memo = {} if memo is None else memo
 
     def val(v):
         nv = memo.get(id(v))
@@ -200,8 +201,8 @@ def instantiate(p: Program, env: dict) -> Program:
             m.inputs = [x(i) for i in n.inputs]
             m.outputs = [val(o) for o in n.outputs]
             m.attrs = {k: x(a) for k, a in n.attrs.items()}
-            if getattr(n, "shape_from_output", False):
-                m.attrs["shape"] = m.outputs[0].shape
+            for k in getattr(n, "shape_attrs", ()):
+                m.attrs[k] = m.outputs[0].shape
         elif t is WriteNode:
             m.target, m.source = val(n.target), val(n.source)
         elif t is SetGradNode:
@@ -226,7 +227,7 @@ def instantiate(p: Program, env: dict) -> Program:
         if t is slice:
             return slice(x(a.start), x(a.stop), x(a.step))
         if t is Program:
-            return instantiate(a, env)
+            return instantiate(a, env, memo)
         if t is Graph:
             return Graph([node(n) for n in a.nodes], None if a.ended_by is None else node(a.ended_by))
         if t in (OpNode, WriteNode, SetGradNode, ReadNode):

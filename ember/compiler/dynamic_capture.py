@@ -118,7 +118,7 @@ def infer_outputs(state, op, ins, attrs, vals):
     if attrs:
         for leaf in S.sym_leaves(attrs, []):
             given.setdefault(int(leaf), leaf.expr)
-    if not given and not from_inputs:
+    if not given and not from_inputs and not state.cands:
         return
     for v in vals:
         rank = len(v.shape)
@@ -144,11 +144,16 @@ def infer_outputs(state, op, ins, attrs, vals):
                         e = given.get(n)
                         if e is None:
                             e = _sum_or_multiple(n, d, same)
+                        if e is None and all(shp[d] == 1 for shp, _ in same):
+                            e = state.cands.get(n)      # broadcast from 1 (expand, a gradient's shape)
                 else:
-                    e = given.get(n) or from_inputs.get(n)
+                    e = given.get(n) or from_inputs.get(n) or state.cands.get(n)
             out.append(e)
         if any(e is not None for e in out):
             v.sym = tuple(out)
+            for n, e in zip(v.shape, out):
+                if e is not None:
+                    state.cands.setdefault(int(n), e)
 
 
 _MATMULS = ("matmul", "mm", "bmm")
@@ -184,6 +189,19 @@ def _shape_attr(attrs, shape):
                 and all(isinstance(x, int) and int(x) == n for x, n in zip(a, shape)):
             return a
     return None
+
+
+def mark_shape_attrs(node):
+    """Attributes that spell out the output's shape in plain ints (``expand(g, shape=(5, 8))`` in a
+    derivative, from the sizes autograd saved) follow the output's symbolic shape when evaluated."""
+    if len(node.outputs) != 1 or not getattr(node.outputs[0], "sym", None):
+        return
+    shape = node.outputs[0].shape
+    keys = [k for k, a in node.attrs.items()
+            if type(a) is tuple and len(a) == len(shape) and not any(type(x) is SymInt for x in a)
+            and all(type(x) is int and x == n for x, n in zip(a, shape))]
+    if keys:
+        node.shape_attrs = tuple(keys)
 
 
 def _sum_or_multiple(n, d, same):

@@ -112,7 +112,8 @@ class CompiledFunction:
             raise ValueError(f"ember.compile: dynamic must be None, True or False, got {dynamic!r}")
         self.dynamic = dynamic
         self.auto_dims: set = set()    # (arg path, dim) whose size changed between calls (automatic dynamic)
-        self.dyn_failed = False        # a symbolic program disagreed with a real trace: sizes stay static
+        self.dyn_failed = False        # symbolic programs disagreed with real traces: sizes stay static
+        self.dyn_failures = 0
         self.fn = fn
         self.fullgraph = fullgraph
         self.mode = mode
@@ -177,7 +178,7 @@ class CompiledFunction:
                 env = e.match(sig)
                 if env is None:
                     continue
-                if not e.verified and env != e.state.values:
+                if e.needs_check(env):
                     pending = (e, env)          # trusted only after a trace at a second size agrees
                     continue
                 matched = True
@@ -298,39 +299,56 @@ class CompiledFunction:
             e, env = pending
             why = _dynamic.verify(e.program, env, program)
             if not why:
-                e.verified = True
-                logs.log("dynamic", f"ember.compile({name}): the symbolic program agrees with a trace at "
-                                    f"{_dynamic.fmt_env(env)}: one entry serves all sizes its guards accept")
+                weak = _dynamic.inconclusive(e.program, env)
+                if weak:
+                    logs.log("dynamic", f"ember.compile({name}): agrees at {_dynamic.fmt_env(env)}, but {weak}: "
+                                        "checked again at another size")
+                    return None
+                e.agreed(env)
+                self._log_agreement(e, env)
                 return None
             return self._give_up(program, state, f"at {_dynamic.fmt_env(env)}: {why}")
         if getattr(program, "device", None) is not None:
             return self._give_up(program, state, "device programs run static sizes only")
         entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner)
         why = None
-        # the newest earlier trace at other sizes first (older ones may predate Python state, such as an
-        # optimizer's, that this trace saw); agreeing with one of them is enough
+        # the newest earlier traces at other sizes first (older ones may predate Python state, such as an
+        # optimizer's, that this trace saw); each symbol needs one trace where its value differs
         for e in reversed(self.entries):
             if e.kind != "compiled":
                 continue
             env = _dynamic.bind(entry.sig, e.sig)
-            if env is None or env == state.values:
-                continue
+            if env is None or not entry.needs_check(env) or not all(g.holds(env) for g in state.guards):
+                continue                        # (a trace outside this one's guards is no evidence)
             diff = _dynamic.verify(program, env, e.program)
             if diff:
                 why = why or f"at {_dynamic.fmt_env(env)}: {diff}"
                 continue
-            entry.verified = True
-            logs.log("dynamic", f"ember.compile({name}): the symbolic program agrees with the trace at "
-                                f"{_dynamic.fmt_env(env)}: one entry serves all sizes its guards accept")
-            break
-        else:
-            if why is not None:
-                return self._give_up(program, state, why)
+            weak = _dynamic.inconclusive(program, env)
+            if weak:
+                logs.log("dynamic", f"ember.compile({name}): agrees at {_dynamic.fmt_env(env)}, but {weak}: "
+                                    "checked again at another size")
+                continue
+            entry.agreed(env)
+            self._log_agreement(entry, env)
+            if entry.verified:
+                break
+        if why is not None and not entry.checked:
+            return self._give_up(program, state, why)
         self.entries.append(entry)
         return None
 
+    def _log_agreement(self, e, env):
+        left = sorted(set(e.state.values) - e.checked)
+        logs.log("dynamic", f"ember.compile({self.__name__}): the symbolic program agrees with the trace at "
+                            f"{_dynamic.fmt_env(env)}" + (": one entry serves all sizes its guards accept" if not left
+                                                          else f"; {', '.join(left)} still to check at another size"))
+
     def _give_up(self, program, state, why):
-        self.dyn_failed = True
+        # (a size that coincided with another at the symbolic trace can mislead it: one more try, at the
+        # next new size, before sizes stay static)
+        self.dyn_failures += 1
+        self.dyn_failed = self.dyn_failures >= 2
         counters["dynamic_fallbacks"] += 1
         counters["dynamic_fallback_reasons"].append(why)
         logs.log("dynamic", f"ember.compile({self.__name__}): sizes stay static (each size compiles on its "
@@ -425,6 +443,7 @@ class CompiledFunction:
         self.warned = False
         self.auto_dims = set()
         self.dyn_failed = False
+        self.dyn_failures = 0
 
 
 def _arg_by_value(tracer, v):

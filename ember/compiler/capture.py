@@ -135,6 +135,8 @@ class Tracer:
             self.device = d.device
         if self.sym is not None and kind == "fwd":
             v.sym = getattr(self.parent.values[ref], "sym", None)
+        elif self.sym is not None and kind == "lifted":
+            self.sym.note_static(v.shape, None)
         self.values.append(v)
         self.t2v[id(t)] = v
         self.keep.append(t)
@@ -164,6 +166,7 @@ class Tracer:
         v = self._new_value("arg", t, path)
         if self.sym is not None:
             v.sym = self.sym.arg_sym(path, t._data.shape)
+            self.sym.note_static(v.shape, v.sym)
         self.args.append(v)
         return v
 
@@ -246,6 +249,7 @@ class Tracer:
                 self.d2v.setdefault(_dkey(o._data), v)
             vals.append(v)
         if self.sym is not None:
+            attrs = _dyn.symbolic_attrs(op, ins, attrs)
             _dyn.infer_outputs(self.sym, op, ins, attrs, vals)
         filename, lineno = user_frame()
         node = OpNode(op, ins, dict(attrs), vals, f"{filename}:{lineno}", self.phase)

@@ -30,7 +30,8 @@ import numpy as np
 from ..tensor import Tensor
 from . import logs
 from .ir import Value, AttrRef, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program
-from .symbolic import SymInt, eval_struct
+from . import symbolic as S
+from .symbolic import SymInt
 from .dynamic_capture import SymState, build_const
 
 
@@ -327,6 +328,34 @@ def _short(r):
     return s if len(s) < 160 else s[:157] + "..."
 
 
+def size_exprs(p: Program, out: set) -> set:
+    """Every size expression of a symbolic program (Value shapes, SymInt attributes and inputs)."""
+    for v in p.values:
+        for e in getattr(v, "sym", None) or ():
+            if e is not None:
+                out.add(e)
+    for g in p.graphs:
+        for n in g.nodes:
+            if type(n) is OpNode:
+                for x in S.sym_leaves((n.inputs, n.attrs), []):
+                    out.add(x.expr)
+    if getattr(p, "backward", None) is not None:
+        size_exprs(p.backward, out)
+    return out
+
+
+def inconclusive(sym_program: Program, env: dict) -> str:
+    """A size expression with the same value at ``env`` as where it was traced (``s0 // 2 + 1`` at 10
+    and 11): a size that should follow it but was taken as a constant would agree there too, so the
+    comparison proves nothing about it. '' when every expression separates the two."""
+    here = sym_program.sym.values
+    moved = {k for k in here if env[k] != here[k]}
+    for e in size_exprs(sym_program, set()):
+        if e.symbols() & moved and e.eval(env) == e.eval(here):
+            return f"{e!r} is {e.eval(env)} at both {fmt_env(env)} and {fmt_env(here)}"
+    return ""
+
+
 def verify(sym_program: Program, env: dict, reference: Program) -> str:
     """'' when the symbolic program evaluated at ``env`` equals the concrete ``reference`` trace, else
     what differs first."""
@@ -347,7 +376,7 @@ def fmt_env(env) -> str:
 class DynamicEntry:
     """A cache entry over many sizes: the call pattern, its symbolic program and one runner per size."""
 
-    __slots__ = ("sig", "program", "runner", "kind", "state", "verified", "make_runner", "per_size", "seen")
+    __slots__ = ("sig", "program", "runner", "kind", "state", "checked", "make_runner", "per_size", "seen")
     MAX_SIZES = 32
 
     def __init__(self, pat, program, state: SymState, make_runner):
@@ -355,11 +384,24 @@ class DynamicEntry:
         self.program = program
         self.state = state
         self.kind = "dynamic"
-        self.verified = False
+        self.checked: set = set()           # symbols a real trace at another value of agreed on
         self.make_runner = make_runner      # (concrete program, native: bool) -> runner(tensors)
         self.per_size: dict = {}            # env key -> runner
         self.seen: dict = {}                # env key -> calls
         self.runner = self
+
+    @property
+    def verified(self) -> bool:
+        return self.checked >= set(self.state.values)
+
+    def needs_check(self, env) -> bool:
+        """Whether ``env`` moves a symbol no real trace has checked yet (only then is a trace needed)."""
+        vals = self.state.values
+        return any(env[k] != vals[k] for k in vals if k not in self.checked)
+
+    def agreed(self, env) -> None:
+        vals = self.state.values
+        self.checked |= {k for k in vals if env[k] != vals[k]}
 
     def match(self, sig):
         """The symbol values for a call, or None when its signature, ranges or guards rule it out."""

@@ -30,6 +30,16 @@ class SymState:
         self._keys: set = set()
         self.cands: dict = {}               # int value -> Expr seen with that value (first wins)
         self.notes: list = []               # why symbols were specialised (logs, explain)
+        self.static_sizes: set = set()      # sizes of static dimensions of arguments and lifted tensors
+
+    def note_static(self, shape, sym):
+        for d, n in enumerate(shape):
+            if not sym or sym[d] is None:
+                self.static_sizes.add(int(n))
+
+    def guess(self, n):
+        """The expression of a symbolic size seen with value ``n``, unless a static size is ``n`` too."""
+        return None if n in self.static_sizes else self.cands.get(n)
 
     def add_guard(self, lhs, op, rhs, result):
         g = Guard(lhs, op, rhs, result)
@@ -105,6 +115,18 @@ def infer_outputs(state, op, ins, attrs, vals):
     """Give op output Values their symbolic dimensions (see the module docstring)."""
     if op.name in _MATMULS and len(vals) == 1 and _matmul_sym(ins, vals[0]):
         return
+    rule = _RULES.get(op.name)
+    if rule is not None and len(vals) == 1:
+        dims = rule(ins, attrs)
+        if dims is not None and len(dims) == len(vals[0].shape) and all(
+                int(d) == n for d, n in zip(dims, vals[0].shape)):
+            out = tuple(d.expr if type(d) is SymInt else None for d in dims)
+            if any(e is not None for e in out):
+                vals[0].sym = out
+                for n, e in zip(vals[0].shape, out):
+                    if e is not None:
+                        state.cands.setdefault(int(n), e)
+            return
     given = {}                  # sizes passed to the op as SymInts (view, expand, a Python scalar)
     from_inputs = {}            # input dimensions and products of them
     pos = []
@@ -144,16 +166,100 @@ def infer_outputs(state, op, ins, attrs, vals):
                         e = given.get(n)
                         if e is None:
                             e = _sum_or_multiple(n, d, same)
-                        if e is None and all(shp[d] == 1 for shp, _ in same):
-                            e = state.cands.get(n)      # broadcast from 1 (expand, a gradient's shape)
+                        if e is None:
+                            e = state.guess(n)      # (expand, a gradient's shape)
                 else:
-                    e = given.get(n) or from_inputs.get(n) or state.cands.get(n)
+                    e = given.get(n) or from_inputs.get(n) or state.guess(n)
             out.append(e)
         if any(e is not None for e in out):
             v.sym = tuple(out)
             for n, e in zip(v.shape, out):
                 if e is not None:
                     state.cands.setdefault(int(n), e)
+
+
+def _dims(v):
+    """A Value's sizes as SymInts (symbolic dimensions) and ints."""
+    s = getattr(v, "sym", None) or (None,) * len(v.shape)
+    return [n if e is None else SymInt(n, e) for n, e in zip(v.shape, s)]
+
+
+def _slice_len(dim, s):
+    """The length of ``s`` over a dimension of size ``dim``, as Python computes it; the comparisons on
+    symbolic sizes on the way become guards."""
+    step = 1 if s.step is None else s.step
+
+    def bound(x, default):
+        if x is None:
+            return default
+        if x < 0:
+            x = x + dim
+            if x < 0:
+                x = 0
+        if x > dim:
+            x = dim
+        return x
+    start, stop = bound(s.start, 0), bound(s.stop, dim)
+    if stop <= start:
+        return 0
+    return (stop - start + step - 1) // step
+
+
+def _getitem_rule(ins, attrs):
+    """A basic index (ints, slices with positive steps, None, Ellipsis)."""
+    x = ins[0]
+    key = attrs.get("key")
+    if not isinstance(x, Value):
+        return None
+    key = key if type(key) is tuple else (key,)
+    dims = _dims(x)
+    n_used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    out, d = [], 0
+    for k in key:
+        if k is Ellipsis:
+            take = len(dims) - n_used
+            out.extend(dims[d:d + take])
+            d += take
+            n_used = len(dims)          # (one Ellipsis)
+        elif k is None:
+            out.append(1)
+        elif type(k) is slice:
+            out.append(_slice_len(dims[d], k))
+            d += 1
+        elif isinstance(k, int):
+            d += 1
+        else:
+            return None
+    return out + dims[d:]
+
+
+def _cat_rule(ins, attrs):
+    """``cat``: the sizes along the axis add up; the others are the first kept input's."""
+    axis, keep = attrs.get("axis"), attrs.get("keep")
+    vals = [ins[i] for i in keep] if keep is not None else []
+    if not vals or not all(isinstance(v, Value) for v in vals):
+        return None
+    out = _dims(vals[0])
+    total = 0
+    for v in vals:
+        total = total + _dims(v)[axis]
+    out[axis] = total
+    return out
+
+
+_RULES = {"getitem_basic": _getitem_rule, "cat": _cat_rule}
+
+
+def symbolic_attrs(op, ins, attrs):
+    """Attributes a front end computed from the arrays' plain sizes, rewritten with the inputs' symbolic
+    sizes: ``cat``'s per-input lengths along the axis (its backward narrows by them)."""
+    if op.name == "cat" and "sizes" in attrs and "axis" in attrs:
+        ax = attrs["axis"]
+        sizes = tuple(_dims(v)[ax] if isinstance(v, Value) and v.shape and len(v.shape) > ax else n
+                      for v, n in zip(ins, attrs["sizes"]))
+        if any(type(x) is SymInt for x in sizes) and all(int(a) == int(b) for a, b in zip(sizes, attrs["sizes"])):
+            return dict(attrs, sizes=sizes)
+    return attrs
 
 
 _MATMULS = ("matmul", "mm", "bmm")

@@ -174,6 +174,18 @@ def combine(kind: str, a: Expr, b: Expr) -> Expr:
         d = _pdiv_exact(p, q)
         if d is not None:
             return _from_poly(d) if kind == "floordiv" else const(0)
+        if kind == "floordiv" and len(p) == 1 and len(q) == 1:
+            # (a*k) // (b*k) == a // b for a size product k > 0: cancel the common symbols
+            (m1, c1), = p.items()
+            (m2, c2), = q.items()
+            rest1, rest2 = list(m1), []
+            for x in m2:
+                if x in rest1:
+                    rest1.remove(x)
+                else:
+                    rest2.append(x)
+            if len(rest1) < len(m1):
+                return combine("floordiv", _from_poly({tuple(rest1): c1}), _from_poly({tuple(rest2): c2}))
     if kind == "floordiv" and b.kind == "const" and b.a == 1:
         return a
     return Expr(kind, a, b)

@@ -161,6 +161,8 @@ def zeros_like_t(t: Tensor) -> Tensor:
 
 def int_arg(v, op: str, arg: str) -> int:
     """An integer argument: a Python or NumPy int or a one-element integer tensor (never a float or str)."""
+    if type(v) in INT_TYPES:
+        return v                # (a symbolic size stays one while ember.compile traces)
     if isinstance(v, (int, np.integer)):
         return int(v)
     if isinstance(v, Tensor) and v._data.size == 1 and v._dtype.category == 1:

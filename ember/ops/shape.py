@@ -431,6 +431,7 @@ def _dim_of_non_scalar(input, dim, op: str, error) -> tuple:
 
 def narrow(input, dim: int, start, length: int):
     d, size = _dim_of_non_scalar(input, dim, "narrow", RuntimeError)
+    size = input.shape[d]           # (symbolic while ember.compile traces)
     start = int_arg(start, "narrow", "start")
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")

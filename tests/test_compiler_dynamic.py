@@ -300,3 +300,22 @@ def test_shape_fuzzer_agrees_with_eager(backend):
                     _close(a, b, f"{what}, call {call} ({B}, {T}):\n{src}", rtol=1e-4, atol=1e-4)
         few += counters["captures"] <= 3
     assert few >= 3         # programs whose six sizes took at most three traces (most of the rest stay static)
+
+
+def test_a_replay_whose_shapes_disagree_with_the_formulas_is_caught():
+    # make a trusted entry's program wrong on purpose (one value's size taken as a constant): the first
+    # replay at a new size finds the shape differs, undoes nothing it should not, and the call traces
+    f = lambda x: (x * 2).cumsum(0) + 1      # noqa: E731
+    cf = ember.compile(f, backend="aot_eager")
+    for n in (4, 6, 7):
+        cf(ember.randn(n, 3))
+    assert counters["captures"] == 2
+    e = next(e for e in cf.entries if e.kind == "dynamic")
+    v = next(v for v in e.program.values if v.kind == "node")
+    v.sym = None                                # the corruption
+    x = ember.randn(9, 3)
+    _close(cf(x), f(x), "after the mismatch")
+    assert e.broken and counters["captures"] == 3
+    x = ember.randn(10, 3)
+    _close(cf(x), f(x), "sizes static from then on")
+    assert counters["captures"] == 4

@@ -189,6 +189,9 @@ class CompiledFunction:
                     counters["guard_failures"] += 1
                     self.last_failed_guard = str(gf)
                     logs.log("guards", f"ember.compile({self.__name__}): {gf}")
+                    if e.broken:
+                        self.dyn_failed = True
+                        logs.log("dynamic", f"ember.compile({self.__name__}): sizes stay static: {e.broken}")
                 continue
             if e.sig != sig:
                 continue
@@ -360,7 +363,7 @@ class CompiledFunction:
         once, the backend's runner (the native build for inductor) for a size seen again."""
         if native or self.backend == "eager":
             return self._make_runner(program)
-        interp = Interpreter(program)
+        interp = _dynamic.CheckedInterpreter(program)
         return lambda tensors: interp(tensors, GRAD[0])
 
     def _aot_backward(self, tracer, program, result):

@@ -32,6 +32,7 @@ from . import logs
 from .ir import Value, AttrRef, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program
 from . import symbolic as S
 from .symbolic import SymInt
+from .runtime import Interpreter, GuardFailure
 from .dynamic_capture import SymState, build_const
 
 
@@ -376,7 +377,8 @@ def fmt_env(env) -> str:
 class DynamicEntry:
     """A cache entry over many sizes: the call pattern, its symbolic program and one runner per size."""
 
-    __slots__ = ("sig", "program", "runner", "kind", "state", "checked", "make_runner", "per_size", "seen")
+    __slots__ = ("sig", "program", "runner", "kind", "state", "checked", "make_runner", "per_size", "seen",
+                 "broken")
     MAX_SIZES = 32
 
     def __init__(self, pat, program, state: SymState, make_runner):
@@ -385,6 +387,7 @@ class DynamicEntry:
         self.state = state
         self.kind = "dynamic"
         self.checked: set = set()           # symbols a real trace at another value of agreed on
+        self.broken = ""                    # why a replay found a size the program got wrong
         self.make_runner = make_runner      # (concrete program, native: bool) -> runner(tensors)
         self.per_size: dict = {}            # env key -> runner
         self.seen: dict = {}                # env key -> calls
@@ -406,7 +409,7 @@ class DynamicEntry:
     def match(self, sig):
         """The symbol values for a call, or None when its signature, ranges or guards rule it out."""
         env = bind(self.sig, sig)
-        if env is None:
+        if env is None or self.broken:
             return None
         for name, (lo, hi) in self.state.ranges.items():
             v = env.get(name)
@@ -429,7 +432,33 @@ class DynamicEntry:
             q = instantiate(self.program, env)
             # a size seen once runs in the interpreter; seen again, it gets the native build
             r = self.per_size[key] = (self.make_runner(q, n >= 2), n >= 2)
-        return r[0](tensors)
+        try:
+            return r[0](tensors)
+        except ShapeMismatch as e:
+            self.broken = str(e)            # never again: the caller traces this call (and sizes stay static)
+            raise
+
+
+class ShapeMismatch(GuardFailure):
+    """A replay of a symbolic program computed a value whose shape is not the one its formula gives."""
+
+
+class CheckedInterpreter(Interpreter):
+    """The interpreter for a size a dynamic entry meets the first time: after the forward, every value's
+    shape must be the one the symbolic program gives (else the writes are undone and ShapeMismatch
+    raised): the native build, made for a size seen again, then runs a program checked at that size."""
+
+    def __init__(self, program):
+        super().__init__(program)
+        self.has_reads = True               # (so every replay keeps an undo log)
+
+    def run_slots(self, slots, undo=None):
+        super().run_slots(slots, undo)
+        for v in self.program.values:
+            a = slots[v.id]
+            if v.kind == "node" and a is not None and tuple(a.shape) != tuple(v.shape):
+                raise ShapeMismatch(f"symbolic shape {v} was {tuple(v.shape)} by its formula, "
+                                    f"{tuple(a.shape)} when run")
 
 
 def trace_env(state: SymState) -> dict:

@@ -299,7 +299,7 @@ def test_shape_fuzzer_agrees_with_eager(backend):
                 else:
                     _close(a, b, f"{what}, call {call} ({B}, {T}):\n{src}", rtol=1e-4, atol=1e-4)
         few += counters["captures"] <= 3
-    assert few >= 3         # programs whose six sizes took at most three traces (most of the rest stay static)
+    assert few >= 8         # programs whose six sizes took at most three traces (the rest: guards, static)
 
 
 def test_a_replay_whose_shapes_disagree_with_the_formulas_is_caught():

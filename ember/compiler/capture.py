@@ -249,12 +249,18 @@ class Tracer:
                 self.d2v.setdefault(_dkey(o._data), v)
             vals.append(v)
         if self.sym is not None:
-            attrs = _dyn.symbolic_attrs(op, ins, attrs)
+            sym_attrs = _dyn.symbolic_attrs(op, ins, attrs)
+            if sym_attrs is not attrs:
+                attrs = sym_attrs
+                gf = getattr(outs[0], "grad_fn", None)
+                if gf is not None and getattr(gf, "op", None) is op:
+                    gf.attrs = attrs            # (the derivative reads them: cat's backward narrows by sizes)
             _dyn.infer_outputs(self.sym, op, ins, attrs, vals)
         filename, lineno = user_frame()
         node = OpNode(op, ins, dict(attrs), vals, f"{filename}:{lineno}", self.phase)
         if self.sym is not None:
             _dyn.mark_shape_attrs(node)
+            _dyn.symbolic_node_meta(self, args, outs)
         node.grad_enabled = _GRAD[0]
         if _registry.VIEW_CALL[0] is op:
             node.view = True        # called through apply_view: a device replay makes a view, not a copy

@@ -234,8 +234,10 @@ def instantiate(p: Program, env: dict, memo=None) -> Program:
             return Graph([node(n) for n in a.nodes], None if a.ended_by is None else node(a.ended_by))
         if t in (OpNode, WriteNode, SetGradNode, ReadNode):
             return node(a)
-        if isinstance(a, tuple) and hasattr(a, "_fields"):
-            return type(a)(*[x(i) for i in a])
+        if isinstance(a, tuple):
+            if hasattr(a, "_fields"):
+                return type(a)(*[x(i) for i in a])
+            return tuple.__new__(t, [x(i) for i in a])        # (ember.Size)
         return a
 
     q = copy.copy(p)
@@ -298,8 +300,9 @@ def _fp(x):
         return ("array", x.shape, x.dtype.str, hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest())
     if isinstance(x, Tensor):
         return ("tensor", id(x))
-    if t is tuple or t is list or (isinstance(x, tuple) and hasattr(x, "_fields")):
-        return (t.__name__,) + tuple(_fp(i) for i in x)
+    if t is tuple or t is list or isinstance(x, tuple):
+        name = t.__name__ if t is list or hasattr(x, "_fields") else "tuple"     # (ember.Size is a tuple)
+        return (name,) + tuple(_fp(i) for i in x)
     if t is dict:
         return ("dict",) + tuple((k, _fp(v)) for k, v in x.items())
     if t is float and x != x:

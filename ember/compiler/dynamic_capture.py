@@ -297,6 +297,25 @@ def _shape_attr(attrs, shape):
     return None
 
 
+def symbolic_node_meta(tracer, args, outs):
+    """The input sizes autograd recorded for this op's derivative (``ctx.in_shape(i)``: what a sum's or an
+    index's backward expands or scatters into) as symbolic sizes, so the captured backward follows them."""
+    node = getattr(outs[0], "grad_fn", None) if outs else None
+    meta = getattr(node, "in_meta", None) if node is not None else None
+    if not meta or len(meta) != len(args):
+        return
+    new = None
+    for i, (a, m) in enumerate(zip(args, meta)):
+        if m is None or not isinstance(a, Tensor):
+            continue
+        s = sym_shape(tracer.t2v.get(id(a)) or tracer.a2v.get(id(a._data)), m[0])
+        if s is not None and tuple(int(x) for x in s) == tuple(m[0]):
+            new = list(meta) if new is None else new
+            new[i] = (tuple(s), m[1])
+    if new is not None:
+        node.in_meta = new
+
+
 def mark_shape_attrs(node):
     """Attributes that spell out the output's shape in plain ints (``expand(g, shape=(5, 8))`` in a
     derivative, from the sizes autograd saved) follow the output's symbolic shape when evaluated."""

@@ -375,7 +375,7 @@ def sym_leaves(x, out):
     t = type(x)
     if t is SymInt:
         out.append(x)
-    elif t is tuple or t is list:
+    elif t is tuple or t is list or isinstance(x, tuple):
         for i in x:
             sym_leaves(i, out)
     elif t is dict:

@@ -31,6 +31,7 @@ class SymState:
         self.cands: dict = {}               # int value -> Expr seen with that value (first wins)
         self.notes: list = []               # why symbols were specialised (logs, explain)
         self.static_sizes: set = set()      # sizes of static dimensions of arguments and lifted tensors
+        self.node_shapes: dict = {}         # id(autograd Node) -> Node whose in_meta has symbolic sizes
 
     def note_static(self, shape, sym):
         for d, n in enumerate(shape):
@@ -314,6 +315,7 @@ def symbolic_node_meta(tracer, args, outs):
             new[i] = (tuple(s), m[1])
     if new is not None:
         node.in_meta = new
+        tracer.sym.node_shapes[id(node)] = node
 
 
 def mark_shape_attrs(node):
@@ -440,6 +442,28 @@ def install(tracer):
             S.specialise(s[0])
         return orig_len(t)
 
+    from ..autograd import engine
+    saved["engine._validate"] = engine._validate
+    orig_validate = engine._validate
+
+    def validate(node, gi):
+        """The engine's check of a derivative's gradients, for a node whose recorded input sizes are
+        symbolic: shapes compared as symbolic sizes (``g.shape``), so a gradient is summed to ``(s0, 64)``
+        and no plain traced size meets a symbol in a comparison (which would pin the symbol)."""
+        if id(node) not in tracer.sym.node_shapes or any(g is not None and not isinstance(g, Tensor) for g in gi):
+            return orig_validate(node, gi)          # (and its error for a gradient that is not a tensor)
+        out = list(gi)
+        for i, e in enumerate(node.edges):
+            g = out[i] if i < len(out) else None
+            if e is None or g is None or not isinstance(g, Tensor):
+                continue
+            shape, dt = node.in_meta[i]
+            if tuple(g.shape) != tuple(shape):
+                g = engine._fit_shape(g, shape, node, i)
+            out[i] = g if g._dtype is dt else g.to(dt)
+        return tuple(out)
+
+    engine._validate = validate
     Tensor.shape = property(shape)
     Tensor.size = size
     Tensor.numel = numel
@@ -449,5 +473,9 @@ def install(tracer):
 
 
 def uninstall(saved):
+    from ..autograd import engine
     for name, f in saved.items():
-        setattr(Tensor, name, f)
+        if name.startswith("engine."):
+            setattr(engine, name[7:], f)
+        else:
+            setattr(Tensor, name, f)

@@ -464,10 +464,6 @@ class CheckedInterpreter(Interpreter):
                                     f"{tuple(a.shape)} when run")
 
 
-def trace_env(state: SymState) -> dict:
-    return dict(state.values)
-
-
 def describe(state: SymState, dims: dict) -> str:
     where = ", ".join(f"args{''.join(f'[{p!r}]' for p in path)}.size({d})={name}"
                       for (path, d), name in dims.items())

@@ -62,11 +62,6 @@ class SymState:
             out.append(e)
         return tuple(out) if any(e is not None for e in out) else None
 
-    def specialised(self) -> set:
-        """Symbols an equality guard pinned to their traced value (they are static in this program)."""
-        return {g.lhs.a for g in self.guards if g.op == "eq" and g.result and g.lhs.kind == "sym"
-                and g.rhs.kind == "const"}
-
     def shown_guards(self) -> tuple:
         """(guards worth reading, how many others hold at every size tried: the library's own shape checks
         such as ``not (s0 < 0)``). All of them are checked before a replay."""
@@ -86,7 +81,8 @@ class SymState:
         shown, hidden = self.shown_guards()
         guards = "; ".join(repr(g) for g in shown) or "(none)"
         more = f" (+{hidden} shape checks that hold at every size tried)" if hidden else ""
-        return f"symbols {syms or '(none)'}; guards: {guards}{more}"
+        notes = "".join(f"; {n}" for n in dict.fromkeys(self.notes))
+        return f"symbols {syms or '(none)'}; guards: {guards}{more}{notes}"
 
 
 def sym_shape(v, shape):
@@ -437,8 +433,7 @@ def install(tracer):
         s = lookup(t)
         if s is not None and s and type(s[0]) is SymInt:
             # len() hands Python a plain int: the first dimension is specialised
-            tracer.sym.notes.append(f"len() of a tensor of shape {S.shape_str(t._data.shape, tracer.t2v.get(id(t)).sym if id(t) in tracer.t2v else None)} "
-                                    f"specialises {s[0].expr!r}")
+            tracer.sym.notes.append(f"len() of a tensor hands Python a plain int: {s[0].expr!r} specialised")
             S.specialise(s[0])
         return orig_len(t)
 

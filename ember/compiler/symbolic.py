@@ -345,31 +345,6 @@ class Guard:
         return s if self.result else f"not ({s})"
 
 
-def eval_struct(x, env):
-    """``x`` with every SymInt replaced by its expression's value in ``env`` (tuples, lists, dicts)."""
-    t = type(x)
-    if t is SymInt:
-        return x.expr.eval(env)
-    if t is tuple or t is list:
-        return t(eval_struct(i, env) for i in x)
-    if t is dict:
-        return {k: eval_struct(v, env) for k, v in x.items()}
-    if t is slice:
-        return slice(eval_struct(x.start, env), eval_struct(x.stop, env), eval_struct(x.step, env))
-    return x
-
-
-def has_sym(x) -> bool:
-    t = type(x)
-    if t is SymInt:
-        return True
-    if t is tuple or t is list:
-        return any(has_sym(i) for i in x)
-    if t is dict:
-        return any(has_sym(v) for v in x.values())
-    return False
-
-
 def sym_leaves(x, out):
     """Collect the SymInts in a nested structure."""
     t = type(x)
@@ -384,10 +359,3 @@ def sym_leaves(x, out):
     elif t is slice:
         sym_leaves((x.start, x.stop, x.step), out)
     return out
-
-
-def shape_str(shape, sym) -> str:
-    """``[s0, 64]``: a value's shape with its symbolic dimensions named."""
-    if not sym:
-        return str(list(shape))
-    return "[" + ", ".join(repr(e) if e is not None else str(n) for n, e in zip(shape, sym)) + "]"

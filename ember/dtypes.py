@@ -207,6 +207,8 @@ def scalar_dtype(x) -> dtype:
         return int64
     if t is builtins_float or isinstance(x, np.floating):
         return _default[0]
+    if isinstance(x, builtins_int):
+        return int64        # an int subclass (ember.compile's symbolic sizes while tracing)
     if isinstance(x, (complex, np.complexfloating)):
         return complex128 if _default[0] is float64 else complex64
     raise TypeError(f"expected a Tensor or a Python number, got {type(x).__name__}")

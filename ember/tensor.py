@@ -120,7 +120,8 @@ class Size(tuple):
                 if hasattr(s, "__index__") and not isinstance(s, (float, bool)):
                     continue
                 raise TypeError(f"ember.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
-        return tuple.__new__(cls, (int(s) for s in sizes))
+        # (an int subclass stays itself: ember.compile's symbolic sizes are ints that remember their formula)
+        return tuple.__new__(cls, (s if isinstance(s, int) else int(s) for s in sizes))
 
     def numel(self) -> int:
         n = 1
@@ -133,7 +134,7 @@ class Size(tuple):
 
     def __getitem__(self, i):
         r = tuple.__getitem__(self, i)
-        return Size(r) if isinstance(i, slice) else r
+        return tuple.__new__(Size, r) if isinstance(i, slice) else r
 
     def __add__(self, other):
         if not isinstance(other, tuple):

@@ -329,6 +329,8 @@ def cases(name_filter=None) -> list[Case]:
         if name_filter and name_filter not in case_name(kind, batch, opt_name):
             continue
         out.append(make_case(kind, batch, opt_name, torch, torch_ok=case_name(kind, batch, opt_name) not in failed))
+    from . import compile_dynamic
+    out.extend(compile_dynamic.cases(name_filter))     # one dynamic build vs a static build per length
     _progress("timing")
     if sys.stderr.isatty():
         print(file=sys.stderr)

@@ -21,6 +21,8 @@ from ..autograd.grad_mode import GRAD
 from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
 from .runtime import Interpreter, GuardFailure, replay_eager
 from . import logs
+from . import dynamic as _dynamic
+from .dynamic_capture import SymState
 
 class _Counters(dict):
     """Counters of the compile layer; disk cache hits/misses are read live from the build layer."""
@@ -45,7 +47,7 @@ class _Counters(dict):
 
 counters = _Counters({"captures": 0, "graph_breaks": 0, "recompiles": 0, "recompile_reasons": [], "fallbacks": 0,
             "fallback_reasons": [], "cache_hits": 0, "guard_failures": 0,
-            "replays": 0, "opencl_programs": 0, "opencl_declined": 0, "opencl_declined_reasons": []})
+            "replays": 0, "dynamic_fallbacks": 0, "dynamic_fallback_reasons": [], "opencl_programs": 0, "opencl_declined": 0, "opencl_declined_reasons": []})
 
 _ALL = weakref.WeakSet()     # weak registry of compiled functions, for reset()
 recompile_limit = 8
@@ -106,9 +108,12 @@ class CompiledFunction:
         if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
             raise ValueError(f"ember.compile: unknown mode {mode!r}; supported: default, reduce-overhead, "
                              "max-autotune, max-autotune-no-cudagraphs")
-        if dynamic:
-            raise NotImplementedError("ember.compile(dynamic=True): dynamic shapes are not supported yet; "
-                                      "each new shape compiles a new entry (dynamic=None/False)")
+        if dynamic not in (None, True, False):
+            raise ValueError(f"ember.compile: dynamic must be None, True or False, got {dynamic!r}")
+        self.dynamic = dynamic
+        self.auto_dims: set = set()    # (arg path, dim) whose size changed between calls (automatic dynamic)
+        self.dyn_failed = False        # symbolic programs disagreed with real traces: sizes stay static
+        self.dyn_failures = 0
         self.fn = fn
         self.fullgraph = fullgraph
         self.mode = mode
@@ -148,7 +153,7 @@ class CompiledFunction:
 
     def _first_difference(self, sig, other) -> str:
         for (p1, k1), (p2, k2) in zip(sig, other):
-            if p1 != p2 or k1 != k2:
+            if p1 != p2 or k1 != k2 and _dynamic.bind(((p1, k1),), ((p2, k2),)) is None:
                 return f"guard failed: {_describe(p2, k2)}; traced with {_describe(p1, k1)}"
         return f"guard failed: number of arguments changed ({len(other)} vs {len(sig)})"
 
@@ -156,7 +161,8 @@ class CompiledFunction:
         """Name the first failing guard of the entry that matched the most guards."""
         best, best_n = None, -1
         for e in self.entries:
-            n = next((i for i, (a, b) in enumerate(zip(e.sig, sig)) if a != b), len(sig))
+            n = next((i for i, (a, b) in enumerate(zip(e.sig, sig)) if a != b and _dynamic.bind((a,), (b,)) is None),
+                     len(sig))
             if n > best_n:
                 best, best_n = e, n
         return self._first_difference(best.sig, sig)
@@ -166,7 +172,27 @@ class CompiledFunction:
         sig, tensors = self._signature(args, kwargs)
         matched = False
         # newest entries first: a retrace for new Python state supersedes older ones
+        pending = None
         for e in reversed(self.entries):
+            if e.kind == "dynamic":
+                env = e.match(sig)
+                if env is None:
+                    continue
+                if e.needs_check(env):
+                    pending = (e, env)          # trusted only after a trace at a second size agrees
+                    continue
+                matched = True
+                try:
+                    counters["replays"] += 1
+                    return e.run(tensors, env)
+                except GuardFailure as gf:
+                    counters["guard_failures"] += 1
+                    self.last_failed_guard = str(gf)
+                    logs.log("guards", f"ember.compile({self.__name__}): {gf}")
+                    if e.broken:
+                        self.dyn_failed = True
+                        logs.log("dynamic", f"ember.compile({self.__name__}): sizes stay static: {e.broken}")
+                continue
             if e.sig != sig:
                 continue
             matched = True
@@ -194,15 +220,30 @@ class CompiledFunction:
                               f"eagerly from now on for new inputs. Last {self.last_failed_guard}", stacklevel=2)
             counters["fallbacks"] += 1
             return self.fn(*args, **kwargs)
-        return self._trace_and_run(sig, tensors, args, kwargs)
+        return self._trace_and_run(sig, tensors, args, kwargs, pending)
 
-    def _trace_and_run(self, sig, tensors, args, kwargs):
+    def _symbolic_dims(self, sig, args, kwargs):
+        """The symbolic dimensions for a new trace of this call (see dynamic.plan)."""
+        if self.dyn_failed or self.dynamic is False:
+            return {}, {}
+        if self.dynamic is None and self.entries:
+            new = _dynamic.changed_dims(sig, self.entries) - self.auto_dims
+            if new:
+                self.auto_dims |= new
+                logs.log("dynamic", f"ember.compile({self.__name__}): automatic dynamic: sizes changed at "
+                         + ", ".join(f"args{''.join(f'[{q!r}]' for q in p)}.size({d})" for p, d in sorted(new, key=repr)))
+        return _dynamic.plan(self.dynamic, self.auto_dims, _paths(args, kwargs))
+
+    def _trace_and_run(self, sig, tensors, args, kwargs, pending=None):
         if self.entries:
             counters["recompiles"] += 1
             counters["recompile_reasons"].append(self.last_failed_guard)
         counters["captures"] += 1
         t0 = time.perf_counter()
         tracer = Tracer(fullgraph=self.fullgraph)
+        dims, ranges = self._symbolic_dims(sig, args, kwargs)
+        if dims:
+            tracer.sym = SymState(dims, ranges)
         with _profile_range("capture", self.__name__):
             with tracer:
                 for path_t in _paths(args, kwargs):
@@ -237,12 +278,93 @@ class CompiledFunction:
                 return result
         if logs.enabled("graph"):
             logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
+        if tracer.sym is not None:
+            program = self._add_symbolic(sig, dims, program, tracer.sym, pending)
+            if program is None:                 # a verification trace that confirmed the pending entry
+                return result
         runner = self._make_runner(program)
         self.entries.append(_Entry(sig, program, runner, "compiled"))
         logs.log("recompiles" if len(self.entries) > 1 else "graph",
                  f"ember.compile({self.__name__}): captured {len(program.graphs)} graph(s), "
                  f"{sum(len(g.nodes) for g in program.graphs)} nodes in {time.perf_counter() - t0:.3f}s")
         return result
+
+    def _add_symbolic(self, sig, dims, program, state, pending):
+        """File a symbolic trace: confirm a pending entry, or add a dynamic entry (trusted when an earlier
+        trace at another size agrees with it). Returns None when filed, else the concrete program of this
+        size to cache as a static entry (the symbolic program did not agree with a real trace)."""
+        name = self.__name__
+        program.sym = state
+        logs.log("dynamic", f"ember.compile({name}): symbolic trace: {_dynamic.describe(state, dims)}")
+        if state.guards:
+            logs.log("guards", f"ember.compile({name}): size guards: " + "; ".join(map(repr, state.guards)))
+        if pending is not None:
+            e, env = pending
+            why = _dynamic.verify(e.program, env, program)
+            if not why:
+                weak = _dynamic.inconclusive(e.program, env)
+                if weak:
+                    logs.log("dynamic", f"ember.compile({name}): agrees at {_dynamic.fmt_env(env)}, but {weak}: "
+                                        "checked again at another size")
+                    return None
+                e.agreed(env)
+                self._log_agreement(e, env)
+                return None
+            return self._give_up(program, state, f"at {_dynamic.fmt_env(env)}: {why}")
+        if getattr(program, "device", None) is not None:
+            return self._give_up(program, state, "device programs run static sizes only")
+        entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner)
+        why = None
+        # the newest earlier traces at other sizes first (older ones may predate Python state, such as an
+        # optimizer's, that this trace saw); each symbol needs one trace where its value differs
+        for e in reversed(self.entries):
+            if e.kind != "compiled":
+                continue
+            env = _dynamic.bind(entry.sig, e.sig)
+            if env is None or not entry.needs_check(env) or not all(g.holds(env) for g in state.guards):
+                continue                        # (a trace outside this one's guards is no evidence)
+            diff = _dynamic.verify(program, env, e.program)
+            if diff:
+                why = why or f"at {_dynamic.fmt_env(env)}: {diff}"
+                continue
+            weak = _dynamic.inconclusive(program, env)
+            if weak:
+                logs.log("dynamic", f"ember.compile({name}): agrees at {_dynamic.fmt_env(env)}, but {weak}: "
+                                    "checked again at another size")
+                continue
+            entry.agreed(env)
+            self._log_agreement(entry, env)
+            if entry.verified:
+                break
+        if why is not None and not entry.checked:
+            return self._give_up(program, state, why)
+        self.entries.append(entry)
+        return None
+
+    def _log_agreement(self, e, env):
+        left = sorted(set(e.state.values) - e.checked)
+        logs.log("dynamic", f"ember.compile({self.__name__}): the symbolic program agrees with the trace at "
+                            f"{_dynamic.fmt_env(env)}" + (": one entry serves all sizes its guards accept" if not left
+                                                          else f"; {', '.join(left)} still to check at another size"))
+
+    def _give_up(self, program, state, why):
+        # (a size that coincided with another at the symbolic trace can mislead it: one more try, at the
+        # next new size, before sizes stay static)
+        self.dyn_failures += 1
+        self.dyn_failed = self.dyn_failures >= 2
+        counters["dynamic_fallbacks"] += 1
+        counters["dynamic_fallback_reasons"].append(why)
+        logs.log("dynamic", f"ember.compile({self.__name__}): sizes stay static (each size compiles on its "
+                            f"own): the symbolic program differs from a real trace {why}")
+        return _dynamic.instantiate(program, state.values)
+
+    def _size_runner(self, program, native: bool):
+        """The runner of a dynamic entry's program evaluated at one size: the interpreter for a size seen
+        once, the backend's runner (the native build for inductor) for a size seen again."""
+        if native or self.backend == "eager":
+            return self._make_runner(program)
+        interp = _dynamic.CheckedInterpreter(program)
+        return lambda tensors: interp(tensors, GRAD[0])
 
     def _aot_backward(self, tracer, program, result):
         """Capture the backward of the outputs that require grad, ahead of time."""
@@ -270,9 +392,12 @@ class CompiledFunction:
         bt.phase = "backward"
         with bt:
             placeholders = []
+            bt.sym = tracer.sym
             for t in diff:
                 g = zeros_like(t)
                 placeholders.append(bt._new_value("grad_in", g))
+                if bt.sym is not None:
+                    placeholders[-1].sym = getattr(tracer.t2v[id(t)], "sym", None)
             grads = _grad(diff, target_tensors, grad_outputs=[bt.keep[-len(diff) + i] for i in range(len(diff))],
                           retain_graph=True, allow_unused=True)
             bt.check_mutations()
@@ -319,6 +444,9 @@ class CompiledFunction:
     def reset(self):
         self.entries.clear()
         self.warned = False
+        self.auto_dims = set()
+        self.dyn_failed = False
+        self.dyn_failures = 0
 
 
 def _arg_by_value(tracer, v):

@@ -26,6 +26,7 @@ from ..autograd.grad_mode import no_grad, GRAD as _GRAD
 from .. import random as _random
 from ..devices.opencl import DeviceArray as _DeviceArray
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
+from . import symbolic as _symbolic, dynamic_capture as _dyn
 from .ir import map_struct, AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -117,6 +118,7 @@ class Tracer:
         self.d2v: dict = {}              # (block, offset, shape, strides, dtype) -> Value of device arrays
         self.op_outs: list = []          # (OpNode, its output tensors): views are marked in program()
         self.aliases: dict = {}          # id(tensor) -> index of a detached alias of a value (see _alias)
+        self.sym = None                  # dynamic_capture.SymState of a trace with symbolic sizes
 
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
@@ -131,6 +133,10 @@ class Tracer:
             # value is a device program (``Program.device``: the runners bind device arrays)
             v.device = d.device
             self.device = d.device
+        if self.sym is not None and kind == "fwd":
+            v.sym = getattr(self.parent.values[ref], "sym", None)
+        elif self.sym is not None and kind == "lifted":
+            self.sym.note_static(v.shape, None)
         self.values.append(v)
         self.t2v[id(t)] = v
         self.keep.append(t)
@@ -158,6 +164,9 @@ class Tracer:
         if v is not None:
             return v
         v = self._new_value("arg", t, path)
+        if self.sym is not None:
+            v.sym = self.sym.arg_sym(path, t._data.shape)
+            self.sym.note_static(v.shape, v.sym)
         self.args.append(v)
         return v
 
@@ -186,6 +195,8 @@ class Tracer:
                             "the traced value", "run this function eagerly, or use ops that compute it")
             v = self._new_value("const", t, _host_copy(t._data))
             self.consts.append(v)
+            if self.sym is not None:
+                _dyn.const_sym(self.sym, v, v.ref)
         else:
             v = self._new_value("lifted", t, t)
             self.lifted.append(v)
@@ -237,8 +248,19 @@ class Tracer:
             if type(o._data) is _DeviceArray:
                 self.d2v.setdefault(_dkey(o._data), v)
             vals.append(v)
+        if self.sym is not None:
+            sym_attrs = _dyn.symbolic_attrs(op, ins, attrs)
+            if sym_attrs is not attrs:
+                attrs = sym_attrs
+                gf = getattr(outs[0], "grad_fn", None)
+                if gf is not None and getattr(gf, "op", None) is op:
+                    gf.attrs = attrs            # (the derivative reads them: cat's backward narrows by sizes)
+            _dyn.infer_outputs(self.sym, op, ins, attrs, vals)
         filename, lineno = user_frame()
         node = OpNode(op, ins, dict(attrs), vals, f"{filename}:{lineno}", self.phase)
+        if self.sym is not None:
+            _dyn.mark_shape_attrs(node)
+            _dyn.symbolic_node_meta(self, args, outs)
         node.grad_enabled = _GRAD[0]
         if _registry.VIEW_CALL[0] is op:
             node.view = True        # called through apply_view: a device replay makes a view, not a copy
@@ -463,11 +485,22 @@ class Tracer:
         from . import optim_capture
         _opt.CAPTURE_STEP[0] = optim_capture.step_group
         self._patch_reads()
+        if self.sym is not None:
+            self._sym_saved = _dyn.install(self)
+            _symbolic.GUARD_SINK[0] = self._sym_guard
         from ..nn.modules import module as _module
         self._module_hook = _module.register_module_forward_pre_hook(self._module_called)
         return self
 
+    def _sym_guard(self, lhs, op, rhs, result):
+        if not self.reading and not self.in_kernel:
+            self.sym.add_guard(lhs, op, rhs, result)
+
     def __exit__(self, *exc):
+        if getattr(self, "_sym_saved", None) is not None:
+            _symbolic.GUARD_SINK[0] = None
+            _dyn.uninstall(self._sym_saved)
+            self._sym_saved = None
         self._unpatch_reads()
         if getattr(self, "_module_hook", None) is not None:
             self._module_hook.remove()

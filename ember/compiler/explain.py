@@ -10,6 +10,8 @@ import dataclasses
 
 from .capture import Tracer
 from .api import _paths
+from .dynamic import plan, describe
+from .dynamic_capture import SymState
 
 
 @dataclasses.dataclass
@@ -21,6 +23,7 @@ class ExplainOutput:
     graphs: list
     compiled: bool
     out: object = None
+    dynamic: str = ""           # symbolic sizes and their guards (dynamic=True, mark_dynamic, automatic)
 
     def __str__(self) -> str:
         lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
@@ -32,6 +35,8 @@ class ExplainOutput:
             lines.append(f"  {i}. {r.reason}\n     at {r.filename}:{r.lineno}\n     suggestion: {r.suggestion}")
         if not self.break_reasons:
             lines.append("  (none)")
+        if self.dynamic:
+            lines.append(f"Dynamic sizes: {self.dynamic}")
         lines.append("Ops per graph:")
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"  graph {i}: " + (", ".join(ops) if ops else "(empty)"))
@@ -41,9 +46,15 @@ class ExplainOutput:
 def explain(fn):
     """Return a function that traces ``fn(*args, **kwargs)`` and reports on it."""
     target = getattr(fn, "fn", fn)
+    cf = getattr(fn, "_compiled", fn)
 
     def run(*args, **kwargs):
         tracer = Tracer()
+        # the sizes ember.compile would make symbolic for this call (dynamic=True, mark_dynamic, sizes
+        # that already changed between calls of the compiled function)
+        dims, ranges = plan(getattr(cf, "dynamic", None), getattr(cf, "auto_dims", set()), _paths(args, kwargs))
+        if dims:
+            tracer.sym = SymState(dims, ranges)
         with tracer:
             for t, p in _paths(args, kwargs):
                 tracer.add_arg(t, p)
@@ -55,5 +66,6 @@ def explain(fn):
         return ExplainOutput(graph_count=len(graphs) if compiled else 0,
                              graph_break_count=len(tracer.reasons),
                              break_reasons=list(tracer.reasons), ops_per_graph=ops, graphs=graphs,
-                             compiled=compiled, out=out)
+                             compiled=compiled, out=out,
+                             dynamic=describe(tracer.sym, dims) if tracer.sym is not None else "")
     return run

@@ -1,4 +1,4 @@
-"""Levelled debug output: ``EMBER_LOGS=graph,guards,recompiles,kernels,output_code`` (comma-separated).
+"""Levelled debug output: ``EMBER_LOGS=graph,guards,recompiles,kernels,output_code,dynamic`` (comma-separated).
 
 Read once at import and again by ``set_logs``; messages go to stderr, prefixed by their level.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-LEVELS = ("graph", "guards", "recompiles", "kernels", "output_code")
+LEVELS = ("graph", "guards", "recompiles", "kernels", "output_code", "dynamic")
 _enabled: set = set()
 
 

@@ -31,6 +31,11 @@ def dims_arg(dim, ndim: int):
     return out
 
 
+# the types an index or size comes in on the fast paths: int, and ember.compiler.symbolic.SymInt (added by
+# that module: symbolic sizes while ember.compile traces)
+INT_TYPES = {int}
+
+
 def shape_arg(args, op: str = "size", arg: str = "size") -> tuple:
     """Accept ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(ember.Size)`` as a shape; as torch, a size is
     made of ints (NumPy ints and one-element integer tensors too), never of floats, bools or strings."""
@@ -54,6 +59,8 @@ def shape_arg(args, op: str = "size", arg: str = "size") -> tuple:
     for i, a in enumerate(args):
         if type(a) is int or isinstance(a, np.integer):
             out.append(int(a))
+        elif isinstance(a, int) and not isinstance(a, bool):
+            out.append(a)           # a symbolic size (compiler.symbolic.SymInt) while ember.compile traces
         elif isinstance(a, Tensor) and a._data.size == 1 and not (a._dtype.is_floating_point or a._dtype is _dt.bool):
             out.append(int(a.item()))
         else:
@@ -154,6 +161,8 @@ def zeros_like_t(t: Tensor) -> Tensor:
 
 def int_arg(v, op: str, arg: str) -> int:
     """An integer argument: a Python or NumPy int or a one-element integer tensor (never a float or str)."""
+    if type(v) in INT_TYPES:
+        return v                # (a symbolic size stays one while ember.compile traces)
     if isinstance(v, (int, np.integer)):
         return int(v)
     if isinstance(v, Tensor) and v._data.size == 1 and v._dtype.category == 1:

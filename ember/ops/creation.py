@@ -320,7 +320,10 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in vals) else _dt.int64
-    n = builtins.max(0, math.ceil((end - start) / step))
+    if all(isinstance(v, int) for v in vals):
+        n = builtins.max(0, -((start - end) // step))      # (integer ceil: exact, and symbolic sizes stay so)
+    else:
+        n = builtins.max(0, math.ceil((end - start) / step))
     if dtype.is_floating_point:
         arr = _alloc((n,), dtype.np, lambda: (start + np.arange(n, dtype=np.float64) * step).astype(dtype.np))
     else:

@@ -32,7 +32,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY
-from ._util import fmt_shape, check_scalar_fits
+from ._util import fmt_shape, check_scalar_fits, INT_TYPES
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, _writable, CAPTURE_WRITE as _CAPTURING
 
@@ -470,7 +470,7 @@ def _fast_basic(shape, key):
     """The NumPy key for the common keys (in-range ints and plain slices), or None to take the full parser."""
     t = type(key)
     if t is not tuple:
-        if t is slice or t is int:
+        if t is slice or t in INT_TYPES:
             key = (key,)
         else:
             return None
@@ -479,7 +479,7 @@ def _fast_basic(shape, key):
     out = None
     for d, k in enumerate(key):
         tk = type(k)
-        if tk is int:
+        if tk in INT_TYPES:
             n = shape[d]
             if not -n <= k < n:
                 return None
@@ -487,8 +487,9 @@ def _fast_basic(shape, key):
                 out = out or list(key)
                 out[d] = k + n
         elif tk is slice:
-            if not ((k.step is None or (type(k.step) is int and k.step > 0))
-                    and (k.start is None or type(k.start) is int) and (k.stop is None or type(k.stop) is int)):
+            if not ((k.step is None or (type(k.step) in INT_TYPES and k.step > 0))
+                    and (k.start is None or type(k.start) in INT_TYPES)
+                    and (k.stop is None or type(k.stop) in INT_TYPES)):
                 return None
         else:
             return None

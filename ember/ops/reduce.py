@@ -125,7 +125,7 @@ def sum_to_size(input, *size):
     """Sum ``input`` down to ``size`` (the shape it was broadcast from)."""
     if len(size) == 1 and not isinstance(size[0], int):
         size = tuple(size[0])
-    shp = input._data.shape
+    shp = input.shape           # (symbolic sizes while ember.compile traces)
     if shp == size:
         return input
     lead = len(shp) - len(size)
@@ -138,7 +138,7 @@ def sum_to_size(input, *size):
         elif s != shp[lead + i]:
             raise RuntimeError(f"size {list(size)} is not expandable to size {list(shp)}.")
     r = sum(input, tuple(dims), keepdim=True) if dims else input
-    return r.reshape(size) if r._data.shape != size else r
+    return r.reshape(size) if r.shape != size else r
 
 
 attach("sum", sum)

@@ -72,9 +72,7 @@ def view(self, *shape):
     """A view with a new shape (or ``view(dtype)``: reinterpret the bits)."""
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
         return _view_dtype(self, shape[0])
-    shape = _infer_shape(shape_arg(shape), self._data.size)
-    if shape == self._data.shape:
-        return apply_view(VIEW, (self,), {"shape": shape})
+    shape = _infer_shape(shape_arg(shape), self.numel())  # (numel: symbolic while tracing)
     return apply_view(VIEW, (self,), {"shape": shape})
 
 
@@ -102,7 +100,7 @@ def _view_dtype(self, dt):
 
 def reshape(input, *shape):
     """Like view when the layout allows it, else a copy."""
-    shape = _infer_shape(shape_arg(shape), input._data.size)
+    shape = _infer_shape(shape_arg(shape), input.numel())
     try:
         np.reshape(input._data, shape, copy=False)
         return apply_view(VIEW, (input,), {"shape": shape})
@@ -433,6 +431,7 @@ def _dim_of_non_scalar(input, dim, op: str, error) -> tuple:
 
 def narrow(input, dim: int, start, length: int):
     d, size = _dim_of_non_scalar(input, dim, "narrow", RuntimeError)
+    size = input.shape[d]           # (symbolic while ember.compile traces)
     start = int_arg(start, "narrow", "start")
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")

@@ -221,7 +221,7 @@ def _check_affine_shape(t, what: str, ns: tuple) -> None:
 def _prod(s) -> int:
     n = 1
     for v in s:
-        n *= int(v)
+        n *= v if isinstance(v, int) else int(v)     # (a symbolic size stays one while ember.compile traces)
     return n
 
 

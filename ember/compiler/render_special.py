@@ -92,6 +92,17 @@ def emit_gemm(g, st):
             p = name + (f" + {off}LL" if off else "")
             return p + (f" + b * {bstride}LL" if nb > 1 and bstride else "")
         work = nb * M * N * K
+        if n.dtype == np.float32 and getattr(g.opt, "native_gemm", False) and work >= _gemm.MIN_WORK:
+            # ember's GEMM (gemm.py: packed panels, the OpenMP pool, M/N/K at run time); the BLAS
+            # where the CPU lacks AVX-512/AVX2 or a buffer cannot be allocated
+            blas = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
+                    f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N})")
+            if nb > 1:
+                blas = f"for (int64_t b = 0; b < {nb}LL; b++) {blas}"
+            g.emit(0, f"EM_SGEMM_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
+                      f"{K}L, {an} + {aoff}LL, {lda}L, {sab if nb > 1 else 0}L, {bn} + {boff}LL, {ldb}L, "
+                      f"{sbb if nb > 1 else 0}L, {out}, {N}L, {M * N}L);")
+            return
         if work >= g.opt.gemm_split_min and nb > 1:
             # batches spread over the OpenMP threads, one single-threaded GEMM each
             call = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
@@ -123,13 +134,6 @@ def emit_gemm(g, st):
             return
         call = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
                 f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N});")
-        if (n.dtype == np.float32 and getattr(g.opt, "native_gemm", False) and M * N * K >= _gemm.MIN_WORK
-                and (g.opt.blas_threads or 1) <= 1):
-            # (single-threaded: with more BLAS threads asked for, the BLAS runs)
-            # ember's AVX-512 GEMM (gemm.py), the BLAS call as its fallback
-            call = (f"EM_SGEMM_OR({call[:-1]}, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}, {N}, "
-                    f"{K}, 1.0f, {ptr(an, aoff, sab)}, {lda}, {ptr(bn, boff, sbb)}, {ldb}, 0.0f, "
-                    f"{ptr(out, 0, M * N)}, {N});")
         if nb == 1:
             g.emit(0, call)
         else:

@@ -66,10 +66,8 @@ def get_default_device() -> _device_cls:
 
 
 def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    from ._threads import affinity_count
+    return affinity_count()
 
 
 _THREADS = {"intra": _cpu_count(), "inter": _cpu_count()}
@@ -77,31 +75,37 @@ _LIMITER: list = []    # the threadpoolctl limiter in force, kept alive so the l
 
 
 def get_num_threads() -> int:
-    """The number of threads used for intra-op parallelism (the CPU count unless set)."""
+    """The number of threads used for intra-op parallelism: the cores this process may use unless set
+    (``EMBER_NUM_THREADS`` / ``OMP_NUM_THREADS`` or ``set_num_threads``). See ember/_threads.py."""
     return _THREADS["intra"]
 
 
+def limit_blas(n: int) -> None:
+    """Limit NumPy's BLAS to ``n`` threads (when ``threadpoolctl`` is installed and finds a BLAS)."""
+    try:
+        import threadpoolctl
+        _LIMITER[:] = [threadpoolctl.threadpool_limits(limits=n, user_api="blas")]
+    except Exception:      # threadpoolctl missing or no BLAS found: keep NumPy's default
+        pass
+
+
 def set_num_threads(int) -> None:  # noqa: A002 - torch's parameter name
-    """Set the number of intra-op threads. ember's kernels are NumPy's: the number is stored, and the BLAS
-    thread pool is limited to it when the ``threadpoolctl`` package is installed."""
+    """Set the number of intra-op threads: the compiled kernels' OpenMP pool (their parallel loops and
+    ember's GEMM), eager float32 matmuls, and NumPy's BLAS (through ``threadpoolctl``)."""
     n = int
     if isinstance(n, bool) or not isinstance(n, builtins.int):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _THREADS["intra"] = n
-    # the compiler's OpenMP runtime, if it is loaded (importing it here would build it)
+    # the compiler's OpenMP runtime, if it is loaded (it applies get_num_threads() when it loads)
     _build = sys.modules.get("ember.compiler.build")
     if _build is not None:
         try:
             _build.omp_set_num_threads(n)
         except Exception:
             pass
-    try:
-        import threadpoolctl
-    except ImportError:
-        return
-    _LIMITER[:] = [threadpoolctl.threadpool_limits(limits=n, user_api="blas")]
+    limit_blas(n)
 
 
 def get_num_interop_threads() -> int:

@@ -603,6 +603,11 @@ def _runtime():
                     tramp = lib.get("ember_call_tuple", (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p),
                                     ctypes.c_int)
                 _RUNTIME.append((lib, tramp))
+                try:     # the kernels' pool follows ember.get_num_threads() (set before it loaded)
+                    from .._settings import get_num_threads
+                    lib.get("ember_omp_set_num_threads", (ctypes.c_int,), None)(get_num_threads())
+                except ImportError:
+                    pass
     return _RUNTIME[0]
 
 

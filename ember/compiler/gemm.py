@@ -104,3 +104,28 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
     if not ok:
         raise MemoryError("sgemm: could not allocate the packing buffers")
     return c if batched else c[0]
+
+
+EAGER_MIN = 1 << 21         # nb*M*N*K from which eager float32 matmuls use ember's GEMM on several threads
+_F32 = np.dtype(np.float32)
+
+
+def eager_matmul(a: np.ndarray, b: np.ndarray):
+    """``a @ b`` through ember's GEMM on ``ember.get_num_threads()`` threads, or None where NumPy's BLAS
+    should run: one thread asked for, not float32, a broadcasting batch, too small (see _threads.py:
+    NumPy's BLAS pool spin-waits, ember's sleeps)."""
+    from .._settings import _THREADS
+    nt = _THREADS["intra"]
+    if nt <= 1 or a.dtype != _F32 or b.dtype != _F32 or a.ndim != b.ndim or not 2 <= a.ndim <= 3:
+        return None
+    if a.ndim == 3 and a.shape[0] != b.shape[0]:
+        return None
+    nb = a.shape[0] if a.ndim == 3 else 1
+    if nb * a.shape[-2] * a.shape[-1] * b.shape[-1] < EAGER_MIN or a.shape[-1] != b.shape[-2]:
+        return None
+    try:
+        if not available():
+            return None
+    except Exception:          # no C compiler: NumPy's BLAS
+        return None
+    return sgemm(a, b, threads=nt)

@@ -24,6 +24,21 @@ _NP_NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, 
                                     np.complex64, np.complex128)}
 
 
+_EAGER_GEMM: list = []
+
+
+def _mm(a, b):
+    # large float32 products on several threads: ember's GEMM (its pool sleeps; NumPy's BLAS spins)
+    if a.dtype == np.float32 and a.ndim >= 2:
+        if not _EAGER_GEMM:
+            from ..compiler.gemm import eager_matmul
+            _EAGER_GEMM.append(eager_matmul)
+        r = _EAGER_GEMM[0](a, b)
+        if r is not None:
+            return r
+    return np.matmul(a, b)
+
+
 def _matmul_kernel(a, b):
     dt = a.dtype
     low = dt not in _NP_NATIVE
@@ -34,10 +49,10 @@ def _matmul_kernel(a, b):
     if a.ndim > 2 and b.ndim <= 2:
         # (..., M, K) @ (K, N): fold the batch into the rows so BLAS runs one large GEMM
         lead = a.shape[:-1]
-        r = np.matmul(a.reshape(_prod(lead), a.shape[-1]), b)
+        r = _mm(a.reshape(_prod(lead), a.shape[-1]), b)
         r = r.reshape(lead + r.shape[1:])
     else:
-        r = np.matmul(a, b)
+        r = _mm(a, b)
     if low:
         r = np.asarray(r).astype(dt)
     return r

@@ -1,0 +1,135 @@
+"""Threads: the default count, one setting for every pool, and ember's threaded GEMM (correctness only;
+speed is in ``python -m ember.bench gemm`` / ``train --threads``)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.compiler import gemm, build
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+needs_gemm = pytest.mark.skipif(not gemm.available(), reason="this CPU has neither AVX-512 nor AVX2+FMA: "
+                                                             "ember's GEMM is not compiled (the BLAS runs)")
+
+
+def _operand(rng, rows, cols, trans, dtype=np.float32):
+    x = rng.uniform(-1, 1, (cols, rows) if trans else (rows, cols)).astype(dtype)
+    return x.T if trans else x
+
+
+@needs_gemm
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_gemm_matches_numpy_odd_shapes(threads, ta, tb):
+    """Partial register tiles (M not a multiple of 6, N of 16/32), several row blocks (M > 96), K over
+    several blocks of 256, single rows/columns, K = 0 and empty results."""
+    rng = np.random.default_rng(threads * 4 + ta * 2 + tb)
+    for M, N, K in ((1, 1, 1), (7, 13, 5), (6, 32, 256), (97, 33, 257), (200, 70, 600), (1, 300, 40),
+                    (301, 1, 9), (5, 4, 0), (0, 7, 3)):
+        a, b = _operand(rng, M, K, ta), _operand(rng, K, N, tb)
+        c = gemm.sgemm(a, b, threads=threads)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        assert c.shape == (M, N)
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5 * max(1, np.sqrt(K)))
+
+
+@needs_gemm
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batched_gemm_matches_numpy(threads):
+    rng = np.random.default_rng(threads)
+    for nb, M, N, K in ((64, 64, 64, 32), (3, 50, 17, 300), (7, 1, 9, 4)):
+        a = rng.uniform(-1, 1, (nb, M, K)).astype(np.float32)
+        b = rng.uniform(-1, 1, (nb, N, K)).astype(np.float32).transpose(0, 2, 1)    # transposed views
+        c = gemm.sgemm(a, b, threads=threads)
+        np.testing.assert_allclose(c, np.matmul(a.astype(np.float64), b), rtol=1e-5, atol=1e-5 * np.sqrt(K))
+
+
+def test_sgemm_rejects_other_dtypes_and_shapes():
+    if not gemm.available():
+        with pytest.raises(RuntimeError, match="AVX"):
+            gemm.sgemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+        return
+    with pytest.raises(TypeError, match="float32"):
+        gemm.sgemm(np.ones((2, 2)), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="do not multiply"):
+        gemm.sgemm(np.ones((2, 3), np.float32), np.ones((2, 2), np.float32))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_compiled_gemms_on_each_thread_count(threads, dtype, monkeypatch, tmp_path):
+    """Compiled matmuls (ember's GEMM for float32 where the CPU has it, the BLAS for float64), plain,
+    transposed and batched, on 1-3 threads: the same values as eager."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    n0 = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        def f(x, w, q, k):
+            return (x @ w).relu(), x.T @ x, q @ k.transpose(-1, -2)
+        cf = ember.compile(f)
+        g = ember.Generator().manual_seed(threads)
+        args = (ember.randn(131, 257, generator=g, dtype=dtype), ember.randn(257, 67, generator=g, dtype=dtype),
+                ember.randn(8, 70, 32, generator=g, dtype=dtype), ember.randn(8, 70, 32, generator=g, dtype=dtype))
+        for u, v in zip(f(*args), cf(*args)):
+            np.testing.assert_allclose(v.numpy(), u.numpy(), rtol=1e-4, atol=1e-4)
+        assert build.omp_max_threads() == threads
+    finally:
+        ember.set_num_threads(n0)
+
+
+def test_eager_matmul_on_threads_matches_blas():
+    n0 = ember.get_num_threads()
+    g = ember.Generator().manual_seed(0)
+    a, b = ember.randn(4, 130, 257, generator=g, requires_grad=True), ember.randn(257, 99, generator=g)
+    try:
+        out = {}
+        for n in (1, 2, 3):
+            ember.set_num_threads(n)
+            a.grad = None
+            r = a @ b
+            r.sum().backward()
+            out[n] = (r.detach().numpy(), a.grad.numpy())
+        ref = a.detach().numpy().astype(np.float64) @ b.numpy()
+        for n in (1, 2, 3):
+            np.testing.assert_allclose(out[n][0], ref, rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(out[n][1], out[1][1], rtol=1e-5, atol=1e-4)
+    finally:
+        ember.set_num_threads(n0)
+
+
+def _fresh(code, **env_over):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("EMBER_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    env.update(env_over)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+def test_default_threads_are_the_affinity_cores():
+    code = ("import os, ember; from ember.compiler import build; "
+            "print(len(os.sched_getaffinity(0)), ember.get_num_threads(), build.omp_max_threads(), "
+            "os.environ['OMP_WAIT_POLICY'])")
+    cores, n, omp, policy = _fresh(code)
+    assert n == cores == omp and policy == "PASSIVE"
+    # the environment's count wins
+    assert _fresh(code, OMP_NUM_THREADS="3")[1:3] == ["3", "3"]
+    assert _fresh(code, EMBER_NUM_THREADS="1")[1:3] == ["1", "1"]
+
+
+def test_set_num_threads_governs_blas_and_kernels():
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl limits NumPy's BLAS")
+    n0 = ember.get_num_threads()
+    try:
+        for n in (1, 3, 2):
+            ember.set_num_threads(n)
+            assert ember.get_num_threads() == n
+            assert build.omp_max_threads() == n
+            blas = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+            assert blas and all(k == n for k in blas)
+    finally:
+        ember.set_num_threads(n0)

@@ -14,6 +14,8 @@ from .._progress import Progress
 def _set_threads(n: int) -> None:
     import ember
     ember.set_num_threads(n)
+    from ..compiler import build
+    build.omp_set_num_threads(n)
     try:
         import torch
         torch.set_num_threads(n)
@@ -23,7 +25,16 @@ def _set_threads(n: int) -> None:
 
 
 def _run(args) -> int:
+    from . import threads as _threads
+    counts = _threads.parse(args.threads)
+    _threads.configure(counts)
+    args.threads = max(counts)
     _set_threads(args.threads)
+    if len(counts) > 1:
+        print(f"ember variants on {', '.join(map(str, counts))} threads, interleaved (label@Nt); "
+              f"torch on {args.threads}")
+    if args.busy:
+        print(_threads.start_busy())
     suites = args.suites or ["overhead"]
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
@@ -90,9 +101,11 @@ def main(argv=None) -> int:
     p.add_argument("--filter", default=None, help="only cases whose name contains this")
     p.add_argument("--progress", action="store_true", help="force the progress bar")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for CI (suites that have a quick mode)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="intra-op threads for BOTH ember (its BLAS) and torch (default 1: on a shared 2-core "
-                        "machine two spinning thread pools collapse; equal counts keep the comparison fair)")
+    p.add_argument("--threads", default="1",
+                   help="intra-op threads for BOTH ember and torch (default 1: equal counts keep the comparison "
+                        "fair); a list like 1,2 times ember's variants on each count, interleaved (train, compile)")
+    p.add_argument("--busy", action="store_true",
+                   help="run a competing busy loop on one core during the run (what a busy core costs threads)")
     return _run(p.parse_args(argv))
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import ember
 from . import models as M
 from .harness import Case
+from . import jax_steps as _jax_steps, threads as _threads
 
 SPECS = [("mlp", 64, "sgd"), ("mlp", 64, "adam"), ("mlp", 512, "sgd"), ("mlp", 512, "adam"),
          ("gpt", 16, "adamw")]
@@ -266,6 +267,12 @@ def _warm(label, step, n=3, timeout=None) -> tuple:
     return losses, first
 
 
+def _note_once(text: str) -> None:
+    if text not in _STATE["notes"]:
+        _STATE["notes"].append(text)
+        print(text)
+
+
 def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool = True) -> Case:
     """One case with the four variants, all from identical weights and data, compiled and warmed up."""
     name = case_name(kind, batch, opt_name)
@@ -277,8 +284,16 @@ def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool =
     variants = {}
     model, opt, data = setup(ember, kind, batch, opt_name, weights)
     variants["ember"] = _bound(step_function(ember, kind), model, opt, data)
-    model, opt, data = setup(ember, kind, batch, opt_name, weights)
-    variants["ember.compile"] = _bound(ember.compile(step_function(ember, kind)), model, opt, data)
+
+    def compiled():
+        model, opt, data = setup(ember, kind, batch, opt_name, weights)
+        return _bound(ember.compile(step_function(ember, kind)), model, opt, data)
+    variants.update(_threads.variants("ember.compile", compiled))
+    if _jax_steps.available():
+        model, opt, data = setup(ember, kind, batch, opt_name, weights)
+        variants["jax.jit"] = _jax_steps.make_step(kind, opt_name, weights, [d.numpy() for d in data])
+    else:
+        _note_once("jax.jit baseline skipped: JAX is not installed (pip install \"jax[cpu]\")")
     if torch is not None:
         model, opt, data = setup(torch, kind, batch, opt_name, weights)
         variants["torch"] = _bound(step_function(torch, kind), model, opt, data)
@@ -301,7 +316,7 @@ def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool =
             _STATE["notes"].append(f"{name}: torch.compile dropped: {type(e).__name__}: {str(e)[:200]}")
             del variants[label]
             continue
-        if label.endswith("compile"):
+        if "compile" in label:
             _STATE["notes"].append(f"{name}: {label}: first step in this process {first:.2f} s")
     base = losses.get("torch", losses["ember"])
     for label, ls in losses.items():
@@ -350,7 +365,9 @@ def report(results, file=None) -> dict:
     mine = [r for r in results if r.suite == "compile"]
     by_case: dict = {}
     for r in mine:
-        by_case.setdefault(r.name, {})[r.variant] = r.median
+        # with --threads 1,2 the summary table shows the variant on the most threads as ember.compile
+        label = "ember.compile" if r.variant == f"ember.compile@{max(_threads.counts())}t" else r.variant
+        by_case.setdefault(r.name, {})[label] = r.median
     summary = {}
     if by_case:
         print("\ncompile: steps/s and speed-up (time ratio inverted: above 1 is faster)", file=file)
@@ -404,7 +421,8 @@ def report(results, file=None) -> dict:
         print("\nnotes:", file=file)
         for n in notes:
             print(f"  {n}", file=file)
-    return {"speedups": summary, "first_step": rows, "notes": list(notes)}
+    threads = _threads.report(results, "compile", file=file)
+    return {"speedups": summary, "first_step": rows, "notes": list(notes), "threads": threads}
 
 
 if __name__ == "__main__":

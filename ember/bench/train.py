@@ -10,7 +10,9 @@ Cases:
 
 Both libraries start from the same weights (torch's initialisation copied into ember) and the same data,
 so both do exactly the same arithmetic; SGD uses lr=0.01 with momentum 0.9, Adam lr=1e-3. Times are
-per step (``per="step"``), printed with steps/s.
+per step (``per="step"``), printed with steps/s. With JAX importable the MLP cases add a ``jax.jit``
+variant (jax_steps.py); ``--threads 1,2`` times ember on each count and ``--busy`` adds a competing busy
+loop (threads.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 
 import ember
 from .harness import Case
+from . import jax_steps as _jax_steps, threads as _threads
 from .models import mlp, cnn  # noqa: F401  (the models live in models.py, shared with other suites)
 
 
@@ -87,14 +90,24 @@ def make_case(kind, batch, opt_name, torch=None) -> Case:
         torch.manual_seed(0)
         tstep = make_step(torch, kind, batch, opt_name)
         sd = {k: v.detach().numpy().copy() for k, v in tstep.model.state_dict().items()}
-        variants["ember"] = make_step(ember, kind, batch, opt_name, sd)
+        variants.update(_threads.variants("ember", lambda: make_step(ember, kind, batch, opt_name, sd)))
         variants["torch"] = tstep
     else:
         ember.manual_seed(0)
-        variants["ember"] = make_step(ember, kind, batch, opt_name)
+        sd = {k: v.detach().numpy().copy() for k, v in mlp(ember).state_dict().items()} if kind == "mlp" else None
+        variants.update(_threads.variants("ember", lambda: make_step(ember, kind, batch, opt_name, sd)))
+    if kind == "mlp" and _jax_steps.available():
+        variants["jax.jit"] = _jax_steps.make_step(kind, opt_name, sd, _data(kind, batch))
     return Case(case_name(kind, batch, opt_name), "train", variants, number=0, unit="ms", per="step")
 
 
 def cases() -> list[Case]:
     torch = _try_torch()
+    if not _jax_steps.available():
+        print("train: jax.jit baseline skipped: JAX is not installed (pip install \"jax[cpu]\")")
     return [make_case(k, b, o, torch) for k, b, o in SPECS]
+
+
+def report(results) -> dict:
+    """Thread-count variants and the jax.jit baseline (MLP cases), after the results table."""
+    return _threads.report(results, "train")

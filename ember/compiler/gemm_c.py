@@ -8,9 +8,10 @@ Blocking (the usual packed-panel scheme): K is cut into blocks of ``EM_KC``; for
 packed into panels of ``EM_NR`` columns (k-major, zero-padded), shared by all threads; the work items are
 (row block of ``EM_MC`` rows) x (chunk of column panels). A thread packs its row block of op(A) into
 micro-panels of ``EM_MR`` rows (kept when its next item has the same rows) and runs the register tile
-``EM_MR x EM_NR`` over each panel of its chunk. Threads take items dynamically from OpenMP's shared
-counter (``schedule(dynamic, 1)``), so a thread whose core is busy with another process takes fewer
-items instead of holding everyone up. Batches of small GEMMs run one GEMM per thread.
+``EM_MR x EM_NR`` over each panel of its chunk. The items run on ember's work pool (pool_c.py): threads
+claim them one at a time and the call returns when all are done, so a thread whose core is busy with
+another process takes fewer items instead of holding everyone up. Batches of small GEMMs run one GEMM
+per item. The thread count is OpenMP's (``omp_get_max_threads()``, which ``ember.set_num_threads`` sets).
 
 The register tile is written with GCC vector types: 16 floats (one zmm register) where ``__AVX512F__``
 is defined, 8 (one ymm) with AVX2+FMA; the same code in both. ``a * b + c`` becomes one fused
@@ -18,6 +19,7 @@ multiply-add (``-ffp-contract=fast``, implied by ``-std=gnu11``). Elsewhere noth
 ``EM_SGEMM_OR`` is the BLAS call alone. Packing buffers are per thread (thread-local, grown on demand and
 kept); when one cannot be allocated the functions return 0 and the caller runs the BLAS.
 """
+from .pool_c import POOL_C
 
 SGEMM_C = r"""/* ember's sgemm (ember.compiler.gemm_c): C = op(A) op(B), row-major float32 */
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -25,6 +27,7 @@ SGEMM_C = r"""/* ember's sgemm (ember.compiler.gemm_c): C = op(A) op(B), row-maj
 #include <stdlib.h>
 #include <string.h>
 #include <immintrin.h>
+__EM_POOL__
 #ifdef __AVX512F__
 #define EM_VW 16
 #define EM_BCAST(x) ((em_vf)_mm512_set1_ps(x))
@@ -49,10 +52,8 @@ SGEMM_C = r"""/* ember's sgemm (ember.compiler.gemm_c): C = op(A) op(B), row-maj
 #define EM_GEMM_PAR_MIN (1LL << 20)   /* M*N*K below this: one thread (a fork costs ~10-20 us) */
 #endif
 #ifdef _OPENMP
-#define EM_TID() omp_get_thread_num()
-#define EM_MAXT() omp_get_max_threads()
+#define EM_MAXT() omp_get_max_threads()     /* ember.set_num_threads() sets OpenMP's count */
 #else
-#define EM_TID() 0
 #define EM_MAXT() 1
 #endif
 typedef float em_vf __attribute__((vector_size(EM_VW * 4)));
@@ -165,6 +166,45 @@ static void em_block(const float *ap, const float *bp, float *C, long ldc, long 
   }
 }
 
+/* one parallel GEMM's shared state (the pool's tasks below read it) */
+typedef struct {
+  int ta, tb;
+  long N;
+  const float *A;
+  long lda;
+  const float *B;
+  long ldb;
+  float *C;
+  long ldc;
+  float *bp, *ap0;            /* the shared packed panels; worker w's row block at ap0 + w * asize */
+  size_t asize;
+  long nch, ppc;              /* column chunks per row block, panels per chunk */
+  long k0;
+  int kc;
+  long M;
+  long *packed;               /* per worker: the row block its buffer holds (-1: none) */
+} em_gemm_job;
+
+static void em_task_pack_b(void *c, long p, int w) {
+  const em_gemm_job *j = (const em_gemm_job *)c;
+  (void)w;
+  em_pack_b(j->bp + p * EM_KC * EM_NR, j->tb, j->B, j->ldb, j->N, j->k0, j->kc, p * EM_NR);
+}
+
+static void em_task_block(void *c, long it, int w) {
+  const em_gemm_job *j = (const em_gemm_job *)c;
+  const long mb = it / j->nch, ch = it % j->nch, np = (j->N + EM_NR - 1) / EM_NR;
+  const long i0 = mb * EM_MC;
+  const int mc = j->M - i0 < EM_MC ? (int)(j->M - i0) : EM_MC;
+  float *ap = j->ap0 + (size_t)w * j->asize;
+  if (j->packed[w] != mb) {
+    em_pack_a(ap, j->ta, j->A, j->lda, i0, mc, j->k0, j->kc);
+    j->packed[w] = mb;
+  }
+  em_block(ap, j->bp, j->C, j->ldc, j->N, i0, mc, j->kc, ch * j->ppc, (ch + 1) * j->ppc < np ? (ch + 1) * j->ppc : np,
+           j->k0 > 0);
+}
+
 /* one GEMM on up to nt threads; 0 when a buffer could not be allocated (C is then unspecified) */
 static int em_sgemm_nt(int nt, int ta, int tb, long M, long N, long K, const float *A, long lda,
                        const float *B, long ldb, float *C, long ldc) {
@@ -201,28 +241,38 @@ static int em_sgemm_nt(int nt, int ta, int tb, long M, long N, long K, const flo
     }
     return 1;
   }
-#pragma omp parallel num_threads(nt) if(nt > 1)
-  {
-    float *ap = ws + bsize + (size_t)EM_TID() * asize;
-    for (long k0 = 0; k0 < K; k0 += EM_KC) {
-      const int kc = K - k0 < EM_KC ? (int)(K - k0) : EM_KC;
-      long packed = -1;
-#pragma omp for schedule(dynamic, 1)
-      for (long p = 0; p < np; p++) em_pack_b(bp + p * EM_KC * EM_NR, tb, B, ldb, N, k0, kc, p * EM_NR);
-#pragma omp for schedule(dynamic, 1)
-      for (long it = 0; it < items; it++) {
-        const long mb = it / nch, ch = it % nch;
-        const long i0 = mb * EM_MC;
-        const int mc = M - i0 < EM_MC ? (int)(M - i0) : EM_MC;
-        if (packed != mb) {
-          em_pack_a(ap, ta, A, lda, i0, mc, k0, kc);
-          packed = mb;
-        }
-        em_block(ap, bp, C, ldc, N, i0, mc, kc, ch * ppc, (ch + 1) * ppc < np ? (ch + 1) * ppc : np, k0 > 0);
-      }
-    }
+  em_gemm_job job = {ta, tb, N, A, lda, B, ldb, C, ldc, bp, ws + bsize, asize, nch, ppc, 0, 0, 0};
+  long packed[nt];
+  job.packed = packed;
+  for (long k0 = 0; k0 < K; k0 += EM_KC) {
+    job.k0 = k0;
+    job.kc = K - k0 < EM_KC ? (int)(K - k0) : EM_KC;
+    job.M = M;
+    for (int w = 0; w < nt; w++) packed[w] = -1;
+    em_pool_run(nt, np, em_task_pack_b, &job);
+    em_pool_run(nt, items, em_task_block, &job);
   }
   return 1;
+}
+
+typedef struct {
+  int ta, tb;
+  long M, N, K;
+  const float *A;
+  long lda, sa;
+  const float *B;
+  long ldb, sb;
+  float *C;
+  long ldc, sc;
+  _Atomic int failed;
+} em_batch_job;
+
+static void em_task_batch(void *c, long b, int w) {
+  em_batch_job *j = (em_batch_job *)c;
+  (void)w;
+  if (!em_sgemm_nt(1, j->ta, j->tb, j->M, j->N, j->K, j->A + b * j->sa, j->lda, j->B + b * j->sb, j->ldb,
+                   j->C + b * j->sc, j->ldc))
+    atomic_store(&j->failed, 1);
 }
 
 /* nb GEMMs C[b] = op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats) on up to nt threads
@@ -232,12 +282,10 @@ static int em_sgemm_batched(int nt, long nb, int ta, int tb, long M, long N, lon
   if (nt <= 0) nt = EM_MAXT();
   if ((long long)nb * M * N * K < EM_GEMM_PAR_MIN) nt = 1;
   if (nb == 1) return em_sgemm_nt(nt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-  if (nt > 1 && nb >= 2L * nt) {
-    int ok = 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(&& : ok)
-    for (long b = 0; b < nb; b++)
-      ok = em_sgemm_nt(1, ta, tb, M, N, K, A + b * sa, lda, B + b * sb, ldb, C + b * sc, ldc) && ok;
-    return ok;
+  if (nt > 1 && nb >= 2L * nt) {      /* one GEMM per item, each on one thread */
+    em_batch_job job = {ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 0};
+    em_pool_run(nt, nb, em_task_batch, &job);
+    return !atomic_load(&job.failed);
   }
   for (long b = 0; b < nb; b++)
     if (!em_sgemm_nt(nt, ta, tb, M, N, K, A + b * sa, lda, B + b * sb, ldb, C + b * sc, ldc)) return 0;
@@ -251,6 +299,8 @@ static int em_sgemm_batched(int nt, long nb, int ta, int tb, long M, long N, lon
 #define EM_SGEMM_OR(blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) do { blas; } while (0)
 #endif
 """
+
+SGEMM_C = SGEMM_C.replace("__EM_POOL__", POOL_C)
 
 # a library of its own (tests, the bench, eager matmuls): the GEMM with exported entry points
 LIBRARY_C = r"""

@@ -133,3 +133,45 @@ def test_set_num_threads_governs_blas_and_kernels():
             assert blas and all(k == n for k in blas)
     finally:
         ember.set_num_threads(n0)
+
+
+def test_tuning_choices_become_the_defaults(tmp_path, monkeypatch):
+    """What max-autotune picks is tallied per CPU; once a variant has won LEARN_MIN programs (and more
+    than the plain defaults), compiles without tuning start from it."""
+    from ember.compiler import autotune
+    from ember.compiler.native import build_runner  # noqa: F401  (the module that applies them)
+    from ember.compiler.render_c import Options
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    assert autotune.learned_defaults() == {}
+    never = next(i for i, v in enumerate(autotune.VARIANTS) if v == dict(parallel_min=1 << 62))
+    pick = Options(**autotune.VARIANTS[never])
+    autotune.record_choice(pick)
+    assert autotune.learned_defaults() == {}                  # one win is not enough
+    autotune.record_choice(pick)
+    assert autotune.learned_defaults() == dict(parallel_min=1 << 62)
+    for _ in range(2):
+        autotune.record_choice(Options())                     # the plain defaults win as often: keep them
+    assert autotune.learned_defaults() == {}
+    autotune.record_choice(pick)
+    monkeypatch.setenv("EMBER_LEARNED_DEFAULTS", "0")
+    assert autotune.learned_defaults() == {}
+    monkeypatch.delenv("EMBER_LEARNED_DEFAULTS")
+    # a compile without tuning now generates code with the learned threshold
+    cf = ember.compile(lambda x: (x * 2).exp())
+    x = ember.randn(300, 300)
+    np.testing.assert_allclose(cf(x).numpy(), (x * 2).exp().numpy(), rtol=1e-6)
+    src = cf.entries[-1].runner.native.source
+    assert f"#define EMBER_PARALLEL_MIN {1 << 62}LL" in src
+
+
+def test_max_autotune_records_its_choice(tmp_path, monkeypatch):
+    from ember.compiler import autotune
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    cf = ember.compile(lambda a, b: (a @ b).relu(), mode="max-autotune")
+    a, b = ember.randn(64, 80), ember.randn(80, 96)
+    for _ in range(3):          # the native code is built (and tuned) from the second call
+        np.testing.assert_allclose(cf(a, b).numpy(), (a @ b).relu().numpy(), rtol=1e-5, atol=1e-5)
+    import json
+    with open(autotune._learned_path()) as f:
+        wins = json.load(f)
+    assert sum(wins.values()) == 1

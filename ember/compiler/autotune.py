@@ -10,6 +10,12 @@ keyed on the default variant's source), so a later process skips the measurement
 
 Programs whose replay is not repeatable (extern kernels, which may draw random numbers; graph-break
 reads) are not tuned: they keep the default variant.
+
+Learned defaults: every choice tuning makes (measured, or read back from the cache) is also tallied per
+CPU in ``<cache>/autotune/learned-<cpu>.json``. A compile without tuning starts from the variant that
+won most often on this CPU (``learned_defaults()``), once it has won at least ``LEARN_MIN`` programs and
+more than the plain defaults did, so after tuning a few programs the default mode chooses as tuning
+would without measuring. ``EMBER_LEARNED_DEFAULTS=0`` turns that off.
 """
 from __future__ import annotations
 
@@ -34,6 +40,74 @@ VARIANTS = (
     dict(blas_threads=os.cpu_count() or 1, parallel_min=1 << 62),
     dict(native_gemm=False),                 # the BLAS for every GEMM (gemm.py's kernel off)
 )
+
+
+LEARN_MIN = 2
+
+
+def _learned_path() -> str:
+    from .build import _host_fingerprint
+    return _path("learned-" + _host_fingerprint())
+
+
+def _variant_key(i: int) -> str:
+    return json.dumps(VARIANTS[i], sort_keys=True)
+
+
+_TUNED = ("parallel_min", "small_gemm_loops", "gemm_split_min", "blas_threads", "native_gemm")
+
+
+def _index_of(opts: Options):
+    """The VARIANTS entry (over the plain defaults) that ``opts`` is, or None."""
+    sig = tuple(getattr(opts, k) for k in _TUNED)
+    for j, v in enumerate(VARIANTS):
+        ref = Options(blas_available=opts.blas_available, **v)
+        if tuple(getattr(ref, k) for k in _TUNED) == sig:
+            return j
+    return None
+
+
+def record_choice(opts: Options) -> None:
+    """Tally the options tuning chose, on this CPU (see learned_defaults)."""
+    i = _index_of(opts)
+    if i is None:
+        return
+    path = _learned_path()
+    try:
+        with open(path, encoding="utf-8") as f:
+            wins = json.load(f)
+        if not isinstance(wins, dict):
+            wins = {}
+    except (OSError, ValueError):
+        wins = {}
+    k = _variant_key(i)
+    wins[k] = int(wins.get(k, 0)) + 1
+    try:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(wins, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def learned_defaults() -> dict:
+    """Option overrides (a VARIANTS entry) that won most often when tuning on this CPU, or {}."""
+    if os.environ.get("EMBER_LEARNED_DEFAULTS", "1").strip().lower() in ("0", "false", "no", "off"):
+        return {}
+    try:
+        with open(_learned_path(), encoding="utf-8") as f:
+            wins = json.load(f)
+        known = {_variant_key(i): VARIANTS[i] for i in range(len(VARIANTS))}
+        ranked = sorted(((int(n), k) for k, n in wins.items() if k in known), reverse=True)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+    if not ranked:
+        return {}
+    n, k = ranked[0]
+    if n < LEARN_MIN or n <= int(wins.get(_variant_key(0), 0)):
+        return {}
+    return dict(known[k])
 
 
 def _key(source: str) -> str:
@@ -77,6 +151,7 @@ class Autotuner:
             if self.choice:
                 self._apply(self.choice)
             logs.log("kernels", f"autotune({self.name}): cached choice {self._opts(self.choice)!r}")
+            record_choice(self._opts(self.choice))
             return
         except (OSError, ValueError, KeyError):
             pass
@@ -106,6 +181,7 @@ class Autotuner:
             if med < best_t:
                 best, best_t = i, med
         self.choice = best
+        record_choice(self._opts(best))
         self._apply(best)
         logs.log("kernels", f"autotune({self.name}): chose {self._opts(best)!r}")
         try:

@@ -169,7 +169,8 @@ def build_runner(program, mode=None, name="graph"):
     """A native runner for ``program`` (and its AOT backward), or None to use the interpreter."""
     from . import blas as _blas
     try:
-        opts = Options(blas_available=_blas.blas_available())
+        from .autotune import learned_defaults        # what tuning chose most often on this CPU
+        opts = Options(blas_available=_blas.blas_available(), **learned_defaults())
         parts, src, uses_blas = compile_programs(program, name, opts)
         STATS["programs"] += 1
         if logs.enabled("output_code"):

@@ -26,7 +26,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
-from ...ops.linalg_products import matmul_raw
+from ...ops.linalg_products import matmul_raw, _mm
 from . import _conv_kernels as _ck
 
 __all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -101,13 +101,13 @@ def _linear_kernel(x, w, b):
     if low:
         x, w = x.astype(np.float32), w.astype(np.float32)
     if x.ndim == 2:
-        r = np.matmul(x, w.T)
+        r = _mm(x, w.T)
     elif x.ndim == 1:
         r = np.matmul(w, x)
     else:
         # fold the batch dims into rows: one GEMM
         lead = x.shape[:-1]
-        r = np.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(lead + (w.shape[0],))
+        r = _mm(x.reshape(-1, x.shape[-1]), w.T).reshape(lead + (w.shape[0],))
     if b is not None:
         if (b.ndim == 1 and b.shape[0] == r.shape[-1]) or (
                 b.ndim <= r.ndim and all(n in (1, m) for n, m in zip(b.shape[::-1], r.shape[::-1]))):

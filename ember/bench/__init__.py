@@ -15,6 +15,8 @@ Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
   fallbacks, kernel launches and copies per step (``--quick``: small sizes, for CI).
 - ``custom_kernels``: a Softshrink custom op with a hand-written OpenCL kernel against the same op
   falling back to the CPU (one op forward+backward, and MLP training steps on the device).
+- ``gemm``: ember's float32 GEMM in GFLOP/s on the training steps' shapes, per thread count, against the
+  FMA peak measured on this machine and NumPy's BLAS.
 
 A suite may also expose ``report(results) -> dict``: called after the results table to print more
 (``compile`` prints speed-ups and first-step times); what it returns is saved by ``--json``.
@@ -23,4 +25,4 @@ A suite may also expose ``report(results) -> dict``: called after the results ta
 against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
 performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead", "train", "compile", "distributed", "device", "custom_kernels"]
+SUITES = ["overhead", "train", "compile", "distributed", "device", "custom_kernels", "gemm"]

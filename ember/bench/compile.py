@@ -16,7 +16,9 @@ Two measurements, both from identical weights and data in every variant:
 
 torch.compile is guarded: if it raises, or a subprocess exceeds ``TORCH_TIMEOUT`` seconds, the table
 says so and the suite goes on without that variant. The whole suite takes about five minutes on two
-cores (most of it torch.compile's cold compiles); ``EMBER_BENCH_FIRST_STEP=0`` skips measurement 2.
+cores (most of it torch.compile's cold compiles); ``EMBER_BENCH_FIRST_STEP=0`` skips measurement 2,
+``EMBER_BENCH_TORCH_COMPILE=0`` the torch.compile variant. With JAX importable a ``jax.jit`` variant runs
+the same steps (jax_steps.py); ``--threads 1,2`` times ember.compile on each count (threads.py).
 
 Run: ``python -m ember.bench compile``; the steps/s table comes first, then the speed-up summary and the
 first-step table (``--json`` saves both).
@@ -297,7 +299,9 @@ def make_case(kind: str, batch: int, opt_name: str, torch=None, torch_ok: bool =
     if torch is not None:
         model, opt, data = setup(torch, kind, batch, opt_name, weights)
         variants["torch"] = _bound(step_function(torch, kind), model, opt, data)
-        if torch_ok:
+        if torch_ok and os.environ.get("EMBER_BENCH_TORCH_COMPILE", "1") == "0":
+            _note_once("torch.compile skipped (EMBER_BENCH_TORCH_COMPILE=0)")
+        elif torch_ok:
             model, opt, data = setup(torch, kind, batch, opt_name, weights)
             variants["torch.compile"] = _bound(torch.compile(step_function(torch, kind), dynamic=False),
                                                model, opt, data)

@@ -107,6 +107,7 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
 
 
 EAGER_MIN = 1 << 21         # nb*M*N*K from which eager float32 matmuls use ember's GEMM on several threads
+EAGER_SMALL = 1 << 14       # below this NumPy (OpenBLAS runs such products on one thread anyway)
 _F32 = np.dtype(np.float32)
 
 
@@ -121,11 +122,14 @@ def eager_matmul(a: np.ndarray, b: np.ndarray):
     if a.ndim == 3 and a.shape[0] != b.shape[0]:
         return None
     nb = a.shape[0] if a.ndim == 3 else 1
-    if nb * a.shape[-2] * a.shape[-1] * b.shape[-1] < EAGER_MIN or a.shape[-1] != b.shape[-2]:
+    work = nb * a.shape[-2] * a.shape[-1] * b.shape[-1]
+    if work < EAGER_SMALL or a.shape[-1] != b.shape[-2]:
         return None
     try:
         if not available():
             return None
     except Exception:          # no C compiler: NumPy's BLAS
         return None
-    return sgemm(a, b, threads=nt)
+    # below EAGER_MIN one thread: keeps these products off NumPy's BLAS pool (set to nt threads by
+    # set_num_threads), whose spinning synchronization costs far more than the product here
+    return sgemm(a, b, threads=nt if work >= EAGER_MIN else 1)

@@ -95,14 +95,16 @@ static inline void em_tile(int kc, const float *restrict ap, const float *restri
       for (int v = 0; v < EM_NV; v++) r[i][v] += x * b[v];
     }
   }
-  if (mr == EM_MR && nr == EM_NR) {
+  if (nr == EM_NR) {              /* whole rows: vector stores (mr < MR only at the bottom edge) */
 #pragma GCC unroll 8
-    for (int i = 0; i < EM_MR; i++)
+    for (int i = 0; i < EM_MR; i++) {
+      if (i >= mr) break;
 #pragma GCC unroll 4
       for (int v = 0; v < EM_NV; v++) {
         em_vfu *p = (em_vfu *)(c + i * ldc + v * EM_VW);
         *p = acc ? *p + r[i][v] : r[i][v];
       }
+    }
   } else {
     float t[EM_MR][EM_NR] __attribute__((aligned(64)));
 #pragma GCC unroll 8

@@ -55,7 +55,7 @@ class Options:
             import os
             timing = os.environ.get("EMBER_KERNEL_TIMING", "") not in ("", "0")
         self.timing = bool(timing)
-        # float32 GEMMs through ember's AVX-512 kernel where the CPU has it (gemm.py; EMBER_NATIVE_GEMM=0: off)
+        # float32 GEMMs through ember's GEMM where the CPU has AVX-512 or AVX2+FMA (gemm.py; EMBER_NATIVE_GEMM=0: off)
         from . import gemm as _gemm
         self.native_gemm = _gemm.enabled() if native_gemm is None else bool(native_gemm)
 

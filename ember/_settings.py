@@ -70,7 +70,7 @@ def _cpu_count() -> int:
     return affinity_count()
 
 
-_THREADS = {"intra": _cpu_count(), "inter": _cpu_count()}
+_THREADS = {"intra": _cpu_count(), "inter": _cpu_count(), "blas": 0}   # blas: the limit set (0: none)
 _LIMITER: list = []    # the threadpoolctl limiter in force, kept alive so the limit stays
 
 
@@ -82,6 +82,7 @@ def get_num_threads() -> int:
 
 def limit_blas(n: int) -> None:
     """Limit NumPy's BLAS to ``n`` threads (when ``threadpoolctl`` is installed and finds a BLAS)."""
+    _THREADS["blas"] = n
     try:
         import threadpoolctl
         _LIMITER[:] = [threadpoolctl.threadpool_limits(limits=n, user_api="blas")]

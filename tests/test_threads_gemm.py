@@ -68,12 +68,14 @@ def test_compiled_gemms_on_each_thread_count(threads, dtype, monkeypatch, tmp_pa
     n0 = ember.get_num_threads()
     ember.set_num_threads(threads)
     try:
-        def f(x, w, q, k):
-            return (x @ w).relu(), x.T @ x, q @ k.transpose(-1, -2)
+        def f(x, w, q, k, big):
+            # big @ big.T: 2**24 multiply-adds, the size from which the compiled GEMM uses every thread
+            return (x @ w).relu(), x.T @ x, q @ k.transpose(-1, -2), big @ big.T
         cf = ember.compile(f)
         g = ember.Generator().manual_seed(threads)
         args = (ember.randn(131, 257, generator=g, dtype=dtype), ember.randn(257, 67, generator=g, dtype=dtype),
-                ember.randn(8, 70, 32, generator=g, dtype=dtype), ember.randn(8, 70, 32, generator=g, dtype=dtype))
+                ember.randn(8, 70, 32, generator=g, dtype=dtype), ember.randn(8, 70, 32, generator=g, dtype=dtype),
+                ember.randn(256, 256, generator=g, dtype=dtype))
         for u, v in zip(f(*args), cf(*args)):
             np.testing.assert_allclose(v.numpy(), u.numpy(), rtol=1e-4, atol=1e-4)
         assert build.omp_max_threads() == threads

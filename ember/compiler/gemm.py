@@ -10,7 +10,7 @@ Where it runs: ``render_special.emit_gemm`` calls ``EM_SGEMM_OR`` for float32 GE
 generated C is compiled with ``-march=native``: the kernel cache is keyed on the CPU). Elsewhere, and
 when its buffers cannot be allocated, the same call site runs the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
 off; ``mode="max-autotune"`` also times the BLAS variant. The thread count is OpenMP's
-(``ember.set_num_threads``), one thread below ``EM_GEMM_PAR_MIN`` multiply-adds. Accuracy: fused
+(``ember.set_num_threads``), one thread below ``EM_GEMM_PAR_MIN`` (16M) multiply-adds. Accuracy: fused
 multiply-adds in K order within blocks of ``EM_KC`` (the tests compare against NumPy at 1e-5 relative).
 
 ``library()`` builds the GEMM alone with exported entry points; ``sgemm(a, b, ...)`` calls it on NumPy
@@ -106,18 +106,20 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
     return c if batched else c[0]
 
 
-EAGER_MIN = 1 << 21         # nb*M*N*K from which eager float32 matmuls use ember's GEMM on several threads
+EAGER_MIN = 1 << 24         # nb*M*N*K from which eager matmuls use several threads (gemm_c.EM_GEMM_PAR_MIN)
 EAGER_SMALL = 1 << 14       # below this NumPy (OpenBLAS runs such products on one thread anyway)
 _F32 = np.dtype(np.float32)
 
 
 def eager_matmul(a: np.ndarray, b: np.ndarray):
     """``a @ b`` through ember's GEMM on ``ember.get_num_threads()`` threads, or None where NumPy's BLAS
-    should run: one thread asked for, not float32, a broadcasting batch, too small (see _threads.py:
-    NumPy's BLAS pool spin-waits, ember's sleeps)."""
+    should run: one thread asked for (and NumPy's BLAS on one thread), not float32, a broadcasting batch,
+    too small (see _threads.py: NumPy's BLAS pool synchronizes by spinning, ember's sleeps)."""
     from .._settings import _THREADS
     nt = _THREADS["intra"]
-    if nt <= 1 or a.dtype != _F32 or b.dtype != _F32 or a.ndim != b.ndim or not 2 <= a.ndim <= 3:
+    if nt <= 1 and _THREADS["blas"] <= 1:
+        return None
+    if a.dtype != _F32 or b.dtype != _F32 or a.ndim != b.ndim or not 2 <= a.ndim <= 3:
         return None
     if a.ndim == 3 and a.shape[0] != b.shape[0]:
         return None

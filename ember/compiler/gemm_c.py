@@ -49,7 +49,10 @@ __EM_POOL__
 #define EM_MC 96
 #endif
 #ifndef EM_GEMM_PAR_MIN
-#define EM_GEMM_PAR_MIN (1LL << 20)   /* M*N*K below this: one thread (a fork costs ~10-20 us) */
+/* nb*M*N*K below this: one thread. Waking a thread costs 10-20 us, and on cores shared with other
+   processes a thread may wait a time slice: measured on 2 busy cores, the MLP step at batch 64 (GEMMs of
+   4-13M multiply-adds) ran 1.2-4x slower on two threads than on one; from batch 512 (100M) two won. */
+#define EM_GEMM_PAR_MIN (1LL << 24)
 #endif
 #ifdef _OPENMP
 #define EM_MAXT() omp_get_max_threads()     /* ember.set_num_threads() sets OpenMP's count */
@@ -278,11 +281,10 @@ static void em_task_batch(void *c, long b, int w) {
 }
 
 /* nb GEMMs C[b] = op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats) on up to nt threads
-   (nt <= 0: the OpenMP default); 0 when a buffer could not be allocated */
+   (nt <= 0: OpenMP's count, or one below EM_GEMM_PAR_MIN); 0 when a buffer could not be allocated */
 static int em_sgemm_batched(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                             long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc) {
-  if (nt <= 0) nt = EM_MAXT();
-  if ((long long)nb * M * N * K < EM_GEMM_PAR_MIN) nt = 1;
+  if (nt <= 0) nt = (long long)nb * M * N * K < EM_GEMM_PAR_MIN ? 1 : EM_MAXT();
   if (nb == 1) return em_sgemm_nt(nt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
   if (nt > 1 && nb >= 2L * nt) {      /* one GEMM per item, each on one thread */
     em_batch_job job = {ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 0};

@@ -1,7 +1,7 @@
 """``mode="max-autotune"``: try a few code-generation variants on the real inputs, keep the fastest.
 
 The variants (``VARIANTS``) differ only in code generation, never in results: the OpenMP threshold
-(fork a parallel loop above 16K / 64K iterations, or never), generated loops instead of BLAS for
+(fork a parallel loop above 16K / 64K / 1M iterations, or never), generated loops instead of BLAS for
 small matmuls, and the number of BLAS threads (one by default, one per core). Each variant of the program's translation unit is
 built (disk-cached like any other), run a few times on the first call's inputs, and timed; every
 buffer the program writes and every ``.grad`` it assigns is restored after each trial, so tuning has
@@ -33,6 +33,7 @@ VARIANTS = (
     dict(),
     dict(parallel_min=1 << 62),
     dict(parallel_min=16384),
+    dict(parallel_min=65536),
     dict(small_gemm_loops=1 << 16),
     dict(gemm_split_min=1 << 21),
     dict(gemm_split_min=1 << 21, parallel_min=16384),

@@ -32,11 +32,15 @@ _VIEWS = P.VIEWS
 class Options:
     """Code generation choices (autotune varies them)."""
 
-    def __init__(self, parallel_min=65536, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
+    def __init__(self, parallel_min=1 << 20, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
                  gemm_split_min=1 << 62, timing=None, native_gemm=None):
         if blas_available is None:
             from . import blas as _blas
             blas_available = _blas.blas_available()
+        # elementwise/reduction loops fork OpenMP threads from this many iterations: below it two threads
+        # gained nothing on these memory-bound loops, and on cores shared with another process every
+        # fork-join waits for the thread on the busy core (measured: the compiled batch-64 MLP step with
+        # 64K as the threshold ran 1.4-4x slower on two threads than on one next to a busy loop)
         self.parallel_min = parallel_min
         # GEMMs with M*N*K above this are split over the OpenMP threads (off by default: on a machine whose
         # cores are busy the split loses; max-autotune measures it)

@@ -191,8 +191,10 @@ def test_compile_suite_case_and_report(capsys):
     """``python -m ember.bench compile``'s pieces, ember-only (torch.compile takes too long for a test)."""
     from ember.bench import compile as suite
     from ember.bench.harness import run_case
+    from ember.bench import jax_steps
     case = suite.make_case("mlp", 64, "sgd", torch=None)
-    assert set(case.variants) == {"ember", "ember.compile"}
+    # jax.jit joins as a baseline only where JAX is installed (never a dependency of ember)
+    assert set(case.variants) == {"ember", "ember.compile"} | ({"jax.jit"} if jax_steps.available() else set())
     results = run_case(case, repeat=2, warmup=1)
     suite._STATE["first_step"] = [{"case": "mlp_b64_sgd", "library": "ember.compile",
                                    "cold": {"first": 0.5, "three": 1.0, "steady": 1e-3, "disk_hits": 0,

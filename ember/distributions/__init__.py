@@ -1,9 +1,11 @@
 """ember.distributions: probability distributions with torch.distributions' API and formulas.
 
 Available: Normal, Laplace, Categorical, OneHotCategorical, Bernoulli, Uniform, Exponential,
-Independent, MultivariateNormal; ``kl_divergence`` with ``register_kl`` for their same-type pairs;
-``constraints``. Not yet here: Beta, Gamma, Dirichlet, Binomial, Poisson, transformed distributions
-(``TransformedDistribution``, ``transforms``), mixtures and relaxed distributions.
+Independent, MultivariateNormal, Gamma, Beta, Dirichlet, MixtureSameFamily, TransformedDistribution
+with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose), LogNormal;
+``kl_divergence`` with ``register_kl`` for same-type pairs of the first group; ``constraints``. Not yet
+here: Binomial, Poisson, StudentT, Cauchy, Gumbel, relaxed distributions; gradients of Gamma / Beta /
+Dirichlet draws with respect to their concentrations.
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -16,8 +18,18 @@ from .uniform import Uniform  # noqa: F401
 from .exponential import Exponential  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
+from .gamma import Gamma, Beta, Dirichlet  # noqa: F401
+from .mixture import MixtureSameFamily  # noqa: F401
+from . import transforms  # noqa: F401
+from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransform,  # noqa: F401
+                         SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
+                         identity_transform)
+from .transformed_distribution import TransformedDistribution, LogNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 
 __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Uniform",
-           "Exponential", "Independent", "MultivariateNormal", "kl_divergence", "register_kl", "constraints"]
+           "Exponential", "Independent", "MultivariateNormal", "Gamma", "Beta", "Dirichlet",
+           "MixtureSameFamily", "TransformedDistribution", "LogNormal", "transforms", "Transform", "ComposeTransform",
+           "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",
+           "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints"]

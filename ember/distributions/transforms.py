@@ -1,0 +1,311 @@
+"""Bijective transforms (torch.distributions.transforms): ``y = t(x)``, ``x = t.inv(y)`` and
+``t.log_abs_det_jacobian(x, y)``, used by ``TransformedDistribution`` (LogNormal, tanh-squashed
+policies, normalizing flows).
+
+Here: ``Transform``, ``ComposeTransform``, ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``,
+``TanhTransform``, ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``, ``identity_transform``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from . import constraints
+from .utils import _sum_rightmost
+
+__all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
+           "TanhTransform", "SoftplusTransform", "PowerTransform", "AbsTransform", "identity_transform"]
+
+
+class Transform:
+    """A map with a computable inverse and log |det J|; subclasses define ``_call``, ``_inverse`` and
+    ``log_abs_det_jacobian``. ``cache_size=1`` remembers the last (x, y) pair so ``inv(t(x))`` returns
+    ``x`` itself."""
+
+    bijective = False
+    domain = constraints.real
+    codomain = constraints.real
+    sign = 1
+
+    def __init__(self, cache_size: int = 0):
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._cached_x_y = None, None
+        self._inv = None
+
+    @property
+    def event_dim(self) -> int:
+        return max(self.domain.event_dim, self.codomain.event_dim)
+
+    @property
+    def inv(self):
+        inv = self._inv() if self._inv is not None else None
+        if inv is None:
+            inv = _InverseTransform(self)
+            import weakref
+            self._inv = weakref.ref(inv)
+        return inv
+
+    def __call__(self, x):
+        if self._cache_size == 0:
+            return self._call(x)
+        x_old, y_old = self._cached_x_y
+        if x is x_old:
+            return y_old
+        y = self._call(x)
+        self._cached_x_y = x, y
+        return y
+
+    def _inv_call(self, y):
+        if self._cache_size == 0:
+            return self._inverse(y)
+        x_old, y_old = self._cached_x_y
+        if y is y_old:
+            return x_old
+        x = self._inverse(y)
+        self._cached_x_y = x, y
+        return x
+
+    def _call(self, x):
+        raise NotImplementedError(f"{type(self).__name__} does not define the forward map")
+
+    def _inverse(self, y):
+        raise NotImplementedError(f"{type(self).__name__} does not define an inverse")
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError(f"{type(self).__name__} does not define log_abs_det_jacobian")
+
+    def forward_shape(self, shape):
+        return shape
+
+    def inverse_shape(self, shape):
+        return shape
+
+    def __repr__(self):
+        return self.__class__.__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """The inverse of a transform (``t.inv``): swaps the forward and inverse maps."""
+
+    def __init__(self, transform):
+        super().__init__(cache_size=transform._cache_size)
+        self._inv = transform
+
+    @property
+    def inv(self):
+        return self._inv
+
+    domain = property(lambda self: self._inv.codomain)
+    codomain = property(lambda self: self._inv.domain)
+    bijective = property(lambda self: self._inv.bijective)
+    sign = property(lambda self: self._inv.sign)
+
+    def __call__(self, x):
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+
+class ComposeTransform(Transform):
+    """Apply ``parts`` in order; the log-det is the sum of the parts' log-dets (each summed over the
+    event dims it does not own)."""
+
+    def __init__(self, parts, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+
+    @property
+    def domain(self):
+        return self.parts[0].domain if self.parts else constraints.real
+
+    @property
+    def codomain(self):
+        return self.parts[-1].codomain if self.parts else constraints.real
+
+    @property
+    def event_dim(self):
+        return max([p.event_dim for p in self.parts], default=0)
+
+    @property
+    def bijective(self):
+        return all(p.bijective for p in self.parts)
+
+    @property
+    def sign(self):
+        s = 1
+        for p in self.parts:
+            s = s * p.sign
+        return s
+
+    @property
+    def inv(self):
+        return ComposeTransform([p.inv for p in reversed(self.parts)])
+
+    def _call(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            from ..ops.creation import zeros_like
+            return zeros_like(x)
+        event_dim = self.event_dim
+        total = 0.0
+        for part in self.parts:
+            y_part = part(x)
+            term = part.log_abs_det_jacobian(x, y_part)
+            total = total + _sum_rightmost(term, event_dim - part.event_dim)
+            x = y_part
+        return total
+
+    def __repr__(self):
+        return "ComposeTransform(\n    " + ",\n    ".join(repr(p) for p in self.parts) + "\n)"
+
+
+identity_transform = ComposeTransform([])
+
+
+class ExpTransform(Transform):
+    """``y = exp(x)``."""
+    codomain = constraints.positive
+    bijective = True
+
+    def _call(self, x):
+        return x.exp()
+
+    def _inverse(self, y):
+        return y.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class AffineTransform(Transform):
+    """``y = loc + scale * x`` (``event_dim`` dims counted as one event)."""
+    bijective = True
+
+    def __init__(self, loc, scale, event_dim: int = 0, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.loc, self.scale, self._event_dim = loc, scale, event_dim
+
+    @property
+    def event_dim(self):
+        return self._event_dim
+
+    @property
+    def domain(self):
+        return constraints.independent(constraints.real, self._event_dim) if self._event_dim else constraints.real
+
+    codomain = domain
+
+    @property
+    def sign(self):
+        if isinstance(self.scale, numbers.Real):
+            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
+        return self.scale.sign()
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..ops.creation import full_like
+        scale = self.scale
+        if isinstance(scale, numbers.Real):
+            result = full_like(x, math.log(abs(scale)))
+        else:
+            result = scale.abs().log()
+            if tuple(result.shape) != tuple(x.shape):
+                result = result.expand(x.shape)
+        return _sum_rightmost(result, self._event_dim)
+
+
+class SigmoidTransform(Transform):
+    """``y = sigmoid(x)``."""
+    codomain = constraints.unit_interval
+    bijective = True
+
+    def _call(self, x):
+        from .utils import clamp_probs
+        return clamp_probs(x.sigmoid())
+
+    def _inverse(self, y):
+        from .utils import clamp_probs
+        y = clamp_probs(y)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import softplus
+        return -softplus(-x) - softplus(x)
+
+
+class TanhTransform(Transform):
+    """``y = tanh(x)``; the log-det uses the stable form ``2 (log 2 - x - softplus(-2x))``."""
+    codomain = constraints.interval(-1.0, 1.0)
+    bijective = True
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return 0.5 * (y.log1p() - (-y).log1p())
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import softplus
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
+
+
+class SoftplusTransform(Transform):
+    """``y = log(1 + exp(x))``."""
+    codomain = constraints.positive
+    bijective = True
+
+    def _call(self, x):
+        from ..nn.functional import softplus
+        return softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import softplus
+        return -softplus(-x)
+
+
+class PowerTransform(Transform):
+    """``y = x ** exponent`` on positive numbers."""
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.exponent = exponent
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        e = self.exponent
+        log_e = math.log(abs(e)) if isinstance(e, numbers.Real) else e.abs().log()
+        return log_e + (y / x).log()
+
+
+class AbsTransform(Transform):
+    """``y = |x|`` (not bijective: the inverse picks the positive root)."""
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y

@@ -53,6 +53,9 @@ from ._settings import *  # noqa: E402,F401,F403
 from . import _threads  # noqa: E402
 _threads.apply_default()
 from . import memory, profiler  # noqa: E402,F401
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.autograd.profiler)
+from . import testing  # noqa: E402,F401
+from .func import vmap  # noqa: E402,F401
 from .memory import OutOfMemoryError  # noqa: E402,F401
 from .events import Event, synchronize  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401

@@ -138,3 +138,55 @@ def test_compose_and_affine_event_dims_match_torch():
         d = L.distributions.TransformedDistribution(base, [T.AffineTransform(L.zeros(2), L.ones(2) * 3, event_dim=1)])
         return y, t.inv(y), t.log_abs_det_jacobian(x, y), d.log_prob(x)
     assert_same(fn, atol=1e-5)
+
+
+# ---- small API paths: torch.testing, torch.vmap, nn.utils.stateless, autograd.profiler --------------------------
+
+def _close_cases(L):
+    f32, f64 = L.float32, L.float64
+    return [
+        (L.ones(3), L.ones(3) + 5e-6), (L.ones(3), L.ones(3) + 2e-5),                         # f32 atol 1e-5
+        (L.ones(3, dtype=f64), L.ones(3, dtype=f64) + 5e-8), (L.ones(3, dtype=f64), L.ones(3, dtype=f64) + 1e-6),
+        (L.ones(3), L.ones(3, dtype=f64)), (L.ones(3), L.ones(2)), (L.tensor([1, 2]), L.tensor([1, 3])),
+        (L.tensor([float("nan")]), L.tensor([float("nan")])), (1.0, 1.0 + 1e-9), (2, 3),
+        ([L.ones(2), {"a": L.zeros(1)}], [L.ones(2), {"a": L.zeros(1)}]),
+        ([L.ones(2), {"a": L.zeros(1)}], [L.ones(2), {"a": L.ones(1)}]),
+        ({"a": L.ones(1)}, {"b": L.ones(1)}), ([L.ones(1)], [L.ones(1), L.ones(1)]),
+        (L.ones(3, dtype=f32) * 1000, L.ones(3, dtype=f32) * 1000 + 1e-3),                   # inside rtol
+    ]
+
+
+def test_assert_close_passes_and_fails_like_torch():
+    for i, ((ta, te), (ea, ee)) in enumerate(zip(_close_cases(torch), _close_cases(ember))):
+        outcomes = []
+        for fn, a, e in ((torch.testing.assert_close, ta, te), (ember.testing.assert_close, ea, ee)):
+            try:
+                fn(a, e)
+                outcomes.append("pass")
+            except Exception as exc:            # noqa: BLE001 - the exception type is what is compared
+                outcomes.append(type(exc).__name__)
+        assert outcomes[0] == outcomes[1], f"case {i}: torch {outcomes[0]}, ember {outcomes[1]}"
+    for lib in (torch, ember):
+        lib.testing.assert_close(lib.ones(2), lib.ones(2, dtype=lib.float64), check_dtype=False)
+        lib.testing.assert_close(lib.tensor([float("nan")]), lib.tensor([float("nan")]), equal_nan=True)
+        lib.testing.assert_close(lib.ones(2), lib.ones(2) + 0.01, rtol=0.0, atol=0.02)
+        with pytest.raises(ValueError):
+            lib.testing.assert_close(lib.ones(2), lib.ones(2), rtol=0.1)
+    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 3"):
+        ember.testing.assert_close(ember.tensor([1.0, 2.0, 3.0]), ember.tensor([1.0, 2.5, 3.0]))
+
+
+def test_vmap_stateless_and_autograd_profiler_paths():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert_same(lambda L: L.vmap(lambda r: (r * r).sum())(L.tensor(x)))
+    assert_same(lambda L: L.nn.utils.stateless.functional_call(
+        L.nn.Linear(2, 1), {"weight": L.ones(1, 2), "bias": L.zeros(1)}, (L.tensor(x),)))
+    import ember.autograd.profiler as legacy     # noqa: F401  (torch's import path)
+    with ember.autograd.profiler.profile(record_shapes=True, use_cuda=False) as prof:
+        with ember.autograd.profiler.record_function("block"):
+            (ember.ones(3) * 2).sum()
+    names = {e.key for e in prof.key_averages()}
+    assert "block" in names and "ember::mul" in names
+    with ember.autograd.profiler.profile(enabled=False) as off:
+        ember.ones(2).sum()
+    assert off is not None

@@ -140,6 +140,63 @@ def test_compose_and_affine_event_dims_match_torch():
     assert_same(fn, atol=1e-5)
 
 
+def _moments(d, value, entropy=True):
+    out = [d.log_prob(value), d.mean, d.variance]
+    if entropy:
+        out.append(d.entropy())
+    return out
+
+
+@pytest.mark.parametrize("case", ["poisson", "binomial_probs", "binomial_logits", "student_t", "cauchy", "gumbel",
+                                  "half_normal"])
+def test_more_families_match_torch(case):
+    loc = np.array([0.0, 1.0, -2.0], np.float32)
+    scale = np.array([1.0, 0.5, 2.0], np.float32)
+    x = np.array([0.3, 1.7, -1.0], np.float32)
+    k = np.array([0.0, 2.0, 5.0], np.float32)
+    make = {
+        "poisson": lambda L: (L.distributions.Poisson(L.tensor([0.5, 2.0, 4.0])), L.tensor(k), False),
+        "binomial_probs": lambda L: (L.distributions.Binomial(L.tensor([5.0, 5.0, 8.0]), probs=L.tensor([0.2, 0.5, 0.9])),
+                                     L.tensor(k), False),
+        "binomial_logits": lambda L: (L.distributions.Binomial(6, logits=L.tensor([-1.0, 0.3, 2.0])), L.tensor(k), False),
+        "student_t": lambda L: (L.distributions.StudentT(L.tensor([0.8, 1.5, 5.0]), L.tensor(loc), L.tensor(scale)),
+                                L.tensor(x), True),
+        "cauchy": lambda L: (L.distributions.Cauchy(L.tensor(loc), L.tensor(scale)), L.tensor(x), True),
+        "gumbel": lambda L: (L.distributions.Gumbel(L.tensor(loc), L.tensor(scale)), L.tensor(x), True),
+        "half_normal": lambda L: (L.distributions.HalfNormal(L.tensor(scale)), L.tensor(np.abs(x)), True),
+    }[case]
+
+    def fn(L):
+        d, v, ent = make(L)
+        out = _moments(d, v, ent)
+        if case in ("cauchy", "gumbel", "half_normal"):
+            out += [d.cdf(v), d.icdf(L.tensor([0.1, 0.5, 0.8]))]
+        if case.startswith("binomial"):
+            out.append(d.mode)
+        return out
+    assert_same(fn, atol=1e-5)
+
+
+def test_more_families_sample():
+    D = ember.distributions
+    ember.manual_seed(0)
+    p = D.Poisson(ember.tensor([3.0])).sample((4000,))
+    assert p.shape == (4000, 1) and abs(p.mean().item() - 3.0) < 0.15 and bool((p == p.round()).all())
+    b = D.Binomial(10, probs=ember.tensor(0.3)).sample((4000,))
+    assert abs(b.mean().item() - 3.0) < 0.15 and float(b.max()) <= 10
+    t = D.StudentT(ember.tensor(30.0)).rsample((4000,))
+    assert abs(t.std().item() - (30 / 28) ** 0.5) < 0.06
+    loc = ember.tensor(0.5, requires_grad=True)
+    g = D.Gumbel(loc, ember.tensor(2.0)).rsample((4000,))
+    assert abs(g.mean().item() - (0.5 + 2.0 * 0.5772)) < 0.15
+    g.sum().backward()
+    assert loc.grad.item() == 4000
+    h = D.HalfNormal(ember.tensor(2.0)).sample((4000,))
+    assert float(h.min()) >= 0 and abs(h.mean().item() - 2.0 * (2 / np.pi) ** 0.5) < 0.1
+    c = D.Cauchy(ember.tensor(0.0), ember.tensor(1.0)).sample((4000,))
+    assert abs(float(c.median())) < 0.1
+
+
 # ---- small API paths: torch.testing, torch.vmap, nn.utils.stateless, autograd.profiler --------------------------
 
 def _close_cases(L):

@@ -2,9 +2,9 @@
 
 Available: Normal, Laplace, Categorical, OneHotCategorical, Bernoulli, Uniform, Exponential,
 Independent, MultivariateNormal, Gamma, Beta, Dirichlet, MixtureSameFamily, TransformedDistribution
-with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose), LogNormal;
+with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose), LogNormal, Poisson, Binomial, StudentT, Cauchy, Gumbel, HalfNormal;
 ``kl_divergence`` with ``register_kl`` for same-type pairs of the first group; ``constraints``. Not yet
-here: Binomial, Poisson, StudentT, Cauchy, Gumbel, relaxed distributions; gradients of Gamma / Beta /
+here: NegativeBinomial, Weibull, Pareto, LowRankMultivariateNormal, relaxed distributions; gradients of Gamma / Beta /
 Dirichlet draws with respect to their concentrations.
 """
 from . import constraints  # noqa: F401
@@ -20,6 +20,7 @@ from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .gamma import Gamma, Beta, Dirichlet  # noqa: F401
 from .mixture import MixtureSameFamily  # noqa: F401
+from .more import Poisson, Binomial, StudentT, Cauchy, Gumbel, HalfNormal  # noqa: F401
 from . import transforms  # noqa: F401
 from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransform,  # noqa: F401
                          SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
@@ -30,6 +31,7 @@ from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 
 __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Uniform",
            "Exponential", "Independent", "MultivariateNormal", "Gamma", "Beta", "Dirichlet",
-           "MixtureSameFamily", "TransformedDistribution", "LogNormal", "transforms", "Transform", "ComposeTransform",
+           "MixtureSameFamily", "Poisson", "Binomial", "StudentT", "Cauchy", "Gumbel", "HalfNormal",
+           "TransformedDistribution", "LogNormal", "transforms", "Transform", "ComposeTransform",
            "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",
            "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints"]

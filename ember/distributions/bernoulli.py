@@ -20,7 +20,20 @@ def _expand_probs_or_logits(dist, new, shape) -> None:
             new._param = getattr(new, name)
 
 
-class Bernoulli(Distribution):
+class _BinaryProbsLogits:
+    """Mixin for families with a success probability given as ``probs`` or ``logits``: the other one is
+    derived on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(_BinaryProbsLogits, Distribution):
     """``Bernoulli(probs=None, logits=None)``: 1 with probability ``probs``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -58,14 +71,6 @@ class Bernoulli(Distribution):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self) -> Size:

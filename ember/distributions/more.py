@@ -11,7 +11,8 @@ from . import constraints
 from .distribution import Distribution
 from .gamma import _standard_gamma
 from .normal import _LocScale
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, _standard_normal
+from .bernoulli import _BinaryProbsLogits, _expand_probs_or_logits
+from .utils import broadcast_all, _standard_normal
 
 __all__ = ["Poisson", "Binomial", "StudentT", "Cauchy", "Gumbel", "HalfNormal"]
 
@@ -60,7 +61,7 @@ class Poisson(Distribution):
         return value.xlogy(rate) - rate - lgamma(value + 1)
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryProbsLogits, Distribution):
     """``Binomial(total_count, probs=None, logits=None)``: successes out of ``total_count`` trials."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -83,25 +84,12 @@ class Binomial(Distribution):
     def expand(self, batch_shape, _instance=None):
         def fill(new, shape):
             new.total_count = self.total_count.expand(shape)
-            if "probs" in self.__dict__:
-                new.probs = self.probs.expand(shape)
-                new._param = new.probs
-            if "logits" in self.__dict__:
-                new.logits = self.logits.expand(shape)
-                new._param = new.logits
+            _expand_probs_or_logits(self, new, shape)
         return self._expand_into(Binomial, batch_shape, _instance, fill)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):

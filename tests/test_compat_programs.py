@@ -119,9 +119,15 @@ def _quiet(*args, **kwargs):
 
 def _run(name, lib, **kw):
     mod = importlib.import_module(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return mod.run(*load_lib(lib), log=_quiet, **kw)
+    # torch.compile turns torch.distributions' argument validation off for the whole process on its first
+    # call (torch._dynamo.eval_frame); restore it so later tests see torch's default
+    validate = torch.distributions.Distribution._validate_args
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mod.run(*load_lib(lib), log=_quiet, **kw)
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(validate)
 
 
 def _compare(key, a, b, how):

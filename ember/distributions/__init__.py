@@ -18,14 +18,22 @@ from .uniform import Uniform  # noqa: F401
 from .exponential import Exponential  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
-from .gamma import Gamma, Beta, Dirichlet  # noqa: F401
-from .mixture import MixtureSameFamily  # noqa: F401
-from .more import Poisson, Binomial, StudentT, Cauchy, Gumbel, HalfNormal  # noqa: F401
+from .gamma import Gamma  # noqa: F401
+from .dirichlet import Dirichlet  # noqa: F401
+from .beta import Beta  # noqa: F401
+from .mixture_same_family import MixtureSameFamily  # noqa: F401
+from .poisson import Poisson  # noqa: F401
+from .binomial import Binomial  # noqa: F401
+from .studentT import StudentT  # noqa: F401
+from .cauchy import Cauchy  # noqa: F401
+from .gumbel import Gumbel  # noqa: F401
+from .half_normal import HalfNormal  # noqa: F401
 from . import transforms  # noqa: F401
 from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransform,  # noqa: F401
                          SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
                          identity_transform)
-from .transformed_distribution import TransformedDistribution, LogNormal  # noqa: F401
+from .transformed_distribution import TransformedDistribution  # noqa: F401
+from .log_normal import LogNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 

@@ -1,4 +1,4 @@
-"""Gamma, Beta and Dirichlet distributions, with torch's formulas.
+"""``Gamma`` (torch.distributions.gamma) and the gamma sampler that Beta, Dirichlet and StudentT draw from.
 
 Draws come from the default generator's NumPy gamma sampler (so ``ember.manual_seed`` fixes them) and
 are clamped to the dtype's smallest normal number, as torch does. ``rsample`` carries gradients to a
@@ -14,9 +14,8 @@ from ..autograd.grad_mode import is_grad_enabled
 from .. import dtypes as _dt
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
 
-__all__ = ["Gamma", "Beta", "Dirichlet"]
+__all__ = ["Gamma"]
 
 
 def _standard_gamma(concentration, shape, dist):
@@ -80,119 +79,3 @@ class Gamma(Distribution):
         from .. import lgamma, digamma
         return (self.concentration - self.rate.log() + lgamma(self.concentration)
                 + (1.0 - self.concentration) * digamma(self.concentration))
-
-
-class Dirichlet(Distribution):
-    """``Dirichlet(concentration)``: a distribution over the simplex; the last dim of ``concentration``
-    is the event."""
-
-    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
-    support = constraints.simplex
-    has_rsample = True
-
-    def __init__(self, concentration, validate_args=None):
-        if concentration.dim() < 1:
-            raise ValueError("`concentration` parameter must be at least one-dimensional.")
-        self.concentration = concentration
-        shape = concentration.shape
-        super().__init__(shape[:-1], shape[-1:], validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        def fill(new, shape):
-            new.concentration = self.concentration.expand(Size(shape) + self.event_shape)
-        return self._expand_into(Dirichlet, batch_shape, _instance, fill)
-
-    def rsample(self, sample_shape=Size()):
-        shape = self._extended_shape(sample_shape)
-        g = _standard_gamma(self.concentration, shape, "Dirichlet")
-        return g / g.sum(-1, keepdim=True)
-
-    def log_prob(self, value):
-        from .. import xlogy, lgamma
-        if self._validate_args:
-            self._validate_sample(value)
-        c = self.concentration
-        return xlogy(c - 1.0, value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
-
-    @property
-    def mean(self):
-        return self.concentration / self.concentration.sum(-1, keepdim=True)
-
-    @property
-    def mode(self):
-        from .. import where
-        cm1 = (self.concentration - 1).clamp(min=0.0)
-        total = cm1.sum(-1, keepdim=True)
-        mode = cm1 / where(total > 0, total, float("nan"))     # 0/0 is NaN, as in torch, without a warning
-        mask = (self.concentration < 1).all(dim=-1)
-        if bool(mask.any()):      # torch takes the argmax of the all-NaN row there: the first class
-            from ..nn.functional import one_hot
-            hot = one_hot(mode.argmax(dim=-1), self.concentration.shape[-1]).to(mode.dtype)
-            mode = where(mask.unsqueeze(-1), hot, mode)
-        return mode
-
-    @property
-    def variance(self):
-        con0 = self.concentration.sum(-1, keepdim=True)
-        return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
-
-    def entropy(self):
-        from .. import lgamma, digamma
-        k = self.concentration.size(-1)
-        a0 = self.concentration.sum(-1)
-        return (lgamma(self.concentration).sum(-1) - lgamma(a0) - (k - a0) * digamma(a0)
-                - ((self.concentration - 1.0) * digamma(self.concentration)).sum(-1))
-
-
-class Beta(Distribution):
-    """``Beta(concentration1, concentration0)``: density ``x^(a-1) (1-x)^(b-1) / B(a, b)`` on [0, 1];
-    built, as torch builds it, on a two-class Dirichlet."""
-
-    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
-    support = constraints.unit_interval
-    has_rsample = True
-
-    def __init__(self, concentration1, concentration0, validate_args=None):
-        from .. import stack
-        c1, c0 = broadcast_all(concentration1, concentration0)
-        self._dirichlet = Dirichlet(stack([c1, c0], -1), validate_args=validate_args)
-        super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        def fill(new, shape):
-            new._dirichlet = self._dirichlet.expand(shape)
-        return self._expand_into(Beta, batch_shape, _instance, fill)
-
-    @property
-    def concentration1(self):
-        return self._dirichlet.concentration[..., 0]
-
-    @property
-    def concentration0(self):
-        return self._dirichlet.concentration[..., 1]
-
-    @property
-    def mean(self):
-        return self.concentration1 / (self.concentration1 + self.concentration0)
-
-    @property
-    def mode(self):
-        return self._dirichlet.mode[..., 0]
-
-    @property
-    def variance(self):
-        total = self.concentration1 + self.concentration0
-        return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
-
-    def rsample(self, sample_shape=Size()):
-        return self._dirichlet.rsample(sample_shape).select(-1, 0)
-
-    def log_prob(self, value):
-        from .. import stack, as_tensor
-        value = as_tensor(value, dtype=self._dirichlet.concentration.dtype)
-        if self._validate_args:
-            self._validate_sample(value)
-        return self._dirichlet.log_prob(stack([value, 1.0 - value], -1))
-
-    def entropy(self):
-        return self._dirichlet.entropy()

@@ -1,4 +1,4 @@
-"""``MixtureSameFamily``: a mixture whose components are one batched distribution, weighted by a
+"""``MixtureSameFamily`` (torch.distributions.mixture_same_family): a mixture whose components are one batched distribution, weighted by a
 Categorical over the rightmost batch dim (mixture-density networks, Gaussian mixtures)."""
 from __future__ import annotations
 

@@ -247,3 +247,50 @@ def test_vmap_stateless_and_autograd_profiler_paths():
     with ember.autograd.profiler.profile(enabled=False) as off:
         ember.ones(2).sum()
     assert off is not None
+
+
+@pytest.mark.parametrize("kind", ["conv2d", "conv_transpose2d", "linear", "conv1d_no_bias_no_affine"])
+def test_fuse_bn_eval_matches_torch(kind):
+    def build(L):
+        nn = L.nn
+        rng = np.random.RandomState(0)
+        if kind == "conv2d":
+            layer, bn, x = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), rng.randn(2, 3, 6, 6)
+        elif kind == "conv_transpose2d":
+            layer, bn, x = nn.ConvTranspose2d(3, 4, 3, stride=2), nn.BatchNorm2d(4), rng.randn(2, 3, 4, 4)
+        elif kind == "linear":
+            layer, bn, x = nn.Linear(5, 4), nn.BatchNorm1d(4), rng.randn(6, 5)
+        else:
+            layer, bn, x = nn.Conv1d(3, 4, 3, bias=False), nn.BatchNorm1d(4, affine=False), rng.randn(2, 3, 7)
+        return layer, bn, x
+
+    def fn(L):
+        layer, bn, x = build(L)
+        r = np.random.RandomState(1)
+        with L.no_grad():
+            layer.weight.copy_(L.tensor(r.randn(*layer.weight.shape).astype(np.float32)))
+            if layer.bias is not None:
+                layer.bias.copy_(L.tensor(r.randn(4).astype(np.float32)))
+            bn.running_mean.copy_(L.tensor(r.randn(4).astype(np.float32)))
+            bn.running_var.copy_(L.tensor(r.uniform(0.5, 2, 4).astype(np.float32)))
+            if bn.weight is not None:
+                bn.weight.copy_(L.tensor(r.uniform(0.5, 2, 4).astype(np.float32)))
+                bn.bias.copy_(L.tensor(r.randn(4).astype(np.float32)))
+        layer.eval()
+        bn.eval()
+        x = L.tensor(x.astype(np.float32))
+        U = L.nn.utils
+        if kind == "linear":
+            fused = U.fuse_linear_bn_eval(layer, bn)
+        else:
+            fused = U.fusion.fuse_conv_bn_eval(layer, bn, transpose=kind == "conv_transpose2d")
+        assert isinstance(fused.weight, L.nn.Parameter) and fused.weight.requires_grad
+        with L.no_grad():
+            return fused(x), bn(layer(x)), fused.bias
+    t, e = fn(torch), fn(ember)
+    for a, b in zip(t, e):
+        np.testing.assert_allclose(_np(b), _np(a), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(e[0]), _np(e[1]), rtol=1e-4, atol=1e-4)     # fused == conv then bn
+    layer, bn, _ = build(ember)
+    with pytest.raises(AssertionError, match="eval"):
+        ember.nn.utils.fuse_conv_bn_eval(layer, bn) if kind != "linear" else ember.nn.utils.fuse_linear_bn_eval(layer, bn)

@@ -294,3 +294,51 @@ def test_fuse_bn_eval_matches_torch(kind):
     layer, bn, _ = build(ember)
     with pytest.raises(AssertionError, match="eval"):
         ember.nn.utils.fuse_conv_bn_eval(layer, bn) if kind != "linear" else ember.nn.utils.fuse_linear_bn_eval(layer, bn)
+
+
+def _prune_run(L):
+    import importlib
+    P = importlib.import_module(L.__name__ + ".nn.utils.prune")
+    r = np.random.RandomState(0)
+    lin, conv = L.nn.Linear(6, 5), L.nn.Conv2d(3, 4, 3)
+    l2, l3 = L.nn.Linear(4, 3), L.nn.Linear(3, 2)
+    with L.no_grad():
+        for m in (lin, conv, l2, l3):
+            m.weight.copy_(L.tensor(r.randn(*m.weight.shape).astype(np.float32)))
+            m.bias.zero_()
+    P.l1_unstructured(lin, "weight", amount=0.3)
+    m1 = lin.weight_mask.clone()
+    P.l1_unstructured(lin, "weight", amount=4)          # iterative: 4 more of the remaining entries
+    P.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
+    m3 = conv.weight_mask.clone()
+    P.ln_structured(conv, "weight", amount=1, n=1, dim=0)
+    y = lin(L.ones(2, 6))
+    keys = sorted(lin.state_dict().keys())
+    pruned = P.is_pruned(lin)
+    P.remove(lin, "weight")
+    P.global_unstructured([(l2, "weight"), (l3, "weight")], pruning_method=P.L1Unstructured, amount=0.5)
+    P.custom_from_mask(l3, "bias", L.tensor([1.0, 0.0]))
+    return {"masks": [m1, m3, conv.weight_mask, l2.weight_mask, l3.weight_mask, l3.bias_mask],
+            "values": [y, lin.weight, conv(L.ones(1, 3, 3, 3))],
+            "meta": [keys, sorted(lin.state_dict().keys()), pruned, P.is_pruned(lin), P.is_pruned(l3),
+                     type(lin.weight).__name__, sorted(n for n, _ in l3.named_parameters())]}
+
+
+def test_prune_matches_torch():
+    import torch.nn.utils.prune  # noqa: F401  (torch does not import it with torch.nn.utils)
+    t, e = _prune_run(torch), _prune_run(ember)
+    for a, b in zip(t["masks"] + t["values"], e["masks"] + e["values"]):
+        np.testing.assert_allclose(_np(b), _np(a), rtol=1e-5, atol=1e-6)
+    assert t["meta"] == e["meta"]
+    lin = ember.nn.Linear(3, 3)
+    with pytest.raises(ValueError):
+        ember.nn.utils.prune.l1_unstructured(lin, "weight", amount=1.5)
+    with pytest.raises(ValueError):
+        ember.nn.utils.prune.l1_unstructured(lin, "weight", amount=10)
+    with pytest.raises(ValueError):
+        ember.nn.utils.prune.remove(lin, "bias")
+    assert sorted(n for n, _ in lin.named_parameters()) == ["bias", "weight"] and not list(lin.buffers())
+    ember.manual_seed(0)
+    ember.nn.utils.prune.random_unstructured(lin, "weight", amount=4)
+    assert int((lin.weight_mask == 0).sum()) == 4
+    ember.nn.utils.prune.random_structured(ember.nn.Linear(3, 4), "weight", amount=2, dim=0)

@@ -106,6 +106,8 @@ SPECS = {
     "ode_physics": (10, 1e-6, {"params": "close", "newton_iters": "equal", "implicit_end": "close", "evals": "close",
                                "vjp": "close", "jvp": "close", "per_sample": "close", "norms": "close",
                                "drift": "close"}),
+    "prune_deploy": (10, 1e-3, {"sparsity": "equal", "mask_names": "equal", "acc": "equal", "profiled": "equal",
+                                "ref_out": "close", "fused_out": "close"}),
 }
 
 # per-program keyword arguments for the torch side only: torch.compile's inductor backend spends ~70 s
@@ -185,7 +187,7 @@ RANDOM_RUNS = {"digits_cnn": ({}, 0.9), "char_lstm": ({}, 0.9), "mingpt": ({}, 0
                "timeseries_attention": ({}, 0.95), "metric_learning": ({}, 0.97),
                "makemore_rnn": ({}, 0.9), "cifar_resnet": ({"epochs": 4}, 0.95),
                "style_superres": ({}, 0.95), "mixup_classifier": ({}, 0.95), "flows_mdn": ({}, 0.97),
-               "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9)}
+               "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9)}
 
 
 @pytest.mark.parametrize("name", sorted(RANDOM_RUNS))

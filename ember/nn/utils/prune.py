@@ -43,6 +43,11 @@ class BasePruningMethod:
     def __call__(self, module, inputs):
         setattr(module, self._tensor_name, self.apply_mask(module))
 
+    @property
+    def name(self) -> str:
+        """The pruned tensor's name (the attribute the shared hook-removal helper matches on)."""
+        return self._tensor_name
+
     def compute_mask(self, t, default_mask):
         raise NotImplementedError(f"{type(self).__name__} does not define compute_mask")
 
@@ -118,38 +123,39 @@ class Identity(BasePruningMethod):
         return default_mask
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prune ``amount`` entries chosen uniformly at random."""
+class _Unstructured(BasePruningMethod):
+    """Prune the ``amount`` entries that rank lowest by ``_rank(t)``."""
 
     def __init__(self, amount):
         _check_amount(amount)
         self.amount = amount
 
-    def compute_mask(self, t, default_mask):
-        from ... import rand_like, topk
-        k = _count(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            idx = topk(rand_like(t.float()).flatten(), k).indices
-            mask.view(-1)[idx] = 0
-        return mask
-
-
-class L1Unstructured(BasePruningMethod):
-    """Prune the ``amount`` entries of smallest absolute value (of ``importance_scores`` if given)."""
-
-    def __init__(self, amount):
-        _check_amount(amount)
-        self.amount = amount
+    def _rank(self, t):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         from ... import topk
         k = _count(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            idx = topk(t.abs().flatten(), k, largest=False).indices
+            idx = topk(self._rank(t).flatten(), k, largest=False).indices
             mask.view(-1)[idx] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prune ``amount`` entries chosen uniformly at random."""
+
+    def _rank(self, t):
+        from ... import rand_like
+        return rand_like(t.float())
+
+
+class L1Unstructured(_Unstructured):
+    """Prune the ``amount`` entries of smallest absolute value (of ``importance_scores`` if given)."""
+
+    def _rank(self, t):
+        return t.abs()
 
 
 class _Structured(BasePruningMethod):
@@ -270,12 +276,8 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
 def remove(module, name):
     """Make the pruning of ``module.<name>`` permanent and drop the hook, ``_orig`` and ``_mask``."""
-    for k, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed")
+    from .weight_norm import _remove_reparametrization
+    return _remove_reparametrization(module, name, BasePruningMethod, "Pruning")
 
 
 def is_pruned(module) -> bool:

@@ -48,6 +48,42 @@ def test_batched_gemm_matches_numpy(threads):
         np.testing.assert_allclose(c, np.matmul(a.astype(np.float64), b), rtol=1e-5, atol=1e-5 * np.sqrt(K))
 
 
+@needs_gemm
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_of_expanded_and_reversed_views(threads):
+    """Operands whose rows or columns overlap (``expand``: a zero stride) or run backwards are copied
+    first; read with a leading dimension they would read past their memory (NaNs in an eager matmul of
+    an expanded tensor were the symptom)."""
+    rng = np.random.default_rng(threads)
+    M, K, N = 20, 32, 24
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    views_a = [np.broadcast_to(a[:1], (M, K)), np.broadcast_to(a[:, :1], (M, K)), a[::-1], a[:, ::-1]]
+    views_b = [b, np.broadcast_to(b[:1], (K, N)), np.broadcast_to(b[:, :1], (K, N)), b[::-1]]
+    for av in views_a:
+        for bv in views_b:
+            ref = av.astype(np.float64) @ bv.astype(np.float64)
+            np.testing.assert_allclose(gemm.sgemm(av, bv, threads=threads), ref, rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(gemm.sgemm(bv.T, av.T, threads=threads), ref.T, rtol=1e-5, atol=1e-4)
+    A = rng.standard_normal((3, M, K)).astype(np.float32)
+    B = rng.standard_normal((3, K, N)).astype(np.float32)
+    for av in (np.broadcast_to(A[:1], A.shape), A[::-1], np.broadcast_to(A[:, :1], A.shape)):
+        ref = np.matmul(av.astype(np.float64), B)
+        np.testing.assert_allclose(gemm.sgemm(av, B, threads=threads), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_eager_matmul_of_an_expanded_tensor():
+    n0 = ember.get_num_threads()
+    x = np.random.default_rng(0).standard_normal((1, 256)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((256, 256)).astype(np.float32)
+    try:
+        ember.set_num_threads(2)
+        r = ember.tensor(x).expand(64, 256) @ ember.tensor(w)
+        np.testing.assert_allclose(r.numpy(), np.broadcast_to(x, (64, 256)) @ w, rtol=1e-5, atol=1e-3)
+    finally:
+        ember.set_num_threads(n0)
+
+
 def test_sgemm_rejects_other_dtypes_and_shapes():
     if not gemm.available():
         with pytest.raises(RuntimeError, match="AVX"):

@@ -65,11 +65,13 @@ def simd_width() -> int:
 
 
 def _operand(x: np.ndarray, rows: int, cols: int):
-    """(transposed?, leading dimension) of a 2-D view whose last or first stride is one element."""
+    """(transposed?, leading dimension) of a 2-D view whose last or first stride is one element and whose
+    rows (or columns) do not overlap; None for other layouts (expanded, overlapping, negative strides),
+    which the caller copies."""
     s0, s1 = (s // x.itemsize for s in x.strides[-2:])
-    if s1 == 1 or cols == 1:
+    if (s1 == 1 or cols == 1) and (s0 >= cols or rows == 1):
         return 0, max(s0, cols, 1)
-    if s0 == 1 or rows == 1:
+    if (s0 == 1 or rows == 1) and (s1 >= rows or cols == 1):
         return 1, max(s1, rows, 1)
     return None
 
@@ -93,7 +95,7 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
     ops = []
     for x, r, c in ((a3, M, K), (b3, K, N)):
         lay = _operand(x[0], r, c) if nb else (0, max(c, 1))
-        if lay is None or (nb > 1 and x.strides[0] % x.itemsize):
+        if lay is None or (nb > 1 and (x.strides[0] % x.itemsize or x.strides[0] < 0)):
             x = np.ascontiguousarray(x)
             lay = (0, max(c, 1))
         ops.append((x, lay, x.strides[0] // x.itemsize if nb > 1 else 0))

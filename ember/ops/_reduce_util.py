@@ -88,3 +88,19 @@ def numpy_names(op: str, dim, keepdim, axis, keepdims, default=None, required: b
     if required and dim is None:
         raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
     return dim, keepdim
+
+
+def dim_from_axis(op: str, dim, axis, **required):
+    """``axis=`` standing for a ``dim`` that comes before other required arguments (``index_select(x,
+    axis=1, index=i)``): those functions take ``dim=None`` and their later required arguments with a
+    None default, and call this only when ``axis`` is given or one of them is missing. Returns dim;
+    a missing required argument is torch's TypeError."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{op}() got an unexpected keyword argument 'axis'")
+        dim = axis
+    missing = [name for name, v in (("dim", dim),) + tuple(required.items()) if v is None]
+    if missing:
+        names = ", ".join(f'"{m}"' for m in missing)
+        raise TypeError(f"{op}() missing {len(missing)} required positional argument: {names}")
+    return dim

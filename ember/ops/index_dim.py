@@ -8,6 +8,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from .registry import register, apply, attach, dtype_name
 from ._util import wrap_dim, fmt_shape
+from ._reduce_util import dim_from_axis
 from .inplace import write_result, copy_out
 from .index import _check_fill_value, _first_bad, _tensor_arg, _zeros
 from .index_scatter import _nd1
@@ -37,8 +38,10 @@ def _vector_index(index: Tensor) -> Tensor:
     return index.reshape((1,)) if index._data.ndim == 0 else index
 
 
-def index_select(input, dim: int, index, *, out=None) -> Tensor:
+def index_select(input, dim=None, index=None, *, out=None, axis=None) -> Tensor:
     """The slices of ``input`` along ``dim`` at the positions in the 1-D ``index``."""
+    if axis is not None or dim is None or index is None:
+        dim = dim_from_axis("index_select", dim, axis, index=index)
     _tensor_arg(input, "index_select", "input", 1)
     _tensor_arg(index, "index_select", "index", 3)
     nd = input._data.ndim
@@ -136,8 +139,10 @@ def _as_1d_pair(x, index, source):
     return x, index, source
 
 
-def index_add(input, dim: int, index, source, *, alpha=1, out=None) -> Tensor:
+def index_add(input, dim=None, index=None, source=None, *, alpha=1, out=None, axis=None) -> Tensor:
     """``input`` with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
+    if axis is not None or dim is None or index is None or source is None:
+        dim = dim_from_axis("index_add", dim, axis, index=index, source=source)
     _tensor_arg(input, "index_add", "input", 1)
     _tensor_arg(index, "index_add", "index", 3)
     _tensor_arg(source, "index_add", "source", 4)
@@ -171,8 +176,10 @@ def _index_copy_bw(ctx, g):
 INDEX_COPY = register("index_copy", _index_copy_kernel, _index_copy_bw, save="1", prim="scatter")
 
 
-def index_copy(input, dim: int, index, source, *, out=None) -> Tensor:
+def index_copy(input, dim=None, index=None, source=None, *, out=None, axis=None) -> Tensor:
     """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    if axis is not None or dim is None or index is None or source is None:
+        dim = dim_from_axis("index_copy", dim, axis, index=index, source=source)
     _tensor_arg(input, "index_copy", "input", 1)
     _tensor_arg(index, "index_copy", "index", 3)
     _tensor_arg(source, "index_copy", "source", 4)
@@ -208,8 +215,10 @@ def _index_fill_bw(ctx, g):
 INDEX_FILL = register("index_fill", _index_fill_kernel, _index_fill_bw, save="1", prim="scatter")
 
 
-def index_fill(input, dim: int, index, value) -> Tensor:
+def index_fill(input, dim=None, index=None, value=None, *, axis=None) -> Tensor:
     """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or 0-dim tensor)."""
+    if axis is not None or dim is None or index is None or value is None:
+        dim = dim_from_axis("index_fill", dim, axis, index=index, value=value)
     _tensor_arg(input, "index_fill", "input", 1)
     _tensor_arg(index, "index_fill", "index", 3)
     nd = input._data.ndim
@@ -229,18 +238,24 @@ def index_fill(input, dim: int, index, value) -> Tensor:
     return r.reshape(()) if nd == 0 else r
 
 
-def _index_add_(self, dim, index, source, *, alpha=1):
+def _index_add_(self, dim=None, index=None, source=None, *, alpha=1, axis=None):
     """In-place ``index_add``."""
+    if axis is not None or dim is None or index is None or source is None:
+        dim = dim_from_axis("index_add_", dim, axis, index=index, source=source)
     return write_result(self, lambda s: index_add(s, dim, index, source, alpha=alpha), "index_add_")
 
 
-def _index_copy_(self, dim, index, source):
+def _index_copy_(self, dim=None, index=None, source=None, *, axis=None):
     """In-place ``index_copy``."""
+    if axis is not None or dim is None or index is None or source is None:
+        dim = dim_from_axis("index_copy_", dim, axis, index=index, source=source)
     return write_result(self, lambda s: index_copy(s, dim, index, source), "index_copy_")
 
 
-def _index_fill_(self, dim, index, value):
+def _index_fill_(self, dim=None, index=None, value=None, *, axis=None):
     """In-place ``index_fill``."""
+    if axis is not None or dim is None or index is None or value is None:
+        dim = dim_from_axis("index_fill_", dim, axis, index=index, value=value)
     return write_result(self, lambda s: index_fill(s, dim, index, value), "index_fill_")
 
 

@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach, dtype_name, node_class, rename
-from ._reduce_util import numpy_names
+from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim, fmt_shape
 from .shape import getitem_basic
 from .inplace import write_result, copy_out
@@ -100,8 +100,10 @@ def _gather_bw(ctx, g):
 GATHER = register("gather", _gather_kernel, _gather_bw, save="1", prim="gather")
 
 
-def gather(input, dim: int, index, *, sparse_grad: bool = False, out=None) -> Tensor:
+def gather(input, dim=None, index=None, *, sparse_grad: bool = False, out=None, axis=None) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` (for dim 0): pick values along ``dim`` at ``index``."""
+    if axis is not None or dim is None or index is None:
+        dim = dim_from_axis("gather", dim, axis, index=index)
     _tensor_arg(input, "gather", "input", 1)
     _tensor_arg(index, "gather", "index", 2)
     if sparse_grad:
@@ -170,11 +172,13 @@ SCATTER.node_name = lambda args, attrs: (
     "ScatterBackward0" if isinstance(args[2], Tensor) else "ScatterBackward1")
 
 
-def scatter(input, dim: int, index, src=None, value=None, *, reduce=None, out=None) -> Tensor:
+def scatter(input, dim=None, index=None, src=None, value=None, *, reduce=None, out=None, axis=None) -> Tensor:
     """Write ``src`` (a tensor) or ``value`` (a number) into ``input`` at ``index`` along ``dim``.
 
     ``reduce="add"`` / ``"multiply"`` (torch's legacy argument) combines instead of overwriting.
     """
+    if axis is not None or dim is None or index is None:
+        dim = dim_from_axis("scatter", dim, axis, index=index)
     _tensor_arg(input, "scatter", "input", 1)
     _tensor_arg(index, "scatter", "index", 3)
     if src is None and value is None:
@@ -206,8 +210,10 @@ def _scatter_add_bw(ctx, g):
 SCATTER_ADD = register("scatter_add", _scatter_add_kernel, _scatter_add_bw, save="1", prim="scatter_add")
 
 
-def scatter_add(input, dim: int, index, src, *, out=None) -> Tensor:
+def scatter_add(input, dim=None, index=None, src=None, *, out=None, axis=None) -> Tensor:
     """Add ``src`` into ``input`` at ``index`` along ``dim`` (duplicates accumulate)."""
+    if axis is not None or dim is None or index is None or src is None:
+        dim = dim_from_axis("scatter_add", dim, axis, index=index, src=src)
     _tensor_arg(input, "scatter_add", "input", 1)
     _tensor_arg(index, "scatter_add", "index", 3)
     _tensor_arg(src, "scatter_add", "src", 4)
@@ -365,8 +371,10 @@ SCATTER_REDUCE = register("scatter_reduce", _scatter_reduce_kernel, _scatter_red
                           prim="scatter_reduce")
 
 
-def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True, out=None) -> Tensor:
+def scatter_reduce(input, dim=None, index=None, src=None, reduce=None, *, include_self: bool = True, out=None, axis=None) -> Tensor:
     """Reduce ``src`` into ``input`` at ``index`` along ``dim`` with sum/prod/mean/amax/amin."""
+    if axis is not None or dim is None or index is None or src is None or reduce is None:
+        dim = dim_from_axis("scatter_reduce", dim, axis, index=index, src=src, reduce=reduce)
     _tensor_arg(input, "scatter_reduce", "input", 1)
     _tensor_arg(index, "scatter_reduce", "index", 3)
     _tensor_arg(src, "scatter_reduce", "src", 4)
@@ -377,25 +385,33 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     return r if out is None else copy_out(r, out)
 
 
-def _scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+def _scatter_(self, dim=None, index=None, src=None, value=None, *, reduce=None, axis=None):
     """In-place ``scatter``."""
+    if axis is not None or dim is None or index is None:
+        dim = dim_from_axis("scatter_", dim, axis, index=index)
     return write_result(self, lambda s: scatter(s, dim, index, src, value, reduce=reduce), "scatter_")
 
 
-def _scatter_add_(self, dim, index, src):
+def _scatter_add_(self, dim=None, index=None, src=None, *, axis=None):
     """In-place ``scatter_add``."""
+    if axis is not None or dim is None or index is None or src is None:
+        dim = dim_from_axis("scatter_add_", dim, axis, index=index, src=src)
     return write_result(self, lambda s: scatter_add(s, dim, index, src), "scatter_add_")
 
 
-def _scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+def _scatter_reduce_(self, dim=None, index=None, src=None, reduce=None, *, include_self=True, axis=None):
     """In-place ``scatter_reduce``."""
+    if axis is not None or dim is None or index is None or src is None or reduce is None:
+        dim = dim_from_axis("scatter_reduce_", dim, axis, index=index, src=src, reduce=reduce)
     return write_result(self, lambda s: scatter_reduce(s, dim, index, src, reduce, include_self=include_self),
                         "scatter_reduce_")
 
 
-def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True, out=None) -> Tensor:
+def index_reduce(input, dim=None, index=None, source=None, reduce=None, *, include_self: bool = True, out=None, axis=None) -> Tensor:
     """Reduce the slices ``source.select(dim, i)`` into ``input.select(dim, index[i])`` with prod / mean /
     amax / amin: ``scatter_reduce`` with the 1-D ``index`` spread along ``dim``."""
+    if axis is not None or dim is None or index is None or source is None or reduce is None:
+        dim = dim_from_axis("index_reduce", dim, axis, index=index, source=source, reduce=reduce)
     _tensor_arg(input, "index_reduce", "input", 1)
     _tensor_arg(index, "index_reduce", "index", 3)
     _tensor_arg(source, "index_reduce", "source", 4)

@@ -15,6 +15,7 @@ from ..tensor import Tensor
 from .registry import register, apply, attach, dtype_name, node_class, rename
 from ..amp.state import AUTOCAST as _AUTOCAST, cast_args as _autocast_args
 from .linalg import _bcast_shapes, _cname, _not_impl, _out, _prod, _shp, _tensor_arg
+from ._reduce_util import dim_from_axis
 
 
 # ---- matmul: the one product kernel -------------------------------------------------------------------
@@ -702,8 +703,10 @@ def _linalg_cross(input, other, dim):
     return apply(CROSS, (input, other), {"dim": d})
 
 
-def cross(input, other, dim=None, *, out=None) -> Tensor:
+def cross(input, other, dim=None, *, out=None, axis=None) -> Tensor:
     """Cross product along ``dim`` (default: the first dim of size 3, as torch's deprecated default)."""
+    if axis is not None:
+        dim = dim_from_axis("cross", dim, axis)
     _tensor_arg(input, "cross", "input")
     _tensor_arg(other, "cross", "other")
     if dim is None:

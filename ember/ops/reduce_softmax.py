@@ -2,7 +2,6 @@
 derivatives written in ember ops."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -107,21 +106,18 @@ SOFTMAX = register("softmax", _softmax_kernel, _softmax_bw, save="o")
 LOG_SOFTMAX = register("log_softmax", _log_softmax_kernel, _log_softmax_bw, save="o")
 
 
-def _implicit_softmax_dim(nd):
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include "
-                  "dim=X as an argument.", UserWarning, stacklevel=4)
-    return 0 if nd in (0, 1, 3) else 1
-
-
 def _softmax_common(op, name, input, dim, dtype):
+    if dim is None:
+        # torch.softmax / Tensor.softmax need a dim (the implicit choice lives in F.softmax only)
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     if dtype is not None:
         input = input.to(dtype)
-    if not input._dtype.is_floating_point:
-        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{_name(input._dtype)}'")
     nd = input._data.ndim
-    if dim is None:
-        dim = _implicit_softmax_dim(nd)
     d = wrap_dim(_int_dim(dim, name), nd)
+    if not input._dtype.is_floating_point:
+        if input._data.size == 0:
+            return input.clone()         # torch runs no kernel for an empty input: any dtype passes
+        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{_name(input._dtype)}'")
     return apply(op, (input,), {"axis": d if nd else ()})
 
 

@@ -18,7 +18,7 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name
-from ._reduce_util import numpy_names
+from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim, shape_arg, fmt_shape, int_arg, dims_arg
 
 
@@ -139,7 +139,9 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):
     return reshape(input, shp[:s] + (n,) + shp[e + 1:])
 
 
-def unflatten(input, dim: int, sizes):
+def unflatten(input, dim=None, sizes=None, *, axis=None):
+    if axis is not None or dim is None or sizes is None:
+        dim = dim_from_axis("unflatten", dim, axis, sizes=sizes)
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     sizes = tuple(sizes)
@@ -240,8 +242,17 @@ def movedim(input, source, destination):
 
 attach("permute", permute)
 attach("transpose", transpose)
-attach("swapaxes", transpose)
-attach("swapdims", transpose)
+def swapaxes(input, axis0: int, axis1: int):
+    """``transpose`` under NumPy's argument names (torch's ``swapaxes`` takes ``axis0``/``axis1``)."""
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input, dim0: int, dim1: int):
+    return transpose(input, dim0, dim1)
+
+
+attach("swapaxes", swapaxes)
+attach("swapdims", swapdims)
 attach("t", t)
 attach("movedim", movedim)
 attach("moveaxis", movedim)
@@ -429,7 +440,9 @@ def _dim_of_non_scalar(input, dim, op: str, error) -> tuple:
     return d, input._data.shape[d]
 
 
-def narrow(input, dim: int, start, length: int):
+def narrow(input, dim=None, start=None, length=None, *, axis=None):
+    if axis is not None or dim is None or start is None or length is None:
+        dim = dim_from_axis("narrow", dim, axis, start=start, length=length)
     d, size = _dim_of_non_scalar(input, dim, "narrow", RuntimeError)
     size = input.shape[d]           # (symbolic while ember.compile traces)
     start = int_arg(start, "narrow", "start")
@@ -442,7 +455,9 @@ def narrow(input, dim: int, start, length: int):
     return rename(getitem_basic(input, (slice(None),) * d + (slice(start, start + length),)), _SLICE)
 
 
-def select(input, dim: int, index: int):
+def select(input, dim=None, index=None, *, axis=None):
+    if axis is not None or dim is None or index is None:
+        dim = dim_from_axis("select", dim, axis, index=index)
     d, size = _dim_of_non_scalar(input, dim, "select", IndexError)
     index = int_arg(index, "select", "index")
     if not -size <= index < size:
@@ -757,6 +772,10 @@ def transpose_(self, dim0: int, dim1: int):
                          "transpose_")
 
 
+def swapaxes_(self, axis0: int, axis1: int):
+    return transpose_(self, axis0, axis1)
+
+
 def t_(self):
     """In-place ``t``."""
     if self._data.ndim > 2:
@@ -800,6 +819,6 @@ def resize_as_(self, other, memory_format=None):
 
 
 for _n, _f in [("unsqueeze_", unsqueeze_), ("squeeze_", squeeze_), ("transpose_", transpose_), ("t_", t_),
-               ("swapaxes_", transpose_), ("swapdims_", transpose_), ("as_strided_", as_strided_),
+               ("swapaxes_", swapaxes_), ("swapdims_", transpose_), ("as_strided_", as_strided_),
                ("resize_", resize_), ("resize_as_", resize_as_)]:
     attach(_n, _f, function=False)

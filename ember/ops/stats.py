@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, dtype_name, node_class, rename
-from ._reduce_util import numpy_names
+from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim
 from .inplace import copy_out
 
@@ -641,8 +641,10 @@ def corrcoef(input) -> Tensor:  # noqa: A002
     return c.clamp(-1, 1)
 
 
-def renorm(input, p, dim: int, maxnorm) -> Tensor:  # noqa: A002
+def renorm(input, p, dim=None, maxnorm=None, *, axis=None) -> Tensor:  # noqa: A002
     """Rescale each slice ``input.select(dim, i)`` whose ``p``-norm exceeds ``maxnorm`` to norm ``maxnorm``."""
+    if axis is not None or dim is None or maxnorm is None:
+        dim = dim_from_axis("renorm", dim, axis, maxnorm=maxnorm)
     from .reduce_norm import vector_norm
     from .binary import where
     from .creation import ones_like

@@ -15,6 +15,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
+from ...ops._reduce_util import numpy_names
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]   # cdist lives at ember.cdist, as in torch
 
@@ -138,9 +139,11 @@ def pdist(input, p: float = 2) -> Tensor:
 
 # ---- cosine similarity / pairwise distance ---------------------------------------------------------------
 
-def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8) -> Tensor:
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8, *, axis=None) -> Tensor:
     """``sum(x1 * x2, dim) / (max(||x1||, eps) * max(||x2||, eps))`` over broadcast inputs (each input is
     divided by its clamped norm first, as torch does, keeping the result in [-1, 1])."""
+    if axis is not None:
+        dim = numpy_names("cosine_similarity", dim, False, axis, None, 1)[0]
     e = _ember()
     dt = _dt.result_type(x1, x2)
     if not dt.is_floating_point:

@@ -1,0 +1,95 @@
+"""Keyword spellings torch accepts (``axis=`` for a ``dim`` that comes before other required arguments,
+``swapaxes``' ``axis0``/``axis1``) and calls torch refuses where ember used to be lenient (softmax without a
+dim), each checked against torch."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+from oracle import same_error
+
+
+def _x(m):
+    return m.arange(12.).reshape(3, 4)
+
+
+AXIS_CALLS = {
+    "index_select": lambda m, kw: m.index_select(_x(m), index=m.tensor([2, 0]), **kw),
+    "gather": lambda m, kw: m.gather(_x(m), index=m.tensor([[0, 3], [1, 1]]), **kw),
+    "scatter": lambda m, kw: m.scatter(_x(m), index=m.tensor([[0, 1]]), src=-_x(m), **kw),
+    "scatter-value": lambda m, kw: m.scatter(_x(m), index=m.tensor([[0, 1]]), value=7., **kw),
+    "scatter_add": lambda m, kw: m.scatter_add(_x(m), index=m.tensor([[0, 0]]), src=_x(m), **kw),
+    "scatter_reduce": lambda m, kw: m.scatter_reduce(_x(m), index=m.tensor([[0, 0]]), src=_x(m), reduce="amax", **kw),
+    "narrow": lambda m, kw: m.narrow(_x(m), start=1, length=2, **kw),
+    "select": lambda m, kw: m.select(_x(m), index=-1, **kw),
+    "index_add": lambda m, kw: m.index_add(_x(m), index=m.tensor([0]), source=_x(m)[:, :1], **kw),
+    "index_fill": lambda m, kw: m.index_fill(_x(m), index=m.tensor([0, 2]), value=-1., **kw),
+    "index_copy": lambda m, kw: m.index_copy(_x(m), index=m.tensor([3]), source=_x(m)[:, :1] * 0, **kw),
+    "renorm": lambda m, kw: m.renorm(_x(m), p=2, maxnorm=1., **kw),
+    "cross": lambda m, kw: m.cross(_x(m)[:, :3].T, _x(m)[:, 1:].T.flip(0), **{k: 0 for k in kw}),
+    "cosine_similarity": lambda m, kw: m.cosine_similarity(_x(m), _x(m).flip(1) + 1, **kw),
+    "unflatten": lambda m, kw: m.unflatten(_x(m), sizes=(2, 2), **kw),
+    "method-index_select": lambda m, kw: _x(m).index_select(index=m.tensor([1]), **kw),
+    "method-gather": lambda m, kw: _x(m).gather(index=m.tensor([[1, 0]]), **kw),
+    "method-narrow": lambda m, kw: _x(m).narrow(start=0, length=1, **kw),
+    "method-select": lambda m, kw: _x(m).select(index=0, **kw),
+    "method-renorm": lambda m, kw: _x(m).renorm(p=1, maxnorm=2., **kw),
+    "method-scatter_": lambda m, kw: _x(m).scatter_(index=m.tensor([[0, 1]]), src=-_x(m), **kw),
+    "method-scatter_add_": lambda m, kw: _x(m).scatter_add_(index=m.tensor([[0, 1]]), src=-_x(m), **kw),
+    "method-index_fill_": lambda m, kw: _x(m).index_fill_(index=m.tensor([0]), value=1., **kw),
+    "method-index_add_": lambda m, kw: _x(m).index_add_(index=m.tensor([0]), source=_x(m)[:, :1], **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(AXIS_CALLS))
+def test_axis_stands_for_a_leading_dim(name):
+    f = AXIS_CALLS[name]
+    for kw in ({"dim": 1}, {"axis": 1}):
+        t, e = f(torch, kw), f(ember, kw)
+        assert tuple(e.shape) == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["index_select", "gather", "scatter_add", "narrow", "select", "index_add",
+                                  "renorm", "unflatten"])
+def test_axis_with_dim_or_with_nothing_is_torchs_type_error(name):
+    f = AXIS_CALLS[name]
+    same_error(lambda m: f(m, {"dim": 1, "axis": 1}), exact=False)
+    same_error(lambda m: f(m, {}), exact=False)
+
+
+def test_a_missing_later_argument_is_a_type_error():
+    for call in (lambda m: m.index_select(_x(m), 0), lambda m: m.gather(_x(m), axis=0),
+                 lambda m: m.narrow(_x(m), 0, 1), lambda m: _x(m).index_fill_(0, m.tensor([0])),
+                 lambda m: m.scatter_add(_x(m), 0, m.tensor([[0]]))):
+        same_error(call, exact=False)
+
+
+def test_swapaxes_takes_numpy_names_and_swapdims_torchs():
+    for call in (lambda m: m.swapaxes(_x(m), axis0=0, axis1=1), lambda m: _x(m).swapaxes(axis1=0, axis0=1),
+                 lambda m: m.swapdims(_x(m), dim0=1, dim1=0), lambda m: _x(m).swapaxes_(0, 1)):
+        t, e = call(torch), call(ember)
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    for call in (lambda m: m.swapaxes(_x(m), dim0=0, dim1=1), lambda m: _x(m).swapaxes(dim0=0, dim1=1),
+                 lambda m: m.swapdims(_x(m), axis0=0, axis1=1)):
+        same_error(call, exact=False)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.softmax(m.ones(2, 3)), lambda m: m.ones(2, 3).softmax(), lambda m: m.log_softmax(m.ones(2, 3)),
+    lambda m: m.ones(2, 3).log_softmax(), lambda m: m.softmax(m.tensor([1, 2]), 0),
+    lambda m: m.log_softmax(m.tensor([True]), 0), lambda m: m.softmax(m.ones(0, dtype=m.int32), 5),
+], ids=["softmax", "method-softmax", "log_softmax", "method-log_softmax", "int", "bool", "empty-int-bad-dim"])
+def test_softmax_refuses_what_torch_refuses(call):
+    same_error(call)
+
+
+def test_softmax_of_an_empty_integer_tensor_is_empty_as_torch():
+    for m_call in (lambda m: m.softmax(m.ones(0, 2, dtype=m.int64), 1), lambda m: m.log_softmax(m.ones(0, dtype=m.bool), 0),
+                   lambda m: m.softmax(m.ones(0, dtype=m.int32), 0, dtype=m.float64)):
+        t, e = m_call(torch), m_call(ember)
+        assert tuple(e.shape) == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
+    # F.softmax keeps torch's implicit dim choice (with its warning)
+    with pytest.warns(UserWarning):
+        e = ember.nn.functional.softmax(ember.ones(2, 3))
+    np.testing.assert_allclose(e.numpy(), np.full((2, 3), 1 / 3), rtol=1e-6)

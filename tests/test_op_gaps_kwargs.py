@@ -93,3 +93,8 @@ def test_softmax_of_an_empty_integer_tensor_is_empty_as_torch():
     with pytest.warns(UserWarning):
         e = ember.nn.functional.softmax(ember.ones(2, 3))
     np.testing.assert_allclose(e.numpy(), np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape,index", [((1, 4), [0]), ((3, 2), [0]), ((2, 2), [0, 1]), ((3, 1), [0, 1])])
+def test_index_copy_checks_slice_shapes_before_the_count(shape, index):
+    same_error(lambda m: m.zeros(3, 4).index_copy(1, m.tensor(index), m.ones(shape)))

@@ -80,7 +80,7 @@ def _mask_of(b, x, mode, a, c):
     raise Unsupported(f"mask mode {mode}")
 
 
-@decomp("activation_mask_backward")
+@decomp("activation_mask_backward", "hardsigmoid_backward")
 def _mask_bw(b, n, args, at):
     g, x = _float(args[0]), args[1]
     m = _mask_of(b, x, at["mode"], at.get("a", 0.0), at.get("b", 0.0))

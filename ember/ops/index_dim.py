@@ -83,6 +83,19 @@ def _index_add_bw(ctx, g):
 INDEX_ADD = register("index_add", _index_add_kernel, _index_add_bw, save="1", prim="scatter_add")
 
 
+def _same_slices(op, x, d, source, xshape, sshape):
+    for k, (a, b) in enumerate(zip(xshape, sshape)):
+        if k != d and a != b:
+            if op == "index_copy_":
+                raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                                   f"Destination slice shape: {fmt_shape(xshape[:d] + xshape[d + 1:])[1:-1]} at "
+                                   f"dimension {d} and source slice shape: "
+                                   f"{fmt_shape(sshape[:d] + sshape[d + 1:])[1:-1]} at dimension 0.")
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
+                               f"dimension. Got self.shape = {fmt_shape(x._data.shape)} source.shape = "
+                               f"{fmt_shape(source._data.shape)}")
+
+
 def _index_source_checks(op, x, d, index, source, long_only=False):
     nd = x._data.ndim
     if long_only:
@@ -105,21 +118,14 @@ def _index_source_checks(op, x, d, index, source, long_only=False):
     if len(sshape) != len(xshape) and source._data.ndim:
         raise RuntimeError(f"{op}(): source and self must have the same number of dimensions, got source "
                            f"{fmt_shape(source._data.shape)} and self {fmt_shape(x._data.shape)}")
+    if op == "index_copy_":             # (torch's index_copy_ compares slice shapes before the count)
+        _same_slices(op, x, d, source, xshape, sshape)
     if sshape[d] != n:
         if op == "index_copy_":
             raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({sshape[d]})")
         raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim): ({sshape[d]}), "
                            f"for dim: {d}")
-    for k, (a, b) in enumerate(zip(xshape, sshape)):
-        if k != d and a != b:
-            if op == "index_copy_":
-                raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
-                                   f"Destination slice shape: {fmt_shape(xshape[:d] + xshape[d + 1:])[1:-1]} at "
-                                   f"dimension {d} and source slice shape: "
-                                   f"{fmt_shape(sshape[:d] + sshape[d + 1:])[1:-1]} at dimension 0.")
-            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
-                               f"dimension. Got self.shape = {fmt_shape(x._data.shape)} source.shape = "
-                               f"{fmt_shape(source._data.shape)}")
+    _same_slices(op, x, d, source, xshape, sshape)
     bad = _first_bad(index._data, xshape[d], False)
     if bad is not None and op == "index_add_" and nd <= 1:
         raise IndexError("index out of range in self")     # torch's 1-D index_add_ kernel words it so

@@ -586,8 +586,15 @@ def _hardsigmoid_kernel(x):
 
 # torch's backward multiplies by the float32 constant 1/6 in every dtype; so does this one
 _ONE_SIXTH_F32 = float(np.float32(1.0 / 6.0))
+def _no_hardsigmoid_double_backward(ctx, gg):
+    raise RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
+
+
+# torch has no derivative for hardsigmoid's backward: a double backward through it raises, as there
+HARDSIGMOID_BW = register("hardsigmoid_backward", _mask_bw_kernel, _no_hardsigmoid_double_backward)
 HARDSIGMOID = register("hardsigmoid", _opmath(_hardsigmoid_kernel),
-                       lambda ctx, g: (_masked(g, ctx.inputs[0], "open", -3.0, 3.0, s_in=_ONE_SIXTH_F32),),
+                       lambda ctx, g: (apply(HARDSIGMOID_BW, (g, ctx.inputs[0]), {
+                           "mode": "open", "a": -3.0, "b": 3.0, "s_in": _ONE_SIXTH_F32, "s_out": 0.0}),),
                        save="i")
 
 

@@ -98,3 +98,23 @@ def test_softmax_of_an_empty_integer_tensor_is_empty_as_torch():
 @pytest.mark.parametrize("shape,index", [((1, 4), [0]), ((3, 2), [0]), ((2, 2), [0, 1]), ((3, 1), [0, 1])])
 def test_index_copy_checks_slice_shapes_before_the_count(shape, index):
     same_error(lambda m: m.zeros(3, 4).index_copy(1, m.tensor(index), m.ones(shape)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.sum(m.ones(2, 3), keepdim=True), lambda m: m.ones(2, 3).sum(keepdim=True),
+    lambda m: m.ones(2, 3).mean(keepdim=True), lambda m: m.prod(m.ones(2, 3), keepdim=True),
+    lambda m: m.sum(m.ones(2, 3), keepdims=True),
+], ids=["sum", "method-sum", "mean", "prod", "sum-keepdims"])
+def test_keepdim_without_a_dim_is_a_type_error(call):
+    same_error(call, exact=False)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.sum(m.ones(2, 3), None, True), lambda m: m.ones(2, 3).mean(dim=None, keepdim=True),
+    lambda m: m.sum(m.ones(2, 3), axis=0, keepdims=True), lambda m: m.ones(2, 3).prod(),
+    lambda m: m.ones(2, 3).sum(dtype=m.float64), lambda m: m.mean(m.ones(2, 3), axis=1),
+], ids=["sum-None", "mean-None", "sum-axis", "prod", "sum-dtype", "mean-axis"])
+def test_reductions_over_all_dims_still_work(call):
+    t, e = call(torch), call(ember)
+    assert tuple(e.shape) == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
+    np.testing.assert_allclose(e.numpy(), t.numpy())

@@ -182,9 +182,11 @@ def test_var_degrees_of_freedom_warning():
     same(lambda m: (m.var(T(m), 1, correction=4), m.std(m.zeros(3, 0), 1), m.var(m.zeros(0))))
 
 
-def test_softmax_implicit_dim_warns_like_functional():
+def test_softmax_implicit_dim_only_in_functional():
+    with pytest.raises(TypeError, match="dim"):        # torch.softmax needs a dim
+        ember.softmax(T(ember))
     with pytest.warns(UserWarning, match="Implicit dimension choice"):
-        r = ember.softmax(T(ember))
+        r = ember.nn.functional.softmax(T(ember))
     np.testing.assert_allclose(r.numpy(), torch.nn.functional.softmax(T(torch), dim=1).numpy(), rtol=1e-6)
 
 

@@ -104,3 +104,27 @@ def dim_from_axis(op: str, dim, axis, **required):
         names = ", ".join(f'"{m}"' for m in missing)
         raise TypeError(f"{op}() missing {len(missing)} required positional argument: {names}")
     return dim
+
+
+class _AllDims:
+    """The default ``dim`` of sum/mean/prod: all dims, told apart from an explicit ``dim=None`` because
+    torch refuses ``keepdim=`` when no dim is given at all (``x.sum(keepdim=True)``) but not after
+    ``dim=None``."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+
+ALL_DIMS = _AllDims()
+
+
+def no_dim_keepdim(op: str, keepdim, keepdims, axis):
+    """``keepdim``/``keepdims`` given without a dim (nor ``axis``): torch's TypeError (its overloads
+    without a dim take no keepdim). Returns the dim to use (None) otherwise."""
+    if axis is None and (keepdim or keepdims is not None):
+        name = "keepdim" if keepdim else "keepdims"
+        raise TypeError(f"{op}() received an invalid combination of arguments - got (Tensor, {name}=bool), but "
+                        f"expected one of: (Tensor input, *, torch.dtype dtype = None) or (Tensor input, "
+                        f"tuple of ints dim, bool keepdim = False, *, torch.dtype dtype = None)")
+    return None

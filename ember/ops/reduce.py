@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, node_class, rename
-from ._reduce_util import numpy_names
+from ._reduce_util import numpy_names, ALL_DIMS, no_dim_keepdim
 from ._util import dims_arg, dtype_arg
 
 
@@ -39,8 +39,10 @@ SUM = register("sum", _sum_kernel, _sum_bw, prim="reduce_sum")
 _SUM_DIM = node_class("SumBackward1")
 
 
-def sum(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):  # noqa: A001
+def sum(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over ``dim`` (all dims by default); integers and bools accumulate in int64, as in torch."""
+    if dim is ALL_DIMS:
+        dim = no_dim_keepdim("sum", keepdim, keepdims, axis)
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("sum", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):      # sum(x, ember.float64)
@@ -88,7 +90,9 @@ MEAN = register("mean", _mean_kernel, _mean_bw)
 _MEAN_DIM = node_class("MeanBackward1")
 
 
-def mean(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
+def mean(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
+    if dim is ALL_DIMS:
+        dim = no_dim_keepdim("mean", keepdim, keepdims, axis)
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("mean", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):

@@ -20,7 +20,7 @@ from ._util import wrap_dim
 from .reduce import _expand_back, mean as _mean, SUM
 from .creation import ones as _ones
 from ._reduce_util import _INF, _down, _int_dim, _name, _out, _out_dtype, _reduce_axes, _up
-from ._reduce_util import numpy_names
+from ._reduce_util import numpy_names, ALL_DIMS, no_dim_keepdim
 from .reduce_scan import CUMPROD
 
 
@@ -72,8 +72,10 @@ PROD = register("prod", _prod_kernel, _prod_bw, save="i")
 _PROD_DIM = node_class("ProdBackward1")
 
 
-def prod(input, dim=None, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
+def prod(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
     """Product of all elements, or along one ``dim``; integers and bools accumulate in int64."""
+    if dim is ALL_DIMS:
+        dim = no_dim_keepdim("prod", keepdim, keepdims, axis)
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("prod", dim, keepdim, axis, keepdims)
     if isinstance(dim, _dt.dtype):

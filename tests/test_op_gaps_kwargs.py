@@ -118,3 +118,23 @@ def test_reductions_over_all_dims_still_work(call):
     t, e = call(torch), call(ember)
     assert tuple(e.shape) == tuple(t.shape) and str(e.dtype)[6:] == str(t.dtype)[6:]
     np.testing.assert_allclose(e.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.hsplit(m.ones(3), 2), lambda m: m.vsplit(m.ones(3), 3), lambda m: m.dsplit(m.ones(2, 2, 4), 3),
+    lambda m: m.dsplit(m.ones(2, 4), 2), lambda m: m.hsplit(m.ones(2, 0), 0),
+], ids=["hsplit-indivisible", "vsplit-1d", "dsplit-indivisible", "dsplit-2d", "hsplit-zero"])
+def test_hsplit_vsplit_dsplit_refuse_as_torch(call):
+    same_error(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.hsplit(m.arange(8.).reshape(2, 4), 2), lambda m: m.hsplit(m.arange(6.), [1, 4]),
+    lambda m: m.vsplit(m.arange(8.).reshape(4, 2), [3]), lambda m: m.dsplit(m.arange(16.).reshape(2, 2, 4), [1]),
+    lambda m: m.arange(16.).reshape(2, 2, 4).dsplit(2),
+], ids=["hsplit", "hsplit-1d-indices", "vsplit", "dsplit-indices", "method-dsplit"])
+def test_hsplit_vsplit_dsplit(call):
+    t, e = call(torch), call(ember)
+    assert len(t) == len(e)
+    for a, b in zip(t, e):
+        np.testing.assert_array_equal(b.numpy(), a.numpy())

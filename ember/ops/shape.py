@@ -542,16 +542,35 @@ for _n, _f in [("narrow", narrow), ("select", select), ("split", split), ("chunk
     attach(_n, _f)
 
 
+def _nsplit(op, input, sections, dim, min_nd):
+    """hsplit/vsplit/dsplit: ``tensor_split`` along ``dim``; an int count must divide the size (torch)."""
+    nd = input._data.ndim
+    if nd < min_nd:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_nd} dimension, but got a tensor with "
+                           f"{nd} dimensions!")
+    if isinstance(sections, (int, np.integer)) and not isinstance(sections, builtins.bool):
+        size = input._data.shape[dim]
+        if sections == 0 or size % sections:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{size} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
 def hsplit(input, sections):
-    return tensor_split(input, sections, 1 if input._data.ndim > 1 else 0)
+    return _nsplit("hsplit", input, sections, 1 if input._data.ndim > 1 else 0, 1)
 
 
 def vsplit(input, sections):
-    return tensor_split(input, sections, 0)
+    return _nsplit("vsplit", input, sections, 0, 2)
+
+
+def dsplit(input, sections):
+    return _nsplit("dsplit", input, sections, 2, 3)
 
 
 attach("hsplit", hsplit)
 attach("vsplit", vsplit)
+attach("dsplit", dsplit)
 
 # ---- general strided views via logical flat indices -------------------------------------------------
 

@@ -138,3 +138,22 @@ def test_hsplit_vsplit_dsplit(call):
     assert len(t) == len(e)
     for a, b in zip(t, e):
         np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.clamp(m.ones(3), 0, 1, out=m.empty(3, dtype=m.float64)),
+    lambda m: m.clamp(m.ones(3, dtype=m.int64), 0, 1, out=m.empty(3)),
+    lambda m: m.clamp_min(m.ones(3), 0, out=m.empty(3, dtype=m.float64)),
+    lambda m: m.clip(m.ones(3), 0, 1, out=m.empty(3, dtype=m.float16)),
+], ids=["float-into-double", "long-into-float", "clamp_min", "clip"])
+def test_clamp_with_number_bounds_writes_out_only_in_its_dtype(call):
+    same_error(call)
+
+
+def test_clamp_with_tensor_bounds_casts_into_out():
+    for m in (torch, ember):
+        x = m.tensor([-1., 0.5, 3.])
+        out = m.empty(3, dtype=m.float64)
+        r = m.clamp(x, min=m.zeros(3), max=m.ones(3), out=out)
+        assert r is out and str(out.dtype).endswith("float64")
+        np.testing.assert_array_equal(out.numpy(), [0., 0.5, 1.])

@@ -815,6 +815,9 @@ def _clamp(input, lo, hi, name, out=None):
     if dt is _dt.uint8:
         lo = lo + 256 if isinstance(lo, int) and lo < 0 else lo
         hi = hi + 256 if isinstance(hi, int) and hi < 0 else hi
+    if out is not None and out._dtype is not dt and not isinstance(lo, Tensor) and not isinstance(hi, Tensor):
+        # torch's Number-bound clamp writes out= only in the result dtype (Tensor bounds cast)
+        raise RuntimeError(f"Found dtype {dtype_name(out._dtype)} but expected {dtype_name(dt)}")
     attrs = None
     if (input._dtype is not dt or (isinstance(lo, Tensor) and lo._dtype is not dt)
             or (isinstance(hi, Tensor) and hi._dtype is not dt)):

@@ -157,3 +157,13 @@ def test_clamp_with_tensor_bounds_casts_into_out():
         r = m.clamp(x, min=m.zeros(3), max=m.ones(3), out=out)
         assert r is out and str(out.dtype).endswith("float64")
         np.testing.assert_array_equal(out.numpy(), [0., 0.5, 1.])
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_bfloat16_sum_and_mean_accumulate_in_float32(op):
+    a = np.random.default_rng(3).standard_normal((64, 300)).astype(np.float32) + 0.3
+    for args in ((), (1,), (0, True)):
+        t = getattr(torch.from_numpy(a).bfloat16(), op)(*args)
+        e = getattr(ember.from_numpy(a).to(ember.bfloat16), op)(*args)
+        assert e.dtype is ember.bfloat16
+        np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())

@@ -24,9 +24,14 @@ def _expand_back(g, in_shape, dims, keepdim):
     return g.expand(in_shape)
 
 
+_BF16 = _dt.bfloat16.np
+
+
 def _sum_kernel(x, axis, keepdims, dtype=None):
     if dtype is None and x.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is None and x.dtype == _BF16:      # accumulate in float32 and round once, as torch
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(_BF16)
     r = np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
     return r
 
@@ -68,10 +73,10 @@ def sum(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axi
 
 
 def _mean_kernel(x, axis, keepdims, dtype=None):
-    # np.mean's steps (float16 summed in float32) with the ufuncs called here, so their fp warnings are
-    # ember's (filtered, see ember/_numpy_quiet.py); an empty reduction is 0 / 0 = nan, without np.mean's
-    # "Mean of empty slice" warning
-    acc = dtype if dtype is not None else (np.float32 if x.dtype == np.float16 else None)
+    # np.mean's steps (float16 and bfloat16 summed in float32, as torch) with the ufuncs called here, so
+    # their fp warnings are ember's (filtered, see ember/_numpy_quiet.py); an empty reduction is 0 / 0 = nan,
+    # without np.mean's "Mean of empty slice" warning
+    acc = dtype if dtype is not None else (np.float32 if x.dtype == np.float16 or x.dtype == _BF16 else None)
     s = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=acc)
     count = x.size // s.size if s.size else 1
     r = np.true_divide(s, count)

@@ -167,3 +167,10 @@ def test_bfloat16_sum_and_mean_accumulate_in_float32(op):
         e = getattr(ember.from_numpy(a).to(ember.bfloat16), op)(*args)
         assert e.dtype is ember.bfloat16
         np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+
+
+def test_cholesky_inverse_takes_input_by_its_torch_name():
+    a = np.array([[2., 0.], [1., 1.]], dtype=np.float32)
+    t = torch.cholesky_inverse(input=torch.from_numpy(a))
+    e = ember.cholesky_inverse(input=ember.from_numpy(a))
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)

@@ -170,12 +170,12 @@ def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     return r if out is None else _out(r, out)
 
 
-def cholesky_inverse(L, upper: bool = False, *, out=None) -> Tensor:
-    """Inverse of ``A`` given its Cholesky factor."""
-    _check_linalg(L, "cholesky_inverse", arg="L")
-    n = L._data.shape[-1]
-    eye = _eye(n, L._dtype).expand(L._data.shape)
-    return cholesky_solve(eye, L, upper, out=out)
+def cholesky_inverse(input, upper: bool = False, *, out=None) -> Tensor:  # noqa: A002 - torch's name
+    """Inverse of ``A`` given its Cholesky factor ``input``."""
+    _check_linalg(input, "cholesky_inverse", arg="L")
+    n = input._data.shape[-1]
+    eye = _eye(n, input._dtype).expand(input._data.shape)
+    return cholesky_solve(eye, input, upper, out=out)
 
 
 # ---- legacy triangular_solve ----------------------------------------------------------------------------

@@ -174,3 +174,18 @@ def test_cholesky_inverse_takes_input_by_its_torch_name():
     t = torch.cholesky_inverse(input=torch.from_numpy(a))
     e = ember.cholesky_inverse(input=ember.from_numpy(a))
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("values,rng", [([], None), ([0.3], None), ([2., 2.], None), ([2., 2.], (1., 1.)),
+                                        ([], (1., 1.)), ([1., 3.], (0., 2.)), ([-1., 5., 2.], None)])
+def test_histogram_range_rules_as_torch(values, rng):
+    t = torch.histogram(torch.tensor(values), 4, range=rng)
+    e = ember.histogram(ember.tensor(values), 4, range=rng)
+    for a, b in zip(t, e):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("values,rng", [([2.], (2., 1.)), ([2.], (0., float("inf"))), ([float("nan")], None),
+                                        ([float("inf"), 1.], None)])
+def test_histogram_bad_ranges_raise_as_torch(values, rng):
+    same_error(lambda m: m.histogram(m.tensor(values), 4, range=rng))

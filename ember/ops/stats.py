@@ -118,6 +118,24 @@ def _histogram_range(op: str, data: np.ndarray, lo, hi):
     return lo, hi
 
 
+def _histogramdd_range(data: np.ndarray, range):  # noqa: A002
+    """torch.histogram's range rules (its histogramdd's, unlike histc's): the data's min and max (NaN
+    included) or [0, 1] for no data when no range is given; a given range is used as is; a degenerate
+    range widens by 0.5 on each side."""
+    if range is None:
+        lo, hi = (float(np.min(data)), float(np.max(data))) if data.size else (0.0, 1.0)
+    else:
+        lo, hi = float(range[0]), float(range[1])
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {_num(lo)} max "
+                               f"{_num(hi)} for dimension 0")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogramdd: dimension 0's range [{_num(lo)}, {_num(hi)}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return lo, hi
+
+
 def _num(v: float) -> str:
     if not math.isfinite(v):
         return "nan" if v != v else ("inf" if v > 0 else "-inf")
@@ -176,9 +194,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     else:
         if bins <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-        finite = data[~np.isnan(data)]
-        lo, hi = (0.0, 0.0) if range is None else range
-        lo, hi = _histogram_range("torch.histogram()", finite, lo, hi)
+        lo, hi = _histogramdd_range(data, range)
         edges = np.linspace(lo, hi, int(bins) + 1).astype(data.dtype)
     if weight is not None:
         _tensor(weight, "histogram", "weight")

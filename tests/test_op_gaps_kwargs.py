@@ -189,3 +189,20 @@ def test_histogram_range_rules_as_torch(values, rng):
                                         ([float("inf"), 1.], None)])
 def test_histogram_bad_ranges_raise_as_torch(values, rng):
     same_error(lambda m: m.histogram(m.tensor(values), 4, range=rng))
+
+
+_NAN_BF16 = [[1.5, float("nan"), -float("inf"), 0.5], [0., float("inf"), -2., float("nan")]]
+
+
+@pytest.mark.parametrize("name,call", [
+    ("sort-desc", lambda m, x: x.sort(descending=True)), ("sort", lambda m, x: x.sort(dim=0, stable=True)),
+    ("argsort", lambda m, x: (x.argsort(0),)), ("msort", lambda m, x: (m.msort(x),)), ("topk", lambda m, x: x.topk(2)),
+    ("kthvalue", lambda m, x: x.kthvalue(3)), ("median", lambda m, x: x.median(1)), ("nanmedian", lambda m, x: x.nanmedian(1)),
+    ("median-all", lambda m, x: (x.median(),)), ("mode", lambda m, x: x.mode(1)),
+])
+def test_bfloat16_orders_nan_as_torch(name, call):
+    t = call(torch, torch.tensor(_NAN_BF16, dtype=torch.bfloat16))
+    e = call(ember, ember.tensor(_NAN_BF16, dtype=ember.bfloat16))
+    for a, b in zip(t, e):
+        np.testing.assert_array_equal(b.float().numpy() if b.is_floating_point() else b.numpy(),
+                                      a.float().numpy() if a.is_floating_point() else a.numpy())

@@ -125,8 +125,17 @@ def _select_op(name, kernel):
     return register(name, kernel, _take_bw, save="o", nout=2, nondiff_outputs=(1,))
 
 
+_BF16 = _dt.bfloat16.np
+
+
+def _keys(a):
+    """Sort keys: NumPy orders bfloat16 NaN as an ordinary value, so bfloat16 sorts as (exact) float32."""
+    return a.astype(np.float32) if a.dtype == _BF16 else a
+
+
 def _argsort_np(a, axis, descending):
     """Stable argsort; descending keeps equal elements in their original order (NaN counts as largest)."""
+    a = _keys(a)
     if not descending:
         return np.argsort(a, axis=axis, kind="stable")
     n = a.shape[axis]
@@ -160,7 +169,7 @@ def _topk_kernel(x, k, axis, largest=True):
 def _kthvalue_kernel(x, k, axis, keepdims):
     if x.ndim == 0:
         return _scalar_sel(x)
-    ind = np.take(np.argsort(x, axis=axis, kind="stable"), [k - 1], axis=axis).astype(np.int64)
+    ind = np.take(np.argsort(_keys(x), axis=axis, kind="stable"), [k - 1], axis=axis).astype(np.int64)
     return _gathered(x, ind, axis, keepdims)
 
 
@@ -185,7 +194,7 @@ def _median_pos(a, axis, ignore_nan):
 def _median_dim_kernel(x, axis, keepdims, ignore_nan=False):
     if x.ndim == 0:
         return _scalar_sel(x)
-    order = np.argsort(x, axis=axis, kind="stable")
+    order = np.argsort(_keys(x), axis=axis, kind="stable")
     ind = np.take_along_axis(order, _median_pos(x, axis, ignore_nan), axis=axis).astype(np.int64)
     return _gathered(x, ind, axis, keepdims)
 
@@ -194,7 +203,7 @@ def _mode_kernel(x, axis, keepdims):
     """Per slice: the most frequent value (smallest among equally frequent) at its last index."""
     if x.ndim == 0:
         return _scalar_sel(x)
-    order = np.argsort(x, axis=axis, kind="stable")
+    order = np.argsort(_keys(x), axis=axis, kind="stable")
     s = np.take_along_axis(x, order, axis=axis)
     n = x.shape[axis]
     shp = [1] * x.ndim
@@ -511,7 +520,7 @@ def _median_kernel(x, axis, keepdims, ignore_nan=False, nan_ties=True):
         if x.dtype.kind in "iu":
             return np.array(np.iinfo(x.dtype).min if x.dtype.itemsize >= 4 else 0, dtype=x.dtype)
         return np.array(np.nan, dtype=x.dtype)
-    order = np.argsort(flat, kind="stable")
+    order = np.argsort(_keys(flat), kind="stable")
     return np.array(flat[order[int(_median_pos(flat, 0, ignore_nan)[0])]])
 
 

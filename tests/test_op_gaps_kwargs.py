@@ -206,3 +206,34 @@ def test_bfloat16_orders_nan_as_torch(name, call):
     for a, b in zip(t, e):
         np.testing.assert_array_equal(b.float().numpy() if b.is_floating_point() else b.numpy(),
                                       a.float().numpy() if a.is_floating_point() else a.numpy())
+
+
+def _set(key, value, dtype="float32"):
+    def f(m):
+        x = m.zeros(3, 4, dtype=getattr(m, dtype))
+        x[key(m) if callable(key) else key] = value(m) if callable(value) else value
+        return x
+    return f
+
+
+@pytest.mark.parametrize("key,value,dtype", [
+    (lambda m: m.tensor([True, False, True]), lambda m: m.tensor([7]), "float32"),
+    (lambda m: m.ones(3, 4, dtype=m.bool).tril(), lambda m: m.tensor(1.5, dtype=m.float64), "int64"),
+    (True, lambda m: m.arange(4., dtype=m.float64), "int64"), (True, lambda m: m.ones(3, 1, dtype=m.int32), "bool"),
+    (False, lambda m: m.ones(7), "float32"), ([0, 2], 1e10, "float16"), (0, 1e10, "float16"),
+    (lambda m: m.tensor([True, False, True]), -1e6, "bfloat16"), ([0], -1, "uint8"),
+], ids=["mask-1elem", "mask2d-0d-f64", "true-row", "true-col-bool", "false-noop", "list-half-inf", "int-half-inf",
+        "mask-bf16", "uint8-wraps"])
+def test_setitem_casts_where_torch_does(key, value, dtype):
+    t, e = _set(key, value, dtype)(torch), _set(key, value, dtype)(ember)
+    assert str(e.dtype)[6:] == str(t.dtype)[6:]
+    np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+
+
+@pytest.mark.parametrize("key,value,dtype", [
+    (lambda m: m.tensor([True, False, True]), lambda m: m.arange(4., dtype=m.float64), "float32"),
+    (lambda m: m.tensor([0, 1]), lambda m: m.arange(4., dtype=m.float64), "float32"),
+    ([0], 300, "uint8"), (lambda m: m.tensor([True, False, True]), 2 ** 40, "int32"), (0, 1000, "int8"),
+], ids=["mask-row-f64", "index-f64", "uint8-overflow", "int32-overflow", "int8-overflow"])
+def test_setitem_refuses_where_torch_does(key, value, dtype):
+    same_error(_set(key, value, dtype))

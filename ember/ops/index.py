@@ -527,11 +527,14 @@ def _setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor):
         pass
     elif isinstance(value, _NUMBER):
-        check_scalar_fits(value, self._dtype)
+        if not self._dtype.is_floating_point:        # (a float destination takes an overflow as inf, as torch)
+            check_scalar_fits(value, self._dtype)
     else:
         t = type(value)
         name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
         raise TypeError(f"can't assign a {name} to a {_type_name(self)}")
+    if key is False:
+        return                                        # torch writes nothing (and checks no shape)
     basic = _fast_basic(self._data.shape, key)
     plan = _Plan(basic, False, ()) if basic is not None else _parse(self, key)
     if not plan.adv:
@@ -545,7 +548,11 @@ def _setitem(self: Tensor, key, value) -> None:
         return
     target = self if plan.trivial else getitem_basic(self, plan.basic)
     args, pos, res = _check_adv(target._data.shape, plan.adv)
-    _index_put_impl_(target, args, pos, res, value, False, "index_put_", check_dtype=isinstance(value, Tensor))
+    # torch copies into the view of a True key, and masked_fill_s a lone mask with a one-element value:
+    # both cast the value; other advanced writes need matching dtypes
+    check = isinstance(value, Tensor) and key is not True and not (
+        value._data.size == 1 and isinstance(key, Tensor) and key._dtype is _dt.bool)
+    _index_put_impl_(target, args, pos, res, value, False, "index_put_", check_dtype=check)
 
 
 def _set_basic_nograd(self: Tensor, key, value) -> None:

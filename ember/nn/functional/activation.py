@@ -24,6 +24,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
+from ...ops.binary import _no_derivative
 from ._normal_cdf import _ERFC_P, gelu_exact as _gelu_exact, gelu_exact_d1 as _gelu_exact_d1  # noqa: F401 (_ERFC_P: the compiler's)
 
 # exp overflow in branches that np.where discards is expected: torch is silent there too (a module
@@ -586,12 +587,8 @@ def _hardsigmoid_kernel(x):
 
 # torch's backward multiplies by the float32 constant 1/6 in every dtype; so does this one
 _ONE_SIXTH_F32 = float(np.float32(1.0 / 6.0))
-def _no_hardsigmoid_double_backward(ctx, gg):
-    raise RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
-
-
 # torch has no derivative for hardsigmoid's backward: a double backward through it raises, as there
-HARDSIGMOID_BW = register("hardsigmoid_backward", _mask_bw_kernel, _no_hardsigmoid_double_backward)
+HARDSIGMOID_BW = register("hardsigmoid_backward", _mask_bw_kernel, _no_derivative("hardsigmoid_backward"))
 HARDSIGMOID = register("hardsigmoid", _opmath(_hardsigmoid_kernel),
                        lambda ctx, g: (apply(HARDSIGMOID_BW, (g, ctx.inputs[0]), {
                            "mode": "open", "a": -3.0, "b": 3.0, "s_in": _ONE_SIXTH_F32, "s_out": 0.0}),),

@@ -37,13 +37,14 @@ ON_DEVICE = [
     "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "nn_bce_logits",
     "nn_bce_logits_sum", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
     "log_softmax",
+    # recurrent layers (rnn_layer, lstm_layer, gru_layer and their backward ops)
+    "tanh_layer", "tanh_layer_reverse", "relu_layer", "relu_layer_nobias", "gru_layer", "gru_layer_reverse",
+    "gru_layer_nobias", "lstm_layer", "lstm_layer_reverse", "lstm_layer_nobias", "lstm_layer_proj",
+    "lstm_layer_proj_reverse_nobias",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): counted CPU fallbacks
-STILL_ON_CPU = {
-    "lstm_layer": "lstm_layer",
-    "gru_layer": "gru_layer",
-}
+STILL_ON_CPU: dict = {}
 
 
 @pytest.mark.parametrize("name", ON_DEVICE)

@@ -62,6 +62,8 @@ def activate() -> None:
         from ..optim import optimizer as _optimizer
         from ..compiler import cl_optim
         _optimizer.DEVICE_STEP[0] = cl_optim.step_group
+        from . import recurrent
+        recurrent.install(KERNELS)
 
 
 def deactivate() -> bool:

@@ -202,3 +202,29 @@ def test_optimizer_steps_on_the_device_match_the_cpu(name, kw):
             dv = opt_d.state[q][k]
             assert dv.device.type == ("cpu" if k == "step" else "opencl")
             np.testing.assert_allclose(dv.cpu().numpy(), v.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_recurrent_modules_packed_bidirectional_on_the_device(kind):
+    """Two bidirectional layers over a packed batch of different lengths (LSTM with a projection):
+    outputs, final states and every gradient match the CPU, and nothing falls back."""
+    from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    ember.manual_seed(0)
+    extra = {"proj_size": 3} if kind == "LSTM" else {}
+    cpu = getattr(ember.nn, kind)(5, 6, num_layers=2, bidirectional=True, **extra)
+    dev = copy.deepcopy(cpu).to("opencl")
+    x = ember.randn(7, 4, 5)
+    lengths = [7, 5, 5, 2]
+    results = []
+    ocl.reset_fallback_counts()
+    for m, xx in ((cpu, x), (dev, x.to("opencl"))):
+        xx = xx.clone().requires_grad_(True)
+        out, state = m(pack_padded_sequence(xx, lengths))
+        padded, _ = pad_packed_sequence(out)
+        hs = state if isinstance(state, tuple) else (state,)
+        loss = (padded * padded).sum() + sum((h * h).sum() for h in hs)
+        loss.backward()
+        results.append([padded, *hs, xx.grad] + [p.grad for p in m.parameters()])
+    assert ocl.fallback_counts() == {}
+    for c, d in zip(*results):
+        np.testing.assert_allclose(d.detach().cpu().numpy(), c.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -479,12 +479,12 @@ def packed_to_padded(data, batch_sizes):
     """Packed rows (sum(batch_sizes), *) -> time-major padded (T, B, *), zeros past each end. (The index
     arrays depend on the batch sizes only: constants for ember.compile, which guards the sizes.)"""
     idx, _ = _packed_index(batch_sizes)
-    rows = _ember.cat([data, _ember.zeros((1,) + tuple(data.shape[1:]), dtype=data.dtype)])
-    return rows.index_select(0, _ember.tensor(idx)).reshape((len(batch_sizes), batch_sizes[0]) +
+    rows = _ember.cat([data, _ember.zeros((1,) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)])
+    return rows.index_select(0, _ember.tensor(idx, device=data.device)).reshape((len(batch_sizes), batch_sizes[0]) +
                                                                 tuple(data.shape[1:]))
 
 
 def padded_to_packed(out, batch_sizes):
     _, valid = _packed_index(batch_sizes)
     T, B = out.shape[:2]
-    return out.reshape((T * B,) + tuple(out.shape[2:])).index_select(0, _ember.tensor(valid))
+    return out.reshape((T * B,) + tuple(out.shape[2:])).index_select(0, _ember.tensor(valid, device=out.device))

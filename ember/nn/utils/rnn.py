@@ -115,7 +115,9 @@ def _const(arr: np.ndarray, dtype) -> Tensor:
     lengths it came from are guarded)."""
     if FACTORY[0] is not None:
         FACTORY[0](arr)
-    return wrap(arr, dtype)
+    t = wrap(arr, dtype)
+    t._host_const = True        # the device dispatcher copies it next to device operands
+    return t
 
 
 def _int64(a) -> Tensor:

@@ -42,6 +42,38 @@ def _setup():
     return model, opt, x, y
 
 
+@pytest.mark.parametrize("slow", ["enqueue_fill_buffer", "enqueue_nd_range_kernel"])
+def test_device_events_stay_inside_the_profile_when_the_host_stalls_after_an_enqueue(monkeypatch, slow):
+    """The host clock read for a command must come before its enqueue: a thread that is descheduled
+    right after enqueuing (a loaded machine) must not shift the device clock's offset, and with it
+    every later device event, past the end of the profile. Each enqueue here stalls 20 ms after it
+    returns (fills and strided copies are the enqueues whose clock reading came after)."""
+    from ember.devices.opencl import _copies
+    real = getattr(_copies.cl, slow)
+
+    def stalled(*a, **k):
+        evt = real(*a, **k)
+        time.sleep(0.02)
+        return evt
+    d = ocl.empty((64, 64), np.float32, 0)
+    ocl.fill_(d, 1.0)
+    ocl.copy_(ocl.empty((64, 32), np.float32, 0), d.view(d.offset, (64, 32), (64, 1)))   # strided
+    ocl.synchronize()
+    monkeypatch.setattr(_copies.cl, slow, stalled)
+    t0 = time.perf_counter_ns()
+    with profile() as prof:
+        ocl.fill_(d, 2.0)
+        ocl.copy_(ocl.empty((64, 32), np.float32, 0), d.view(d.offset, (64, 32), (64, 1)))
+        monkeypatch.setattr(_copies.cl, slow, real)
+        y = ember.ones(256, device="opencl") * 3.0
+        y.cpu()
+    t1 = time.perf_counter_ns()
+    evs = [e for e in prof.events() if e.kind in ("kernel", "memcpy")]
+    assert any(e.name in ("ember_fill", "ember_copy_4") for e in evs), [e.name for e in evs]
+    for e in evs:
+        assert t0 <= e.launch_ns <= e.start_ns < e.end_ns <= t1, e.name
+
+
 def test_profile_records_kernels_copies_and_fallbacks(tmp_path):
     model, opt, x, y = _setup()
     assert _no_hooks()

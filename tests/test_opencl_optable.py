@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.nn.functional as F
 from ember.devices import opencl as ocl
 
 from device_support import needs_opencl, _quiet_fallback_warnings  # noqa: E402,F401 - autouse fixture
@@ -35,7 +36,7 @@ ON_DEVICE = [
     "nn_cross_entropy", "nn_cross_entropy_sum_smooth", "nn_cross_entropy_none_kdim", "layer_norm",
     "group_norm", "group_norm_4d", "cumsum", "cumsum_int", "cumsum_dtype", "sort", "sort_stable_ties", "sort_int",
     "sort_nan", "argsort", "topk", "topk_int", "scatter_src", "scatter_value", "nn_bce_logits",
-    "nn_bce_logits_sum", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
+    "nn_bce_logits_sum", "nn_bce", "nn_bce_none", "embedding", "gather_dim1", "index_select", "scatter_add", "index_add_alpha", "argmax", "softmax",
     "log_softmax",
     # recurrent layers (rnn_layer, lstm_layer, gru_layer and their backward ops)
     "tanh_layer", "tanh_layer_reverse", "relu_layer", "relu_layer_nobias", "gru_layer", "gru_layer_reverse",
@@ -112,6 +113,25 @@ def test_library_code_keeps_device_tensors_on_the_device():
         np.testing.assert_allclose(out_d.detach().cpu().numpy(), out.detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
+def test_binary_cross_entropy_checks_its_ranges_on_the_device(bad):
+    """The device kernel raises torch's RuntimeError for a probability or target outside [0, 1] (NaN
+    included), eagerly and compiled, with no fallback; the inputs stay as they were."""
+    x, t = ember.rand(6, 5), ember.rand(6, 5)
+    for which in ("input", "target"):
+        xb, tb = x.clone(), t.clone()
+        (xb if which == "input" else tb)[2, 3] = bad
+        xd, td = xb.to("opencl"), tb.to("opencl")
+        ocl.reset_fallback_counts()
+        for fn in (F.binary_cross_entropy, ember.compile(lambda a, b: F.binary_cross_entropy(a, b))):
+            with pytest.raises(RuntimeError, match=f"all elements of {which} should be between 0 and 1"):
+                fn(xd, td)
+        assert ocl.fallback_counts() == {}
+        np.testing.assert_array_equal(xd.cpu().numpy(), xb.numpy())
+    good = ember.compile(lambda a, b: F.binary_cross_entropy(a, b))(x.to("opencl"), t.to("opencl"))
+    np.testing.assert_allclose(good.cpu().item(), F.binary_cross_entropy(x, t).item(), rtol=1e-5)
+
+
 @pytest.mark.skipif(os.environ.get("EMBER_DEVICE_OPTABLE") != "1",
                     reason="the whole op table on the device builds a few thousand kernels (most of an hour on "
                            "a cold kernel cache): set EMBER_DEVICE_OPTABLE=1 to run it")
@@ -124,7 +144,9 @@ def test_whole_table_on_the_device():
               "avg_pool2d", "avg_pool2d_backward", "native_layer_norm", "embedding", "embedding_dense_backward",
               "cross_entropy", "cross_entropy_backward", "gather", "index_select", "argmax", "linear",
               "native_group_norm", "native_batch_norm", "scatter_add", "index_add", "cumsum", "sort",
-              "argsort", "topk", "scatter", "binary_cross_entropy_with_logits"}
+              "argsort", "topk", "scatter", "binary_cross_entropy_with_logits", "binary_cross_entropy",
+              "rnn_layer", "rnn_layer_backward", "lstm_layer", "lstm_layer_backward", "gru_layer",
+              "gru_layer_backward"}
     assert not fell & common, f"common-model ops fell back: {sorted(fell & common)}"
     assert fell <= set(STILL_ON_CPU.values()) | _OTHER_FALLBACKS(), sorted(fell)
 

@@ -34,6 +34,16 @@ def _rows(new, old, b):
     return new if b == old.shape[0] else E.cat([new, old[b:]])
 
 
+def _stack(items):
+    """``E.stack(items)`` for any number of steps: one buffer, a copy per step (the device's cat/stack
+    kernels take at most 8 inputs)."""
+    first = items[0]
+    out = E.empty((len(items),) + tuple(first.shape), dtype=first.dtype, device=first.device)
+    for k, it in enumerate(items):
+        out[k].copy_(it)
+    return out
+
+
 def _project(x, w_ih, *biases):
     xw = E.matmul(x, w_ih.T)
     for b in biases:
@@ -56,7 +66,7 @@ def _rnn_fwd(op, args, attrs):
             b = _rec._active(bs, t, B)
             h = _rows(act(xw[t, :b] + E.matmul(h[:b], w_hh.T)), h, b)
             outs[t] = h
-        return E.stack(outs)._data
+        return _stack(outs)._data
 
 
 def _lstm_fwd(op, args, attrs):
@@ -81,9 +91,9 @@ def _lstm_fwd(op, args, attrs):
                 hps[t] = _rows(hp, E.zeros((B, H), dtype=hp.dtype, device=hp.device), b)
             h, c = _rows(h_new, h, b), _rows(c_new, c, b)
             outs[t], cs[t] = h, c
-        out = E.stack(outs)
-        hp_all = out if w_hr is None else E.stack(hps)
-        return _data(out, c.clone(), E.stack(accs), E.stack(cs), hp_all)
+        out = _stack(outs)
+        hp_all = out if w_hr is None else _stack(hps)
+        return _data(out, c.clone(), _stack(accs), _stack(cs), hp_all)
 
 
 def _gru_fwd(op, args, attrs):
@@ -107,7 +117,7 @@ def _gru_fwd(op, args, attrs):
             ghns[t] = _rows(gh[:, 2 * H:], zeros[:, :H], b)
             h = _rows(n + z * (hb - n), h, b)
             outs[t] = h
-        return _data(E.stack(outs), E.stack(accs), E.stack(ghns))
+        return _data(_stack(outs), _stack(accs), _stack(ghns))
 
 
 # ---- backward: backpropagation through time with ember ops, reading the saved activations ---------------
@@ -149,7 +159,7 @@ def _rnn_bw(op, args, attrs):
             da = dh[:b] * (h > 0).to(h.dtype) if relu else dh[:b] * (1 - h * h)
             dGs[t] = _rows(da, _zeros(h0.shape, out), b)
             dh = _rows(E.matmul(da, w_hh), dh, b)
-        flat, dx, dw_ih, dw_hh = _weight_grads(E.stack(dGs), x, w_ih, _hprev(out, h0, rev), need[0])
+        flat, dx, dw_ih, dw_hh = _weight_grads(_stack(dGs), x, w_ih, _hprev(out, h0, rev), need[0])
         db = flat.sum(0)
         return _out((dx, dh, dw_ih, dw_hh, db, db), x)
 
@@ -182,12 +192,12 @@ def _lstm_bw(op, args, attrs):
             dGs[t] = _rows(d, zG, b)
             dc = _rows(dcb * f, dc, b)
             dh = _rows(E.matmul(d, w_hh), dh, b)
-        flat, dx, dw_ih, dw_hh = _weight_grads(E.stack(dGs), x, w_ih, _hprev(out, h0, rev), need[0])
+        flat, dx, dw_ih, dw_hh = _weight_grads(_stack(dGs), x, w_ih, _hprev(out, h0, rev), need[0])
         db = flat.sum(0)
         dw_hr = None
         if w_hr is not None and need[7]:
             n = T * B
-            dw_hr = E.matmul(E.stack(dHs).reshape(n, w_hr.shape[0]).T, hp_all.reshape(n, H))
+            dw_hr = E.matmul(_stack(dHs).reshape(n, w_hr.shape[0]).T, hp_all.reshape(n, H))
         return _out((dx, dh, dc, dw_ih, dw_hh, db, db, dw_hr), x)
 
 
@@ -215,8 +225,8 @@ def _gru_bw(op, args, attrs):
             dh_t = E.cat([dar, daz, dan * r], 1)
             dGx[t], dGh[t] = _rows(dx_t, zG, b), _rows(dh_t, zG, b)
             dh = _rows(dhb * z + E.matmul(dh_t, w_hh), dh, b)
-        flat_x, dx, dw_ih, _ = _weight_grads(E.stack(dGx), x, w_ih, None, need[0])
-        flat_h = E.stack(dGh).reshape(T * B, 3 * H)
+        flat_x, dx, dw_ih, _ = _weight_grads(_stack(dGx), x, w_ih, None, need[0])
+        flat_h = _stack(dGh).reshape(T * B, 3 * H)
         dw_hh = E.matmul(flat_h.T, _hprev(out, h0, rev).reshape(T * B, H))
         return _out((dx, dh, dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)), x)
 

@@ -351,3 +351,26 @@ def test_a_replay_whose_shapes_disagree_with_the_formulas_is_caught():
     x = ember.randn(10, 3)
     _close(cf(x), f(x), "sizes static from then on")
     assert counters["captures"] == 4
+
+
+def test_mark_dynamic_specialised_raises_constraint_violation():
+
+    from ember._dynamo.exc import ConstraintViolationError
+
+    def pinned(x):
+        return x.view(2, 4) * 2
+
+    def halves(x):
+        return x.view(2, -1) * 2
+
+    x = ember.randn(8)
+    ember._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(ConstraintViolationError, match=r"L\['x'\]\.size\(\)\[0\].*constant \(8\)"):
+        ember.compile(pinned)(x)
+    assert issubclass(ConstraintViolationError, RuntimeError)
+    x = ember.randn(8)
+    ember._dynamo.mark_dynamic(x, 0)              # s0 % 2 == 0 leaves the size free: no error
+    np.testing.assert_allclose(ember.compile(halves)(x).numpy(), x.numpy().reshape(2, 4) * 2)
+    x = ember.randn(8)
+    ember._dynamo.maybe_mark_dynamic(x, 0)        # maybe_: specialising is allowed
+    np.testing.assert_allclose(ember.compile(pinned)(x).numpy(), x.numpy().reshape(2, 4) * 2)

@@ -2,6 +2,7 @@
 explain), re-exported from ``ember.compiler``."""
 from ..compiler import reset, explain  # noqa: F401
 from ..compiler.dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401
+from . import exc  # noqa: F401
 from ..compiler import api as _api
 
 

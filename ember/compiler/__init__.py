@@ -10,7 +10,7 @@ from .capture import GraphBreakError, UnsupportedTrace  # noqa: F401
 from .explain import explain  # noqa: F401
 from . import api as _api
 from .logs import set_logs  # noqa: F401
-from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401
+from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic, ConstraintViolationError  # noqa: F401
 
 
 def __getattr__(name):

@@ -10,6 +10,7 @@ function runs eagerly for new signatures, with one warning naming the guard that
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 import warnings
 import weakref
@@ -279,6 +280,7 @@ class CompiledFunction:
         if logs.enabled("graph"):
             logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
         if tracer.sym is not None:
+            _dynamic.check_constraints(self.__name__, _param_names(self.fn), tracer.sym, dims, _paths(args, kwargs))
             program = self._add_symbolic(sig, dims, program, tracer.sym, pending)
             if program is None:                 # a verification trace that confirmed the pending entry
                 return result
@@ -454,6 +456,15 @@ def _arg_by_value(tracer, v):
         if tracer.t2v.get(id(t)) is v:
             return t
     raise RuntimeError("internal: argument tensor not found")
+
+
+def _param_names(fn) -> list:
+    """The positional parameter names of ``fn`` (empty when Python cannot tell)."""
+    try:
+        return [n for n, p in inspect.signature(fn).parameters.items()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
 
 
 def _paths(args, kwargs):

@@ -59,12 +59,16 @@ def mark_dynamic(t, index, min=None, max=None):
     marks = t.__dict__.setdefault("_ember_dynamic", {})
     for d in _dims(t, index, "mark_dynamic"):
         marks[d] = (min, max)
+        t.__dict__.setdefault("_ember_dynamic_strict", set()).add(d)
         t.__dict__.get("_ember_static", set()).discard(d)
 
 
 def maybe_mark_dynamic(t, index):
-    """As ``mark_dynamic``: ember never raises when a marked dimension ends up specialised."""
+    """As ``mark_dynamic``, but no error when the marked dimension ends up specialised."""
     mark_dynamic(t, index)
+    strict = t.__dict__["_ember_dynamic_strict"]
+    for d in _dims(t, index, "maybe_mark_dynamic"):
+        strict.discard(d)
 
 
 def mark_static(t, index=None):
@@ -74,6 +78,53 @@ def mark_static(t, index=None):
     for d in dims:
         st.add(d)
         t.__dict__.get("_ember_dynamic", {}).pop(d, None)
+        t.__dict__.get("_ember_dynamic_strict", set()).discard(d)
+
+
+class ConstraintViolationError(RuntimeError):
+    """A dimension ``mark_dynamic`` marked was specialised to a constant by the traced code (torch's
+    ``torch.fx.experimental.symbolic_shapes.ConstraintViolationError``)."""
+
+
+def _pinned(name, guards, values) -> bool:
+    """True when no other size of symbol ``name`` (the others kept, or all scaled alike) passes ``guards``."""
+    v = values[name]
+    for k in (v + 1, v - 1, 2 * v, 3 * v, v + 4, 2, 3, 64):
+        if k < 2 or k == v:
+            continue
+        trials = [{**values, name: k}, {n: (k if n == name else max(2, x * k // v)) for n, x in values.items()}]
+        if any(all(g.holds(env) for g in guards) for env in trials):
+            return False
+    return True
+
+
+def check_constraints(fn_name, params, state, dims, paths) -> None:
+    """Raise ConstraintViolationError when a ``mark_dynamic`` dimension (not ``maybe_mark_dynamic``) was
+    specialised by the trace; ``params`` are the function's positional parameter names."""
+    bad = []
+    for t, path in paths:
+        for d in sorted(t.__dict__.get("_ember_dynamic_strict", ())):
+            name = dims.get((path, d))
+            if name is None or name not in state.values or not _pinned(name, state.guards, state.values):
+                continue
+            bad.append((_source(path, params) + f".size()[{d}]", state.values[name]))
+    if not bad:
+        return
+    where = ", ".join(src for src, _ in bad)
+    lines = "".join(f"\n  - You marked {src} as dynamic but your code specialized it to be a constant ({n}). If "
+                    f"you're using mark_dynamic, either remove it or use maybe_mark_dynamic." for src, n in bad)
+    raise ConstraintViolationError(f"Constraints violated ({where})! For more information, run with "
+                                   f"EMBER_LOGS=\"dynamic,guards\" (ember.compile({fn_name})).{lines}")
+
+
+def _source(path, params) -> str:
+    """``L['x']`` for argument path ``(0,)`` of ``f(x)``; nested containers add ``[i]``."""
+    head, rest = path[0], path[1:]
+    if head == "kw":
+        head, rest = rest[0], rest[1:]
+    elif isinstance(head, int) and head < len(params):
+        head = params[head]
+    return f"L[{head!r}]" + "".join(f"[{q!r}]" for q in rest)
 
 
 # ---- which dimensions are symbolic --------------------------------------------------------------------------

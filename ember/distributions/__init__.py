@@ -1,7 +1,7 @@
 """ember.distributions: probability distributions with torch.distributions' API and formulas.
 
-Available: Normal, Laplace, Categorical, OneHotCategorical, Bernoulli, Uniform, Exponential,
-Independent, MultivariateNormal, Gamma, Beta, Dirichlet, MixtureSameFamily, TransformedDistribution
+Available: Normal, Laplace, Categorical, OneHotCategorical, Bernoulli, Geometric, Uniform, Exponential,
+Independent, MultivariateNormal, Gamma, Chi2, Beta, Dirichlet, MixtureSameFamily, TransformedDistribution
 with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose), LogNormal, Poisson, Binomial, StudentT, Cauchy, Gumbel, HalfNormal;
 ``kl_divergence`` with ``register_kl`` for same-type pairs of the first group; ``constraints``. Not yet
 here: NegativeBinomial, Weibull, Pareto, LowRankMultivariateNormal, relaxed distributions; gradients of Gamma / Beta /
@@ -14,11 +14,13 @@ from .laplace import Laplace  # noqa: F401
 from .categorical import Categorical  # noqa: F401
 from .one_hot_categorical import OneHotCategorical  # noqa: F401
 from .bernoulli import Bernoulli  # noqa: F401
+from .geometric import Geometric  # noqa: F401
 from .uniform import Uniform  # noqa: F401
 from .exponential import Exponential  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .gamma import Gamma  # noqa: F401
+from .chi2 import Chi2  # noqa: F401
 from .dirichlet import Dirichlet  # noqa: F401
 from .beta import Beta  # noqa: F401
 from .mixture_same_family import MixtureSameFamily  # noqa: F401
@@ -37,8 +39,8 @@ from .log_normal import LogNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 
-__all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Uniform",
-           "Exponential", "Independent", "MultivariateNormal", "Gamma", "Beta", "Dirichlet",
+__all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Geometric", "Uniform",
+           "Exponential", "Independent", "MultivariateNormal", "Gamma", "Chi2", "Beta", "Dirichlet",
            "MixtureSameFamily", "Poisson", "Binomial", "StudentT", "Cauchy", "Gumbel", "HalfNormal",
            "TransformedDistribution", "LogNormal", "transforms", "Transform", "ComposeTransform",
            "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",

@@ -24,6 +24,20 @@ class _BinaryProbsLogits:
     """Mixin for families with a success probability given as ``probs`` or ``logits``: the other one is
     derived on first use."""
 
+    def _init_probs_or_logits(self, probs, logits, validate_args) -> None:
+        """Store the one parameter given (broadcast to a tensor); its shape is the batch shape."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            is_scalar = isinstance(probs, numbers.Number)
+            (self.probs,) = broadcast_all(probs)
+        else:
+            is_scalar = isinstance(logits, numbers.Number)
+            (self.logits,) = broadcast_all(logits)
+        self._param = self.probs if probs is not None else self.logits
+        batch_shape = Size() if is_scalar else self._param.size()
+        Distribution.__init__(self, batch_shape, validate_args=validate_args)
+
     @lazy_property
     def logits(self):
         return probs_to_logits(self.probs, is_binary=True)
@@ -42,17 +56,7 @@ class Bernoulli(_BinaryProbsLogits, Distribution):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, numbers.Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._init_probs_or_logits(probs, logits, validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_into(Bernoulli, batch_shape, _instance,

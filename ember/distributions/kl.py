@@ -11,6 +11,7 @@ from .laplace import Laplace
 from .categorical import Categorical
 from .one_hot_categorical import OneHotCategorical
 from .bernoulli import Bernoulli
+from .geometric import Geometric
 from .uniform import Uniform
 from .exponential import Exponential
 from .independent import Independent
@@ -132,6 +133,11 @@ def _kl_bernoulli_bernoulli(p, q):
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
     t2 = t2.masked_fill(q.probs == 1, math.inf).masked_fill(p.probs == 1, 0)
     return t1 + t2
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
 
 
 @register_kl(Uniform, Uniform)

@@ -1,7 +1,7 @@
 """Op families. Importing a family registers its ops and attaches their function and method forms."""
 import importlib
 
-FAMILIES = ["elementwise", "shape", "copies", "reduce", "creation", "inplace", "unary", "binary", "compare",
+FAMILIES = ["elementwise", "shape", "copies", "reduce", "creation", "inplace", "unary", "unary_piecewise", "binary", "compare",
             "reduce_order", "reduce_scan", "reduce_softmax", "reduce_values", "reduce_norm",
             "index", "index_masked", "index_scatter", "index_dim",
             "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers", "linalg_decompositions",

@@ -61,7 +61,7 @@ def test_promote_types_and_can_cast_all_pairs(a):
 
 
 def test_promote_types_and_can_cast_errors():
-    from test_autograd import same_error
+    from autograd_support import same_error
     same_error(lambda m: m.can_cast(1, m.int32))
     same_error(lambda m: m.promote_types(m.int32, "float"))
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ember
-from test_autograd import same, same_error
+from autograd_support import same, same_error
 
 
 def _both(data, **kw):

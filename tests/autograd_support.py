@@ -77,3 +77,22 @@ def leaf(lib, data, dtype=None, rg=True):
 
 
 X = [[0.5, -1.25, 2.0], [1.5, 0.75, -0.5]]
+
+
+def unary_function(m, forward, backward, name: str = "Fn", save: bool = False, wrap=None):
+    """A one-input custom ``m.autograd.Function`` class called ``name``: its forward is ``forward(x)``, its
+    backward ``backward(g)``; with ``save`` the forward saves ``x`` (``ctx.save_for_backward``) and the
+    backward takes it back from ``ctx.saved_tensors`` and calls ``backward(x, g)``. ``wrap`` decorates
+    the backward (``once_differentiable``)."""
+    def fwd(ctx, x):
+        if save:
+            ctx.save_for_backward(x)
+        return forward(x)
+
+    def bwd(ctx, g):
+        if save:
+            (x,) = ctx.saved_tensors
+            return backward(x, g)
+        return backward(g)
+    return type(name, (m.autograd.Function,), {"forward": staticmethod(fwd),
+                                               "backward": staticmethod(wrap(bwd) if wrap else bwd)})

@@ -4,7 +4,7 @@ gradcheck of custom Functions).
 """
 from __future__ import annotations
 
-from autograd_support import LIBS, leaf, same, same_error
+from autograd_support import LIBS, leaf, same, same_error, unary_function
 
 
 # ---- custom Function ------------------------------------------------------------------------------------
@@ -50,6 +50,21 @@ def _make_fns(m):
             return g * 2
 
     return Cube, SplitTwo, WithMask
+
+
+def _dirty_function(m, write, backward=lambda g: g):
+    """A custom Function that writes into its input (``write(x)``), marks it dirty and returns it."""
+    class Inplace(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            write(x)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return backward(g)
+    return Inplace
 
 
 def test_function_basic_and_non_tensor_args():
@@ -175,44 +190,19 @@ def test_function_errors():
     same_error(wrong_count)
 
     def wrong_shape(m):
-        class Bad(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 2
-
-            @staticmethod
-            def backward(ctx, g):
-                return m.ones(5)
+        Bad = unary_function(m, lambda x: x * 2, lambda g: m.ones(5))
         Bad.apply(leaf(m, [1.0, 2.0])).sum().backward()
     same_error(wrong_shape)
 
     def saved_after_free(m):
-        class Save(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.save_for_backward(x)
-                return x * 2
-
-            @staticmethod
-            def backward(ctx, g):
-                (x,) = ctx.saved_tensors
-                return g * 2
+        Save = unary_function(m, lambda x: x * 2, lambda x, g: g * 2, save=True)
         y = Save.apply(leaf(m, [1.0])).sum()
         y.backward()
         y.backward()
     same_error(saved_after_free)
 
     def modified_saved(m):
-        class Save(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.save_for_backward(x)
-                return x * 2
-
-            @staticmethod
-            def backward(ctx, g):
-                (x,) = ctx.saved_tensors
-                return g * x
+        Save = unary_function(m, lambda x: x * 2, lambda x, g: g * x, save=True)
         a = leaf(m, [1.0]) * 1
         y = Save.apply(a)
         a.add_(1)
@@ -222,14 +212,7 @@ def test_function_errors():
 
 def test_function_without_saved_tensors_can_backward_twice():
     def f(m):
-        class Double(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 2
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
+        Double = unary_function(m, lambda x: x * 2, lambda g: g * 2, "Double")
         x = leaf(m, [1.0, 2.0])
         y = Double.apply(x).sum()
         y.backward()
@@ -264,16 +247,7 @@ def test_function_setup_context_style_and_mark_dirty():
             def backward(ctx, g):
                 return g * ctx.k, None
 
-        class AddOneInplace(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                x.add_(1)
-                ctx.mark_dirty(x)
-                return x
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 1
+        AddOneInplace = _dirty_function(m, lambda x: x.add_(1), lambda g: g * 1)
         x = leaf(m, [1.0, 2.0])
         y = Scale.apply(x, 3.0)
         h = x * 2
@@ -283,30 +257,14 @@ def test_function_setup_context_style_and_mark_dirty():
     same(f)
 
     def dirty_leaf(m):
-        class AddOneInplace(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                x.add_(1)
-                ctx.mark_dirty(x)
-                return x
-
-            @staticmethod
-            def backward(ctx, g):
-                return g
+        AddOneInplace = _dirty_function(m, lambda x: x.add_(1))
         AddOneInplace.apply(leaf(m, [1.0]))
     same_error(dirty_leaf)
 
 
 def test_function_returning_input_as_is():
     def f(m):
-        class Ident(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 3
+        Ident = unary_function(m, lambda x: x, lambda g: g * 3, "Ident")
         x = leaf(m, [1.0, 2.0])
         y = Ident.apply(x)
         y.sum().backward()
@@ -328,19 +286,7 @@ def _once_differentiable_square(m):
     """x * x as a custom Function whose backward is marked once_differentiable."""
     from importlib import import_module
     od = import_module(m.__name__ + ".autograd.function").once_differentiable
-
-    class Sq(m.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        @od
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * 2 * x
-    return Sq
+    return unary_function(m, lambda x: x * x, lambda x, g: g * 2 * x, "Sq", save=True, wrap=od)
 
 
 def test_once_differentiable():
@@ -389,16 +335,7 @@ def test_function_mark_dirty_on_a_view():
     same(f)
 
     def view_of_leaf(m):
-        class Inplace(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                x.mul_(2)
-                ctx.mark_dirty(x)
-                return x
-
-            @staticmethod
-            def backward(ctx, g):
-                return g
+        Inplace = _dirty_function(m, lambda x: x.mul_(2))
         x = leaf(m, [1.0, 2.0])
         Inplace.apply(x[0:1])
     same_error(view_of_leaf)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ember
 
-from autograd_support import X, leaf, same, same_error
+from autograd_support import X, leaf, same, same_error, unary_function
 
 
 # ---- hooks ------------------------------------------------------------------------------------------------
@@ -202,16 +202,7 @@ def test_saved_tensors_hooks_skip_version_check_and_custom_function():
     def fn(m):
         seen = []
 
-        class Sq(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, t):
-                ctx.save_for_backward(t)
-                return t * t
-
-            @staticmethod
-            def backward(ctx, g):
-                (t,) = ctx.saved_tensors
-                return g * 2 * t
+        Sq = unary_function(m, lambda t: t * t, lambda t, g: g * 2 * t, "Sq", save=True)
         x = leaf(m, [3.0])
         with m.autograd.graph.saved_tensors_hooks(lambda t: (seen.append("p"), t * 2)[1],
                                                   lambda p: (seen.append("u"), p)[1]):

@@ -14,6 +14,8 @@ import torch
 
 import ember
 
+from autograd_support import unary_function
+
 
 def F(m):
     return m.nn.functional
@@ -367,15 +369,7 @@ def test_node_name_depending_on_arguments():
 
 def test_custom_function_node_name():
     def make(m):
-        class Double(m.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x * 2
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
-        return Double
+        return unary_function(m, lambda x: x * 2, lambda g: g * 2, "Double")
 
     ty = make(torch).apply(_x(torch))
     ey = make(ember).apply(_x(ember))

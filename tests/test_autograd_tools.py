@@ -10,7 +10,7 @@ import pytest
 
 import ember
 
-from autograd_support import leaf, same, same_error
+from autograd_support import leaf, same, same_error, unary_function
 
 
 # ---- gradcheck ----------------------------------------------------------------------------------------------
@@ -40,16 +40,7 @@ def test_gradgradcheck_on_ops():
 
 
 def test_gradcheck_catches_a_wrong_backward():
-    class Wrong(ember.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * x        # should be 2 * x
+    Wrong = unary_function(ember, lambda x: x * x, lambda x, g: g * x, "Wrong", save=True)  # should be 2 * x
     a = _dbl(3)
     assert ember.autograd.gradcheck(Wrong.apply, (a,), raise_exception=False) is False
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):

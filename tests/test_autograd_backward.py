@@ -188,41 +188,30 @@ def test_backward_gradient_dtype_is_cast_to_output_dtype():
     same(f)
 
 
-def test_second_backward_without_retain_graph_raises():
+# (the loss, retain_graph of each backward call in turn, whether a later call raises)
+REPEATED_BACKWARD = [(lambda x: (x * x).sum(), (False, False), True),      # mul's saved inputs are freed
+                     (lambda x: (x + 1).sum(), (False, False), False),     # add saves nothing
+                     (lambda x: (x * x * 2).sum(), (True, True, False), False)]
+
+
+@pytest.mark.parametrize("loss,retains,raises", REPEATED_BACKWARD)
+def test_repeated_backward_and_retain_graph(loss, retains, raises):
     def f(m):
         x = leaf(m, X)
-        y = (x * x).sum()
-        y.backward()
-        y.backward()
-    same_error(f)
+        y = loss(x)
+        for retain in retains:
+            y.backward(retain_graph=retain)
+        return x.grad
+    (same_error if raises else same)(f)
 
+
+def test_second_autograd_grad_without_retain_graph_raises():
     def g(m):
         x = leaf(m, X)
         y = (x * x).sum()
         m.autograd.grad(y, x)
         m.autograd.grad(y, x)
     same_error(g)
-
-
-def test_second_backward_through_nodes_that_save_nothing_is_fine():
-    def f(m):
-        x = leaf(m, X)
-        y = (x + 1).sum()
-        y.backward()
-        y.backward()
-        return x.grad
-    same(f)
-
-
-def test_retain_graph_allows_repeated_backward():
-    def f(m):
-        x = leaf(m, X)
-        y = (x * x * 2).sum()
-        y.backward(retain_graph=True)
-        y.backward(retain_graph=True)
-        y.backward()
-        return x.grad
-    same(f)
 
 
 def test_create_graph_gives_differentiable_grad():

@@ -3,53 +3,40 @@ leaves, views of non-leaves, sibling views, retain_grad across in-place writes).
 """
 from __future__ import annotations
 
+import pytest
+
 from autograd_support import X, leaf, same, same_error
 
 
 # ---- version counter, in-place rules --------------------------------------------------------------------------
 
-def test_inplace_modification_of_saved_input_raises():
+# (the op, which of its tensors is then written in place, whether backward then raises)
+SAVED_THEN_WRITTEN = [(lambda a: a * a, "input", True),        # mul saves its inputs
+                      (lambda a: a.sin(), "input", True),
+                      (lambda a: a.exp(), "output", True),     # exp saves its result,
+                      (lambda a: a.exp(), "input", False)]     # not its input
+
+
+@pytest.mark.parametrize("op,written,raises", SAVED_THEN_WRITTEN)
+def test_inplace_modification_of_saved_tensor(op, written, raises):
     def f(m):
         x = leaf(m, X)
         a = x * 1
-        y = a * a          # mul saves its inputs
-        a.add_(1)
+        y = op(a)
+        (a if written == "input" else y).add_(1)
         y.sum().backward()
-    same_error(f)
+        return x.grad
+    (same_error if raises else same)(f)
 
-    def leaf_under_no_grad(m):
+
+def test_inplace_on_leaf_saved_under_no_grad_raises():
+    def f(m):
         x = leaf(m, X)
         y = x * x
         with m.no_grad():
             x.add_(1)
         y.sum().backward()
-    same_error(leaf_under_no_grad)
-
-
-def test_inplace_modification_of_saved_output_raises():
-    def f(m):
-        x = leaf(m, X)
-        y = x.exp()
-        y.add_(1)
-        y.sum().backward()
     same_error(f)
-
-    def sin_input(m):
-        x = leaf(m, X)
-        a = x * 1
-        y = a.sin()
-        a.add_(1)
-        y.sum().backward()
-    same_error(sin_input)
-
-    def exp_input_is_not_saved(m):
-        x = leaf(m, X)
-        a = x * 1
-        y = a.exp()            # exp saves its result, not its input
-        a.add_(1)
-        y.sum().backward()
-        return x.grad
-    same(exp_input_is_not_saved)
 
 
 def test_inplace_on_input_of_op_that_saves_nothing_is_fine():

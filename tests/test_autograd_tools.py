@@ -114,6 +114,7 @@ def _nan_grad(m):
 # ---- autograd.functional -------------------------------------------------------------------------------
 
 def _fns(m):
+    """autograd.functional, three functions to differentiate and three float64 inputs, for either library."""
     def f1(x):
         return x * x * 2 + x.sum()
 
@@ -122,15 +123,13 @@ def _fns(m):
 
     def scalar(x, y):
         return (x * x * y).sum() + (y * y * y).sum()
-    return f1, f2, scalar
+    x, y, v = (m.tensor(d, dtype=m.float64) for d in ([1.0, 2.0, -1.0], [0.5, -2.0, 3.0], [1.0, -1.0, 0.5]))
+    return m.autograd.functional, (f1, f2, scalar), (x, y, v)
 
 
 def test_functional_jacobian_and_hessian():
     def f(m):
-        F = m.autograd.functional
-        f1, f2, scalar = _fns(m)
-        x = m.tensor([1.0, 2.0, -1.0], dtype=m.float64)
-        y = m.tensor([0.5, -2.0, 3.0], dtype=m.float64)
+        F, (f1, f2, scalar), (x, y, _) = _fns(m)
         return [F.jacobian(f1, x), F.jacobian(f2, (x, y)), F.jacobian(lambda a: (a * 2, a.sum()), x),
                 F.jacobian(lambda a, b: a * b, (x, y)), F.hessian(lambda a: (a * a * a).sum(), x),
                 F.hessian(scalar, (x, y)), F.jacobian(f1, x, vectorize=True),
@@ -140,11 +139,7 @@ def test_functional_jacobian_and_hessian():
 
 def test_functional_products():
     def f(m):
-        F = m.autograd.functional
-        f1, f2, scalar = _fns(m)
-        x = m.tensor([1.0, 2.0, -1.0], dtype=m.float64)
-        y = m.tensor([0.5, -2.0, 3.0], dtype=m.float64)
-        v = m.tensor([1.0, -1.0, 0.5], dtype=m.float64)
+        F, (f1, f2, scalar), (x, y, v) = _fns(m)
         return [F.vjp(f1, x, v), F.jvp(f1, x, v), F.vjp(f2, (x, y), (m.tensor(2.0, dtype=m.float64), v)),
                 F.jvp(f2, (x, y), (v, v)), F.vhp(scalar, (x, y), (v, v)), F.hvp(scalar, (x, y), (v, v)),
                 F.vjp(lambda a: a.sum(), x), F.hvp(lambda a: (a * a).sum() * 1, m.tensor([3.0], dtype=m.float64))]

@@ -88,32 +88,41 @@ def dclass(dt) -> str:
 # suffix (f32, f64, i64 ...), {F} the libm suffix ("f" for float, "" for double)
 
 _F = "f"
+
+
+def _libm(*names, arity=1):
+    """Primitives that are the libm function of the same name on floats (``sinf`` / ``sin``)."""
+    args = ", ".join(f"{{{i}}}" for i in range(arity))
+    return {n: {"f": f"{n}{{F}}({args})"} for n in names}
+
+
+def _every(expr):
+    """The same C expression in every dtype class."""
+    return {c: expr for c in "fiub"}
+
+
+def _logical(op):
+    """A logical and/or/xor: operands compare with zero, bools combine bitwise."""
+    return {**_every(f"((({{0}}) != 0) {op} (({{1}}) != 0))"), "b": f"(({{0}}) {op} ({{1}}))"}
+
+
+_INT_IDENTITY = {"i": "{0}", "u": "{0}", "b": "{0}"}   # rounding an integer leaves it as it is
+
 UNARY = {
     "copy": {"f": "{0}", "i": "{0}", "u": "{0}", "b": "{0}"},      # a value copy (clone): a fusion barrier target
     "neg": {"f": "(-{0})", "i": "(-{0})"},
     "abs": {"f": "fabs{F}({0})", "i": "em_abs_{S}({0})", "u": "{0}", "b": "{0}"},
     "exp": {"f": "em_exp_{S}({0})"},         # branch-free, so loops vectorize: <= 1 ulp (libm's: 0.5)
-    "exp2": {"f": "exp2{F}({0})"},
-    "expm1": {"f": "expm1{F}({0})"},
-    "log": {"f": "log{F}({0})"},
-    "log2": {"f": "log2{F}({0})"},
-    "log10": {"f": "log10{F}({0})"},
-    "log1p": {"f": "log1p{F}({0})"},
-    "sqrt": {"f": "sqrt{F}({0})"},
+    **_libm("exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt"),
     "rsqrt": {"f": "(({T})1 / sqrt{F}({0}))"},
     "reciprocal": {"f": "(({T})1 / ({0}))"},
-    "sin": {"f": "sin{F}({0})"}, "cos": {"f": "cos{F}({0})"}, "tan": {"f": "tan{F}({0})"},
-    "asin": {"f": "asin{F}({0})"}, "acos": {"f": "acos{F}({0})"}, "atan": {"f": "atan{F}({0})"},
-    "sinh": {"f": "sinh{F}({0})"}, "cosh": {"f": "cosh{F}({0})"}, "tanh": {"f": "tanh{F}({0})"},
-    "asinh": {"f": "asinh{F}({0})"}, "acosh": {"f": "acosh{F}({0})"}, "atanh": {"f": "atanh{F}({0})"},
+    **_libm("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"),
     # erf/erfc of float32 go through double: glibc's float versions differ from NumPy's by a few ulp
     "erf": {"f": "(({T})erf((double)({0})))"},
     "erfc": {"f": "(({T})erfc((double)({0})))"},
     "lgamma": {"f": "(({T})lgamma((double)({0})))"},
     "sigmoid": {"f": "em_sigmoid_{S}({0})"},
-    "floor": {"f": "floor{F}({0})", "i": "{0}", "u": "{0}", "b": "{0}"},
-    "ceil": {"f": "ceil{F}({0})", "i": "{0}", "u": "{0}", "b": "{0}"},
-    "trunc": {"f": "trunc{F}({0})", "i": "{0}", "u": "{0}", "b": "{0}"},
+    **{n: {**f, **_INT_IDENTITY} for n, f in _libm("floor", "ceil", "trunc").items()},
     "round": {"f": "nearbyint{F}({0})", "i": "{0}", "u": "{0}"},          # half to even, as NumPy
     "sign": {"f": "em_sign_{S}({0})", "i": "em_sign_{S}({0})", "u": "(({0}) > 0)", "b": "{0}"},
     "signbit": {"f": "(signbit({0}) != 0)", "i": "(({0}) < 0)", "u": "0", "b": "0"},
@@ -138,34 +147,20 @@ BINARY = {
     "fmax": {"f": "fmax{F}({0}, {1})", "i": "em_max_{S}({0}, {1})", "u": "em_max_{S}({0}, {1})"},
     "fmin": {"f": "fmin{F}({0}, {1})", "i": "em_min_{S}({0}, {1})", "u": "em_min_{S}({0}, {1})"},
     "pow": {"f": "em_pow_{S}({0}, {1})"},
-    "atan2": {"f": "atan2{F}({0}, {1})"},
-    "hypot": {"f": "hypot{F}({0}, {1})"},
-    "copysign": {"f": "copysign{F}({0}, {1})"},
-    "nextafter": {"f": "nextafter{F}({0}, {1})"},
-    "fmod": {"f": "fmod{F}({0}, {1})"},
+    **_libm("atan2", "hypot", "copysign", "nextafter", "fmod", arity=2),
     "remainder": {"f": "em_remainder_{S}({0}, {1})"},       # Python's %: the sign of the divisor
     "floordiv": {"f": "em_floordiv_{S}({0}, {1})"},
-    "lt": {"f": "(({0}) < ({1}))", "i": "(({0}) < ({1}))", "u": "(({0}) < ({1}))", "b": "(({0}) < ({1}))"},
-    "le": {"f": "(({0}) <= ({1}))", "i": "(({0}) <= ({1}))", "u": "(({0}) <= ({1}))", "b": "(({0}) <= ({1}))"},
-    "gt": {"f": "(({0}) > ({1}))", "i": "(({0}) > ({1}))", "u": "(({0}) > ({1}))", "b": "(({0}) > ({1}))"},
-    "ge": {"f": "(({0}) >= ({1}))", "i": "(({0}) >= ({1}))", "u": "(({0}) >= ({1}))", "b": "(({0}) >= ({1}))"},
-    "eq": {"f": "(({0}) == ({1}))", "i": "(({0}) == ({1}))", "u": "(({0}) == ({1}))", "b": "(({0}) == ({1}))"},
-    "ne": {"f": "(({0}) != ({1}))", "i": "(({0}) != ({1}))", "u": "(({0}) != ({1}))", "b": "(({0}) != ({1}))"},
-    "and": {"f": "((({0}) != 0) & (({1}) != 0))", "i": "((({0}) != 0) & (({1}) != 0))",
-            "u": "((({0}) != 0) & (({1}) != 0))", "b": "(({0}) & ({1}))"},
-    "or": {"f": "((({0}) != 0) | (({1}) != 0))", "i": "((({0}) != 0) | (({1}) != 0))",
-           "u": "((({0}) != 0) | (({1}) != 0))", "b": "(({0}) | ({1}))"},
-    "xor": {"f": "((({0}) != 0) ^ (({1}) != 0))", "i": "((({0}) != 0) ^ (({1}) != 0))",
-            "u": "((({0}) != 0) ^ (({1}) != 0))", "b": "(({0}) ^ ({1}))"},
-    "bitand": {"i": "(({0}) & ({1}))", "u": "(({0}) & ({1}))", "b": "(({0}) & ({1}))"},
-    "bitor": {"i": "(({0}) | ({1}))", "u": "(({0}) | ({1}))", "b": "(({0}) | ({1}))"},
-    "bitxor": {"i": "(({0}) ^ ({1}))", "u": "(({0}) ^ ({1}))", "b": "(({0}) ^ ({1}))"},
+    **{n: _every(f"(({{0}}) {op} ({{1}}))") for n, op in
+       (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!="))},
+    "and": _logical("&"), "or": _logical("|"), "xor": _logical("^"),
+    # bitwise ops on integers and bools (floats have none)
+    **{n: {c: f"(({{0}}) {op} ({{1}}))" for c in "iub"}
+       for n, op in (("bitand", "&"), ("bitor", "|"), ("bitxor", "^"))},
 }
 
 TERNARY = {
     # the condition is bool (0/1); both branches are evaluated (they are pure), which lets loops vectorize
-    "where": {"f": "(({0}) ? ({1}) : ({2}))", "i": "(({0}) ? ({1}) : ({2}))", "u": "(({0}) ? ({1}) : ({2}))",
-              "b": "(({0}) ? ({1}) : ({2}))"},
+    "where": _every("(({0}) ? ({1}) : ({2}))"),
 }
 
 # unary/binary primitives whose result is bool whatever the operand dtype
@@ -231,19 +226,16 @@ def reduce_init(op: str, dtype) -> str:
         return "0"
     if op == "prod":
         return "1"
-    if op in ("max", "argmax"):
-        if dt.kind == "f":
-            return f"(-({t})INFINITY)"
-        if dt.kind == "b":
-            return "0"
-        return f"(({t}){np.iinfo(dt).min})" if dt != np.int64 else "INT64_MIN"
-    if op in ("min", "argmin"):
-        if dt.kind == "f":
-            return f"(({t})INFINITY)"
-        if dt.kind == "b":
-            return "1"
-        return f"(({t}){np.iinfo(dt).max})" if dt != np.int64 else "INT64_MAX"
-    raise ValueError(op)
+    if op not in ("max", "argmax", "min", "argmin"):
+        raise ValueError(op)
+    lowest = op.endswith("max")         # a max starts from the lowest value of the dtype, a min the highest
+    if dt.kind == "f":
+        return f"(-({t})INFINITY)" if lowest else f"(({t})INFINITY)"
+    if dt.kind == "b":
+        return "0" if lowest else "1"
+    if dt == np.int64:
+        return "INT64_MIN" if lowest else "INT64_MAX"
+    return f"(({t}){np.iinfo(dt).min if lowest else np.iinfo(dt).max})"
 
 
 def accumulator_type(op: str, dtype) -> str:
@@ -255,7 +247,7 @@ def accumulator_type(op: str, dtype) -> str:
     return ctype(dt)
 
 
-C_PRELUDE = r"""/* ember primitives (ember.compiler.prims) */
+_PRELUDE_TEMPLATE = r"""/* ember primitives (ember.compiler.prims) */
 #include <stdint.h>
 #include <stddef.h>
 #include <math.h>
@@ -269,102 +261,70 @@ EM_MINMAX(int16_t, i16) EM_MINMAX(int8_t, i8) EM_MINMAX(uint8_t, u8) EM_MINMAX(u
 #define EM_INTABS(T, S) static inline T em_abs_##S(T a) { return a < 0 ? (T)-a : a; } \
   static inline T em_sign_##S(T a) { return (T)((a > 0) - (a < 0)); }
 EM_INTABS(int64_t, i64) EM_INTABS(int32_t, i32) EM_INTABS(int16_t, i16) EM_INTABS(int8_t, i8)
-static inline float em_sign_f32(float a) { return a > 0 ? 1.0f : (a < 0 ? -1.0f : 0.0f); }
-static inline double em_sign_f64(double a) { return a > 0 ? 1.0 : (a < 0 ? -1.0 : 0.0); }
-/* branch-free exp for float32 and float64: the loops that call them vectorize (libm's do not) */
-static inline float em_exp_f32(float x) {
-  /* exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln(2)/2; exp(r) by a degree-7 minimax fit */
-  float xc = x < -103.5f ? -103.5f : (x > 88.8f ? 88.8f : x);
-  float n = __builtin_rintf(xc * 1.44269504088896341f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
-  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  __builtin_memcpy(&s1, &b1, 4);
-  __builtin_memcpy(&s2, &b2, 4);
-  float y = (p * s1) * s2;
-  y = x > 88.72283935546875f ? (float)INFINITY : y;
-  y = x < -103.972084045410f ? 0.0f : y;
-  return x != x ? x : y;
-}
-static inline double em_exp_f64(double x) {
-  /* n = round(x / ln 2), r = x - n ln 2 in two parts (n * ln2_hi is exact), exp(r) by Taylor to r^13 */
-  double xc = x < -745.2 ? -745.2 : (x > 709.8 ? 709.8 : x);
-  double n = __builtin_rint(xc * 1.4426950408889634);
-  double r = xc - n * 6.93147180369123816490e-01;
-  r = r - n * 1.90821492927058770002e-10;
-  double p = 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * (r * r) + r + 1.0;
-  int64_t ni = (int64_t)n, n1 = ni >> 1, n2 = ni - n1;
-  int64_t b1 = (n1 + 1023) << 52, b2 = (n2 + 1023) << 52;
-  double s1, s2;
-  __builtin_memcpy(&s1, &b1, 8);
-  __builtin_memcpy(&s2, &b2, 8);
-  double y = (p * s1) * s2;
-  y = x > 709.782712893384 ? (double)INFINITY : y;
-  y = x < -745.1332191019412 ? 0.0 : y;
-  return x != x ? x : y;
-}
-static inline float em_sigmoid_f32(float x) { return 1.0f / (em_exp_f32(-x) + 1.0f); }
-static inline double em_sigmoid_f64(double x) { return 1.0 / (em_exp_f64(-x) + 1.0); }
-static inline float em_pow_f32(float a, float b) {
-  if (b == 2.0f) return a * a;
-  if (b == 1.0f) return a;
-  if (b == 0.5f) return sqrtf(a);
-  return powf(a, b);
-}
-static inline double em_pow_f64(double a, double b) {
-  if (b == 2.0) return a * a;
-  if (b == 1.0) return a;
-  if (b == 0.5) return sqrt(a);
-  return pow(a, b);
-}
-static inline float em_remainder_f32(float a, float b) {
-  float r = fmodf(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-static inline double em_remainder_f64(double a, double b) {
-  double r = fmod(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-static inline float em_floordiv_f32(float a, float b) {
-  if (b == 0) return a / b;
-  float m = fmodf(a, b), d = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0f;
-  float f = floorf(d);
-  if (d - f > 0.5f) f += 1.0f;
-  return d == 0 ? copysignf(0.0f, a / b) : f;
-}
-static inline double em_floordiv_f64(double a, double b) {
-  if (b == 0) return a / b;
-  double m = fmod(a, b), d = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) d -= 1.0;
-  double f = floor(d);
-  if (d - f > 0.5) f += 1.0;
-  return d == 0 ? copysign(0.0, a / b) : f;
-}
+{exp}/* float helpers, for T = float (S = f32, F = f: the libm names) and double (f64, F empty) */
+#define EM_FLOAT(T, S, F) \
+  static inline T em_sign_##S(T a) { return a > 0 ? (T)1 : (a < 0 ? (T)-1 : (T)0); } \
+  static inline T em_sigmoid_##S(T x) { return (T)1 / (em_exp_##S(-x) + (T)1); } \
+  static inline T em_pow_##S(T a, T b) { \
+    if (b == (T)2) return a * a; \
+    if (b == (T)1) return a; \
+    if (b == (T)0.5) return sqrt##F(a); \
+    return pow##F(a, b); } \
+  static inline T em_remainder_##S(T a, T b) { \
+    T r = fmod##F(a, b); \
+    if (r != 0 && ((r < 0) != (b < 0))) r += b; \
+    return r; } \
+  static inline T em_floordiv_##S(T a, T b) { \
+    if (b == 0) return a / b; \
+    T m = fmod##F(a, b), d = (a - m) / b; \
+    if (m != 0 && ((b < 0) != (m < 0))) d -= (T)1; \
+    T f = floor##F(d); \
+    if (d - f > (T)0.5) f += (T)1; \
+    return d == 0 ? copysign##F((T)0, a / b) : f; }
+EM_FLOAT(float, f32, f) EM_FLOAT(double, f64, )
 """
+
+# branch-free exp per float type (the loops that call it vectorize; libm's does not):
+# exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in two parts (n * ln2_hi is exact), exp(r) by a
+# polynomial in Horner form (float32: a degree-7 minimax fit; float64: Taylor to r^13); 2^n is built from
+# two exponent fields so that n up to the clamp does not overflow one.
+_EXP = (  # (T, S, literal suffix, rint, int type, exponent bias, mantissa bits, clamp lo, clamp hi,
+          #  1/ln2, ln2_hi, ln2_lo, coefficients from the highest, overflow above, underflow below)
+    ("float", "f32", "f", "__builtin_rintf", "int32_t", 127, 23, "-103.5f", "88.8f", "1.44269504088896341f",
+     "0.693359375f", "-2.12194440e-4f",
+     ("1.9875691500e-4f", "1.3981999507e-3f", "8.3334519073e-3f", "4.1665795894e-2f", "1.6666665459e-1f",
+      "5.0000001201e-1f"), "88.72283935546875f", "-103.972084045410f"),
+    ("double", "f64", "", "__builtin_rint", "int64_t", 1023, 52, "-745.2", "709.8", "1.4426950408889634",
+     "6.93147180369123816490e-01", "1.90821492927058770002e-10",
+     ("1.0 / 6227020800.0", "1.0 / 479001600.0", "1.0 / 39916800.0", "1.0 / 3628800.0", "1.0 / 362880.0",
+      "1.0 / 40320.0", "1.0 / 5040.0", "1.0 / 720.0", "1.0 / 120.0", "1.0 / 24.0", "1.0 / 6.0", "0.5"),
+     "709.782712893384", "-745.1332191019412"),
+)
+
+
+def _exp_c(T, S, L, rint, I, bias, mant, lo, hi, inv_ln2, ln2_hi, ln2_lo, coeffs, over, under) -> str:
+    horner = "".join(f"  p = p * r + {c};\n" for c in coeffs[1:])
+    width = int(I[3:5]) // 8
+    return (f"static inline {T} em_exp_{S}({T} x) {{\n"
+            f"  {T} xc = x < {lo} ? {lo} : (x > {hi} ? {hi} : x);\n"
+            f"  {T} n = {rint}(xc * {inv_ln2});\n"
+            f"  {T} r = xc - n * {ln2_hi};\n"
+            f"  r = r - n * {ln2_lo};\n"
+            f"  {T} p = {coeffs[0]};\n{horner}"
+            f"  p = p * (r * r) + r + 1.0{L};\n"
+            f"  {I} ni = ({I})n, n1 = ni >> 1, n2 = ni - n1;\n"
+            f"  {I} b1 = (n1 + {bias}) << {mant}, b2 = (n2 + {bias}) << {mant};\n"
+            f"  {T} s1, s2;\n"
+            f"  __builtin_memcpy(&s1, &b1, {width});\n"
+            f"  __builtin_memcpy(&s2, &b2, {width});\n"
+            f"  {T} y = (p * s1) * s2;\n"
+            f"  y = x > {over} ? ({T})INFINITY : y;\n"
+            f"  y = x < {under} ? 0.0{L} : y;\n"
+            f"  return x != x ? x : y;\n}}\n")
+
+
+C_PRELUDE = _PRELUDE_TEMPLATE.replace("{exp}", "".join(_exp_c(*row) for row in _EXP))
+
 
 
 # ---- the primitive graph --------------------------------------------------------------------------------
@@ -394,10 +354,7 @@ class Buffer:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -426,10 +383,7 @@ class PNode:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     def __repr__(self):
         if self.op == "load":

@@ -3,6 +3,8 @@
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._device_runtime import Block, _runtime
@@ -47,10 +49,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:

@@ -279,84 +279,75 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config,
 
 # ---- measuring ------------------------------------------------------------------------------------------
 
-def _bench(rt, cfg, M, N, K, reps=5, dtype=np.float32, trans_a=False):
+def _median_seconds(call, finish, reps):
+    """The median wall time of ``call(); finish()`` over ``reps`` runs, after one warm-up run."""
     import time
+    call()
+    finish()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        call()
+        finish()
+        ts.append(time.perf_counter() - t0)
+    return sorted(ts)[len(ts) // 2]
+
+
+def _time_gemm(rt, src, launch, A, B, out_shape, reps):
+    """Build ``src`` (kernel ``gemm(C, 0, A, 0, B, 0)``), run it on ``A``, ``B`` with the ``launch``
+    (global, local) sizes: the median seconds per run and the result on the host."""
+    k = rt.build(src, "-DEM_FP64" if rt.fp64 else "").gemm
+    da, db = rt.to_device(A), rt.to_device(B)
+    dc = rt.empty(out_shape, A.dtype)
+    z = np.int64(0)
+    k.set_args(dc.block.buffer, z, da.block.buffer, z, db.block.buffer, z)
+    gs, ls = launch
+    t = _median_seconds(lambda: rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls), rt.finish, reps)
+    return t, rt.to_host(dc)
+
+
+def _gflops_and_error(M, N, K, t, C, ref):
+    err = float(np.max(np.abs(C - ref)) / (np.max(np.abs(ref)) + 1e-30))
+    return 2.0 * M * N * K / t / 1e9, err
+
+
+def _bench(rt, cfg, M, N, K, reps=5, dtype=np.float32, trans_a=False):
     from .render_cl import CL_HEAD
     ct = "float" if dtype == np.float32 else "double"
     a_lay = (0, 1, M, 0) if trans_a else (0, K, 1, 0)
     src = CL_HEAD + source("gemm", ct, ct, 1, M, N, K, a_lay, (0, N, 1, 0), cfg)
-    prg = rt.build(src, "-DEM_FP64" if rt.fp64 else "")
-    k = prg.gemm
     rng = np.random.default_rng(0)
     A = rng.standard_normal((K, M) if trans_a else (M, K)).astype(dtype)
     B = rng.standard_normal((K, N)).astype(dtype)
-    da, db = rt.to_device(A), rt.to_device(B)
-    dc = rt.empty((M, N), dtype)
-    gs, ls = sizes(cfg, 1, M, N)
-    z = np.int64(0)
-    k.set_args(dc.block.buffer, z, da.block.buffer, z, db.block.buffer, z)
-    rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
-    rt.finish()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
-        rt.finish()
-        ts.append(time.perf_counter() - t0)
-    C = rt.to_host(dc)
+    t, C = _time_gemm(rt, src, sizes(cfg, 1, M, N), A, B, (M, N), reps)
     ref = (A.T if trans_a else A).astype(np.float64) @ B.astype(np.float64)
-    err = float(np.max(np.abs(C - ref)) / (np.max(np.abs(ref)) + 1e-30))
-    return 2.0 * M * N * K / sorted(ts)[len(ts) // 2] / 1e9, err
+    return _gflops_and_error(M, N, K, t, C, ref)
 
 
 def _bench_vec(rt, M, N, K, reps=5, trans=False):
-    import time
     from .render_cl import CL_HEAD
     a_lay = (0, K, 1, 0)
     b_lay = (0, 1, K, 0) if trans else (0, N, 1, 0)
     kind = vector_kind(a_lay, b_lay, M, N, K)
     src = CL_HEAD + vector_source("gemm", "float", kind, 1, M, N, K, a_lay, b_lay)
-    prg = rt.build(src, "-DEM_FP64" if rt.fp64 else "")
-    k = prg.gemm
     rng = np.random.default_rng(0)
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((N, K) if trans else (K, N)).astype(np.float32)
-    da, db = rt.to_device(A), rt.to_device(B)
-    dc = rt.empty((M, N), np.float32)
-    gs, ls = vector_sizes(kind, 1, M, N)
-    z = np.int64(0)
-    k.set_args(dc.block.buffer, z, da.block.buffer, z, db.block.buffer, z)
-    rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
-    rt.finish()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        rt.cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
-        rt.finish()
-        ts.append(time.perf_counter() - t0)
-    C = rt.to_host(dc)
+    t, C = _time_gemm(rt, src, vector_sizes(kind, 1, M, N), A, B, (M, N), reps)
     ref = A.astype(np.float64) @ (B.T if trans else B).astype(np.float64)
-    err = float(np.max(np.abs(C - ref)) / (np.max(np.abs(ref)) + 1e-30))
-    return 2.0 * M * N * K / sorted(ts)[len(ts) // 2] / 1e9, err
+    return _gflops_and_error(M, N, K, t, C, ref)
 
 
 def _bench_clblast(rt, M, N, K, reps=5):
-    import time
     import pyclblast
     import pyopencl.array as cla
     rng = np.random.default_rng(0)
     A = cla.to_device(rt.queue, rng.standard_normal((M, K)).astype(np.float32))
     B = cla.to_device(rt.queue, rng.standard_normal((K, N)).astype(np.float32))
     C = cla.zeros(rt.queue, (M, N), np.float32)
-    pyclblast.gemm(rt.queue, M, N, K, A, B, C, a_ld=K, b_ld=N, c_ld=N)
-    rt.finish()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        pyclblast.gemm(rt.queue, M, N, K, A, B, C, a_ld=K, b_ld=N, c_ld=N)
-        rt.finish()
-        ts.append(time.perf_counter() - t0)
-    return 2.0 * M * N * K / sorted(ts)[len(ts) // 2] / 1e9
+    t = _median_seconds(lambda: pyclblast.gemm(rt.queue, M, N, K, A, B, C, a_ld=K, b_ld=N, c_ld=N),
+                        rt.finish, reps)
+    return 2.0 * M * N * K / t / 1e9
 
 
 if __name__ == "__main__":

@@ -461,30 +461,12 @@ class KernelGen:
         k = self.k
         self.prologue()
         O, R = k.outer, k.inner
-        ovs, oidx = self.dim_idx("o", O, 0)
-        rvs, ridx = self.dim_idx("r", R, 0)
-        if dry:
-            og = [(v, s, [v]) for v, s in zip(ovs, O) if s > 1]
-            rg = [(v, s, [v]) for v, s in zip(rvs, R) if s > 1]
-        else:
-            og = self.groups(ovs, O, records, "xo")
-            rg = self.groups(rvs, R, records, "xr")
-        self.set_groups(og, 0)
-        self.set_groups(rg, len(og))
+        og, rg, oidx, ridx = self.row_loops(dry, records)
         rows = int(np.prod(O, dtype=np.int64)) if O else 1
         inner = int(np.prod(R, dtype=np.int64)) if R else 1
         close_o = self.open_loops(og, 0, parallel_work=rows * inner * len(k.stmts) if og else None)
         row_level = len(og)
-        # consecutive statements over the rows share one inner pass unless one needs another's result
-        passes = []
-        for st in k.stmts:
-            if st.role == "outer":
-                passes.append(("outer", [st]))
-                continue
-            if passes and passes[-1][0] == "pass" and not self._reads_any(st.node, passes[-1][1]):
-                passes[-1][1].append(st)
-            else:
-                passes.append(("pass", [st]))
+        passes = self.row_passes(k.stmts)
         full_idx = oidx + ridx
         for kind, sts in passes:
             if kind == "outer":
@@ -520,6 +502,38 @@ class KernelGen:
             for s in reds:
                 self.locals_map[s.node.id] = self.reduce_final(s.node, accs[s.node.id], row_level)
         close_o()
+
+    def row_loops(self, dry, records):
+        """The loop groups over a row kernel's outer (row) and inner (reduced) axes, set up for
+        ``open_loops``: (outer groups, inner groups, outer index, inner index). A dry run (sizing the
+        kernel) gives every axis of size > 1 its own loop; otherwise ``records`` merge contiguous axes."""
+        O, R = self.k.outer, self.k.inner
+        ovs, oidx = self.dim_idx("o", O, 0)
+        rvs, ridx = self.dim_idx("r", R, 0)
+        if dry:
+            og = [(v, s, [v]) for v, s in zip(ovs, O) if s > 1]
+            rg = [(v, s, [v]) for v, s in zip(rvs, R) if s > 1]
+        else:
+            og = self.groups(ovs, O, records, "xo")
+            rg = self.groups(rvs, R, records, "xr")
+        self.set_groups(og, 0)
+        self.set_groups(rg, len(og))
+        return og, rg, oidx, ridx
+
+    def row_passes(self, stmts) -> list:
+        """Group a row kernel's statements into passes: ``("outer", [st])`` for a statement over the rows
+        alone, ``("pass", sts)`` for consecutive statements that share one inner pass over the reduced
+        axes (a statement starts a new pass when it needs the result of a reduction in the current one)."""
+        passes = []
+        for st in stmts:
+            if st.role == "outer":
+                passes.append(("outer", [st]))
+                continue
+            if passes and passes[-1][0] == "pass" and not self._reads_any(st.node, passes[-1][1]):
+                passes[-1][1].append(st)
+            else:
+                passes.append(("pass", [st]))
+        return passes
 
     def _reads_any(self, node, sts) -> bool:
         ids = {s.node.id for s in sts if s.role == "reduce"}

@@ -278,16 +278,7 @@ class CLKernelGen(KernelGen):
             L_ *= 2
         d.wg = L_
         O, R = k.outer, k.inner
-        ovs, oidx = self.dim_idx("o", O, 0)
-        rvs, ridx = self.dim_idx("r", R, 0)
-        if dry:
-            og = [(v, s, [v]) for v, s in zip(ovs, O) if s > 1]
-            rg = [(v, s, [v]) for v, s in zip(rvs, R) if s > 1]
-        else:
-            og = self.groups(ovs, O, records, "xo")
-            rg = self.groups(rvs, R, records, "xr")
-        self.set_groups(og, 0)
-        self.set_groups(rg, len(og))
+        og, rg, oidx, ridx = self.row_loops(dry, records)
         d.lane_var = rg[-1][0] if rg else None
         # local scratch (kernel scope): one array per accumulator type, one for argmax indices, one for flags
         types = {}
@@ -303,15 +294,7 @@ class CLKernelGen(KernelGen):
         rows = int(np.prod(O, dtype=np.int64)) if O else 1
         close_o = self.open_loops(og, 0, parallel_work=rows * inner * len(k.stmts)) if og else (lambda: None)
         row_level = len(og)
-        passes = []
-        for st in k.stmts:
-            if st.role == "outer":
-                passes.append(("outer", [st]))
-                continue
-            if passes and passes[-1][0] == "pass" and not self._reads_any(st.node, passes[-1][1]):
-                passes[-1][1].append(st)
-            else:
-                passes.append(("pass", [st]))
+        passes = self.row_passes(k.stmts)
         full_idx = oidx + ridx
         for kind, sts in passes:
             if kind == "outer":

@@ -257,25 +257,13 @@ class CompiledFunction:
                 program = tracer.program(result) if tracer.unsupported is None else None
         counters["graph_breaks"] += len([r for r in tracer.reasons])
         if tracer.unsupported is not None:
-            if self.fullgraph:
-                raise GraphBreakError(f"ember.compile(fullgraph=True): {tracer.unsupported}")
-            counters["fallbacks"] += 1
-            counters["fallback_reasons"].append(str(tracer.unsupported))
-            logs.log("recompiles", f"ember.compile({self.__name__}): cannot compile this call, running eagerly: "
-                                   f"{tracer.unsupported}")
-            self.entries.append(_Entry(sig, None, None, "eager"))
+            self._fall_back(tracer, sig, "this call")
             return result
         if self.backend != "eager" and GRAD[0]:
             with _profile_range("autodiff", self.__name__):
                 self._aot_backward(tracer, program, result)
             if tracer.unsupported is not None:
-                if self.fullgraph:
-                    raise GraphBreakError(f"ember.compile(fullgraph=True): {tracer.unsupported}")
-                counters["fallbacks"] += 1
-                counters["fallback_reasons"].append(str(tracer.unsupported))
-                logs.log("recompiles", f"ember.compile({self.__name__}): cannot compile the backward, running "
-                                       f"eagerly: {tracer.unsupported}")
-                self.entries.append(_Entry(sig, None, None, "eager"))
+                self._fall_back(tracer, sig, "the backward")
                 return result
         if logs.enabled("graph"):
             logs.log("graph", program.format(f"ember.compile({self.__name__})", "capture"))
@@ -367,6 +355,17 @@ class CompiledFunction:
             return self._make_runner(program)
         interp = _dynamic.CheckedInterpreter(program)
         return lambda tensors: interp(tensors, GRAD[0])
+
+    def _fall_back(self, tracer, sig, what):
+        """``what`` (this call, the backward) cannot be compiled: raise under fullgraph, else count and log
+        it and remember that calls of this signature run eagerly."""
+        if self.fullgraph:
+            raise GraphBreakError(f"ember.compile(fullgraph=True): {tracer.unsupported}")
+        counters["fallbacks"] += 1
+        counters["fallback_reasons"].append(str(tracer.unsupported))
+        logs.log("recompiles", f"ember.compile({self.__name__}): cannot compile {what}, running eagerly: "
+                               f"{tracer.unsupported}")
+        self.entries.append(_Entry(sig, None, None, "eager"))
 
     def _aot_backward(self, tracer, program, result):
         """Capture the backward of the outputs that require grad, ahead of time."""

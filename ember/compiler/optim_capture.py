@@ -22,16 +22,20 @@ def _guard_state(tr, opt, p):
                  lambda: pref() is not None and pref()._grad is not None)
 
 
-def _sgd(tr, opt, group):
-    lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
-    nesterov, maximize = group["nesterov"], group["maximize"]
+def _params_with_grad(tr, opt, group):
+    """(parameter, its gradient, negated under ``maximize``) for the group's parameters that have one,
+    each after its state guard is recorded."""
+    maximize = group["maximize"]
     for p in group["params"]:
         _guard_state(tr, opt, p)
-        if p.grad is None:
-            continue
-        g = p.grad
-        if maximize:
-            g = -g
+        if p.grad is not None:
+            yield p, (-p.grad if maximize else p.grad)
+
+
+def _sgd(tr, opt, group):
+    lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
+    nesterov = group["nesterov"]
+    for p, g in _params_with_grad(tr, opt, group):
         if wd != 0:
             g = g + p * wd
         if mom != 0:
@@ -49,15 +53,9 @@ def _sgd(tr, opt, group):
 
 def _adam(tr, opt, group):
     lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    amsgrad, maximize = group["amsgrad"], group["maximize"]
+    amsgrad = group["amsgrad"]
     decoupled = type(opt).__name__ == "AdamW" or group.get("decoupled_weight_decay", False)
-    for p in group["params"]:
-        _guard_state(tr, opt, p)
-        if p.grad is None:
-            continue
-        g = p.grad
-        if maximize:
-            g = -g
+    for p, g in _params_with_grad(tr, opt, group):
         st = opt.state[p]
         if not st:
             # the same layout eager Adam creates (made outside the graph: they are state, not values)

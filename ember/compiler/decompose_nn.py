@@ -280,6 +280,15 @@ def _targets(b, t, n_classes, w, ignore_index, x_dtype):
     return ts, valid, wt
 
 
+def _reduce_class_loss(b, loss, wt, red, single):
+    """Per-sample losses reduced as torch's nll/cross-entropy do: ``mean`` divides by the total weight."""
+    if red == "none":
+        return b.reshape(loss, ()) if single else loss
+    if red == "sum":
+        return b.reduce("sum", loss, (0,))
+    return b.ew("div", b.reduce("sum", loss, (0,)), b.reduce("sum", wt, (0,)))
+
+
 def _class_gather(b, a, ts):
     """a[n, ts[n]] for a (N, C) and ts (N,), checking 0 <= ts < C (torch's IndexError message)."""
     idx = b.reshape(ts, (ts.shape[0], 1))
@@ -333,12 +342,7 @@ def _cross_entropy(b, n, args, at):
         lw = logp if w is None else b.ew("mul", logp, b.reshape(w, (1, nc)))
         smooth = b.where(valid, b.ew("neg", b.reduce("sum", lw, (1,))), 0)
         loss = b.ew("add", b.ew("mul", loss, 1 - eps), b.ew("mul", smooth, eps / nc))
-    if red == "none":
-        r = b.reshape(loss, ()) if single else loss
-    elif red == "sum":
-        r = b.reduce("sum", loss, (0,))
-    else:
-        r = b.ew("div", b.reduce("sum", loss, (0,)), b.reduce("sum", wt, (0,)))
+    r = _reduce_class_loss(b, loss, wt, red, single)
     logp_out = b.reshape(logp, (nc,)) if single else _unrows(b, logp, args[0].shape)
     return [_finish(b, n, r, 0), _finish(b, n, logp_out, 1)]
 
@@ -401,12 +405,7 @@ def _nll(b, n, args, at):
     ts, valid, wt = _targets(b, t, x.shape[1], w, at["ignore_index"], x.dtype)
     loss = b.where(valid, b.ew("mul", b.ew("neg", _class_gather(b, x, ts)), wt), 0)
     red = at["reduction"]
-    if red == "none":
-        r = b.reshape(loss, ()) if single else loss
-    elif red == "sum":
-        r = b.reduce("sum", loss, (0,))
-    else:
-        r = b.ew("div", b.reduce("sum", loss, (0,)), b.reduce("sum", wt, (0,)))
+    r = _reduce_class_loss(b, loss, wt, red, single)
     return [_finish(b, n, r)]
 
 

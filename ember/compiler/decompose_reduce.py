@@ -164,21 +164,22 @@ def softmax_parts(b, x, axes):
     return s, e, b.reduce("sum", e, axes, True)
 
 
+def _softmax_parts_of(b, x, at, op):
+    """``softmax_parts`` of a non-empty float32/float64 ``x`` over the op's axis (else Unsupported)."""
+    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or x.numel == 0:
+        raise Unsupported(f"{op} dtype/size")
+    return softmax_parts(b, x, _axes(x, at["axis"]))
+
+
 @decomp("softmax")
 def _softmax(b, n, args, at):
-    x = args[0]
-    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or x.numel == 0:
-        raise Unsupported("softmax dtype/size")
-    _, e, s = softmax_parts(b, x, _axes(x, at["axis"]))
+    _, e, s = _softmax_parts_of(b, args[0], at, "softmax")
     return [_finish(b, n, b.ew("div", e, s))]
 
 
 @decomp("log_softmax")
 def _log_softmax(b, n, args, at):
-    x = args[0]
-    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or x.numel == 0:
-        raise Unsupported("log_softmax dtype/size")
-    sh, _, s = softmax_parts(b, x, _axes(x, at["axis"]))
+    sh, _, s = _softmax_parts_of(b, args[0], at, "log_softmax")
     return [_finish(b, n, b.ew("sub", sh, b.ew("log", s)))]
 
 

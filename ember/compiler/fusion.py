@@ -246,6 +246,17 @@ def _mark_readers(ctx, k, root):
         stack.extend(n.inputs)
 
 
+def _one_stmt_kernel(ctx, st: Stmt, kind, role, reduce_node=None):
+    """A kernel of ``kind`` holding statement ``st`` alone (in ``role``): a column reduction, a matmul, a
+    scatter."""
+    k = Kernel(kind)
+    k.reduce_node = reduce_node
+    st.role = role
+    _mark_readers(ctx, k, st.node)
+    k.stmts.append(st)
+    return k
+
+
 def _check_single(ctx, st: Stmt):
     """A write whose source reads the target at other offsets needs the source computed first."""
     k = Kernel("loop")
@@ -294,25 +305,11 @@ def _new_kernel(ctx, st: Stmt) -> Kernel:
             _add_accesses(k, reads, None)
             k.stmts.append(st)
             return k
-        k = Kernel("colreduce")
-        k.reduce_node = n
-        st.role = "colreduce"
-        _mark_readers(ctx, k, n)
-        k.stmts.append(st)
-        return k
+        return _one_stmt_kernel(ctx, st, "colreduce", "colreduce", reduce_node=n)
     if st.kind == "store" and n.op == "matmul":
-        k = Kernel("matmul")
-        st.role = "gemm"
-        _mark_readers(ctx, k, n)
-        k.stmts.append(st)
-        k.reduce_node = n
-        return k
+        return _one_stmt_kernel(ctx, st, "matmul", "gemm", reduce_node=n)
     if st.kind == "store" and n.op == "scatter_add":
-        k = Kernel("scatter")
-        st.role = "scatter"
-        _mark_readers(ctx, k, n)
-        k.stmts.append(st)
-        return k
+        return _one_stmt_kernel(ctx, st, "scatter", "scatter")
     k = Kernel("loop")
     k.outer = st.shape
     st.role = "loop"

@@ -36,7 +36,7 @@ from . import logs
 from .decompose import Declined
 from .ir import OpNode, WriteNode, SetGradNode, AttrRef, Value, map_struct
 from .runtime import (Interpreter, GuardFailure, check_extra_guards, _check_read, attach_node, build_outputs,
-                      no_double_backward, const_data, copy_data)
+                      no_double_backward, const_data, copy_data, CompiledBackward, _CompiledBackwardOp)
 
 TO_DEVICE = _dispatch.TO_DEVICE
 
@@ -153,43 +153,22 @@ class DeviceInterpreter(Interpreter):
         attach_node(_DeviceBackwardOp(bw, slots, len(diff_outs)), diff_outs, targets)
 
 
-class _BackwardOp:
-    """OpDef-like adapter the autograd engine calls: ``backward(node, *grads)``."""
-
-    name = "compiled_backward"
-    node_name = "CompiledFunctionBackward"
-    save = ""
-    nondiff_outputs = ()
-    differentiable = True
-
-
-class _DeviceBackwardOp(_BackwardOp):
+class _DeviceBackwardOp(_CompiledBackwardOp):
     """The AOT backward program, op by op on the device."""
 
-    def __init__(self, program, fwd_slots, nout):
-        self.program = program
-        self.fwd_slots = fwd_slots
-        self.nout = nout
+    def zeros(self, v):
+        z = np.zeros(v.shape, dtype=v.dtype.np)
+        dev = getattr(v, "device", None)
+        return z if dev is None else _ocl.from_numpy(z, dev, op="zeros")
 
-    def backward(self, node, *grads):
-        no_double_backward()
-        bw = self.program
-        slots = [None] * len(bw.values)
-        for v, g in zip(bw.grad_outputs, grads):
-            dev = getattr(v, "device", None)
-            if g is None:
-                z = np.zeros(v.shape, dtype=v.dtype.np)
-                slots[v.id] = z if dev is None else _ocl.from_numpy(z, dev, op="zeros")
-            else:
-                slots[v.id] = g._data
-        for v in bw.fwd_refs:
-            slots[v.id] = self.fwd_slots[v.ref]
-        for v in bw.lifted:
-            slots[v.id] = v.ref._data
-        for v in bw.consts:
-            slots[v.id] = const_data(v)
+    def const(self, v):
+        return const_data(v)
+
+    def run(self, bw, slots):
         DeviceInterpreter(bw).run_slots(slots)
-        return tuple(None if v is None else wrap(slots[v.id], v.dtype) for v in bw.outputs)
+
+    def result(self, data, dtype):
+        return wrap(data, dtype)
 
 
 # ---- generated OpenCL kernels (backend="inductor") ---------------------------------------------------------
@@ -326,7 +305,7 @@ class DeviceRunner:
                 yield v.ref
 
 
-class _CLBackwardOp(_BackwardOp):
+class _CLBackwardOp(CompiledBackward):
     """The AOT backward as generated OpenCL kernels (``CLRunner.backward``) over the forward's saved values."""
 
     def __init__(self, runner, result, nout):

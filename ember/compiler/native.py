@@ -40,7 +40,7 @@ from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
 from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, \
-    build_outputs, _CompiledBackwardOp, no_double_backward
+    build_outputs, _CompiledBackwardOp, CompiledBackward, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
@@ -582,14 +582,8 @@ def _extern(c, fb, e, arrays, arena):
 
 # ---- the backward ----------------------------------------------------------------------------------------------------
 
-class _NativeBackwardOp:
-    """OpDef-like adapter: the autograd engine calls ``backward(node, *grads)``; the native backward runs."""
-
-    name = "compiled_backward"
-    node_name = "CompiledFunctionBackward"
-    save = ""
-    nondiff_outputs = ()
-    differentiable = True
+class _NativeBackwardOp(CompiledBackward):
+    """The native backward program."""
 
     def __init__(self, runner, bw, fwd_slots, nout):
         self.runner = runner

@@ -299,14 +299,19 @@ def no_double_backward() -> None:
                            "or compile the whole step including the autograd.grad calls")
 
 
-class _CompiledBackwardOp:
-    """OpDef-like adapter: the engine calls ``backward(node, *grads)``; we run the AOT program."""
+class CompiledBackward:
+    """Base of the OpDef-like adapters of compiled backwards: the autograd engine calls
+    ``backward(node, *grads)`` of a subclass (the interpreter's, the native and the device runners')."""
 
     name = "compiled_backward"
     node_name = "CompiledFunctionBackward"
     save = ""
     nondiff_outputs = ()
     differentiable = True
+
+
+class _CompiledBackwardOp(CompiledBackward):
+    """The AOT backward program, run by the interpreter."""
 
     def __init__(self, program, fwd_slots, nout):
         self.program = program
@@ -318,22 +323,29 @@ class _CompiledBackwardOp:
         bw = self.program
         slots = [None] * len(bw.values)
         for v, g in zip(bw.grad_outputs, grads):
-            if g is None:
-                slots[v.id] = np.zeros(v.shape, dtype=v.dtype.np)
-            else:
-                slots[v.id] = g._data
+            slots[v.id] = self.zeros(v) if g is None else g._data
         for v in bw.fwd_refs:
             slots[v.id] = self.fwd_slots[v.ref]
         for v in bw.lifted:
             slots[v.id] = v.ref._data
         for v in bw.consts:
-            slots[v.id] = np.array(v.ref, copy=True)
-        Interpreter(bw).run_slots(slots)
-        res = []
-        for v in bw.outputs:
-            res.append(None if v is None else wrap(np.asarray(slots[v.id]), v.dtype))
+            slots[v.id] = self.const(v)
+        self.run(bw, slots)
         # one gradient per edge (inputs of the node are the grad targets)
-        return tuple(res)
+        return tuple(None if v is None else self.result(slots[v.id], v.dtype) for v in bw.outputs)
+
+    # where the device runner's backward differs: the arrays it makes and the interpreter it runs
+    def zeros(self, v):
+        return np.zeros(v.shape, dtype=v.dtype.np)
+
+    def const(self, v):
+        return np.array(v.ref, copy=True)
+
+    def run(self, bw, slots):
+        Interpreter(bw).run_slots(slots)
+
+    def result(self, data, dtype):
+        return wrap(np.asarray(data), dtype)
 
 
 def attach_node(op, diff_outs, targets) -> Node:

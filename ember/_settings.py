@@ -90,14 +90,20 @@ def limit_blas(n: int) -> None:
         pass
 
 
+def _thread_count(n, op: str, nonpositive: str):
+    """``n`` checked as a thread count for ``op``: a positive int (not a bool), else RuntimeError as torch
+    raises it (``nonpositive`` is torch's message for n <= 0, which differs between the two setters)."""
+    if isinstance(n, bool) or not isinstance(n, builtins.int):
+        raise RuntimeError(f"{op} expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError(nonpositive)
+    return n
+
+
 def set_num_threads(int) -> None:  # noqa: A002 - torch's parameter name
     """Set the number of intra-op threads: the compiled kernels' OpenMP pool (their parallel loops and
     ember's GEMM), eager float32 matmuls, and NumPy's BLAS (through ``threadpoolctl``)."""
-    n = int
-    if isinstance(n, bool) or not isinstance(n, builtins.int):
-        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
-    if n <= 0:
-        raise RuntimeError("set_num_threads expects a positive integer")
+    n = _thread_count(int, "set_num_threads", "set_num_threads expects a positive integer")
     _THREADS["intra"] = n
     # the compiler's OpenMP runtime, if it is loaded (it applies get_num_threads() when it loads)
     _build = sys.modules.get("ember.compiler.build")
@@ -116,12 +122,7 @@ def get_num_interop_threads() -> int:
 
 def set_num_interop_threads(int) -> None:  # noqa: A002
     """Set the number of inter-op threads (stored; ember runs ops one at a time)."""
-    n = int
-    if isinstance(n, bool) or not isinstance(n, builtins.int):
-        raise RuntimeError(f"set_num_interop_threads expects an int, but got {type(n).__name__}")
-    if n <= 0:
-        raise RuntimeError("Expected positive number of threads")
-    _THREADS["inter"] = n
+    _THREADS["inter"] = _thread_count(int, "set_num_interop_threads", "Expected positive number of threads")
 
 
 # ---- determinism and precision switches -------------------------------------------------------------

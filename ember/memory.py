@@ -456,35 +456,34 @@ def _check_device(device, fn: str) -> None:
 
 
 # ---- queries -------------------------------------------------------------------------------------
+def _counter(device, op: str, slot: int) -> int:
+    """Counter ``_C[slot]`` (0: bytes held now, 1: peak) after checking ``device`` for ``op``; counting starts."""
+    _check_device(device, op)
+    _enable("stats")
+    return _C[slot]
+
+
 def memory_allocated(device=None) -> int:
     """Bytes currently held by the storages of ember tensors (``torch.cuda.memory_allocated``).
 
         >>> n = ember.memory.memory_allocated()
     """
-    _check_device(device, "memory_allocated")
-    _enable("stats")
-    return _C[0]
+    return _counter(device, "memory_allocated", 0)
 
 
 def max_memory_allocated(device=None) -> int:
     """Peak of ``memory_allocated`` since counting started or the last ``reset_peak_memory_stats``."""
-    _check_device(device, "max_memory_allocated")
-    _enable("stats")
-    return _C[1]
+    return _counter(device, "max_memory_allocated", 1)
 
 
 def memory_reserved(device=None) -> int:
     """Bytes reserved by ember's allocator: equal to ``memory_allocated`` (no cache on the CPU)."""
-    _check_device(device, "memory_reserved")
-    _enable("stats")
-    return _C[0]
+    return _counter(device, "memory_reserved", 0)
 
 
 def max_memory_reserved(device=None) -> int:
     """Peak of ``memory_reserved`` (equal to ``max_memory_allocated`` on the CPU)."""
-    _check_device(device, "max_memory_reserved")
-    _enable("stats")
-    return _C[1]
+    return _counter(device, "max_memory_reserved", 1)
 
 
 def memory_cached(device=None) -> int:

@@ -63,40 +63,23 @@ def _check_module(e_mod, t_mod, shape, steps=1, seed=0, atol=1e-5):
 
 # ---- LayerNorm / GroupNorm / RMSNorm ------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,kw,shape", [
-    ((5,), {}, (3, 4, 5)),
-    (((4, 5),), {"eps": 1e-3}, (2, 4, 5)),
-    ((5,), {"bias": False}, (6, 5)),
-    ((5,), {"elementwise_affine": False}, (2, 3, 5)),
+@pytest.mark.parametrize("name,seed,args,kw,shape", [
+    ("LayerNorm", 1, (5,), {}, (3, 4, 5)),
+    ("LayerNorm", 1, ((4, 5),), {"eps": 1e-3}, (2, 4, 5)),
+    ("LayerNorm", 1, (5,), {"bias": False}, (6, 5)),
+    ("LayerNorm", 1, (5,), {"elementwise_affine": False}, (2, 3, 5)),
+    ("GroupNorm", 2, (2, 4), {}, (3, 4, 5)),
+    ("GroupNorm", 2, (3, 6), {"eps": 1e-3}, (2, 6, 2, 3)),
+    ("GroupNorm", 2, (1, 4), {"affine": False}, (2, 4, 3)),
+    ("GroupNorm", 2, (4, 4), {"bias": False}, (2, 4, 3)),
+    ("RMSNorm", 3, (5,), {}, (3, 4, 5)),
+    ("RMSNorm", 3, ([4, 5],), {"eps": 1e-3}, (2, 4, 5)),
+    ("RMSNorm", 3, (5,), {"elementwise_affine": False}, (2, 5)),
 ])
-def test_layer_norm_module(args, kw, shape):
-    t_mod, e_mod = torch.nn.LayerNorm(*args, **kw), enn.LayerNorm(*args, **kw)
-    _randomize(t_mod, np.random.default_rng(1))
-    _copy_state(e_mod, t_mod)
-    _check_module(e_mod, t_mod, shape, steps=2)
-
-
-@pytest.mark.parametrize("args,kw,shape", [
-    ((2, 4), {}, (3, 4, 5)),
-    ((3, 6), {"eps": 1e-3}, (2, 6, 2, 3)),
-    ((1, 4), {"affine": False}, (2, 4, 3)),
-    ((4, 4), {"bias": False}, (2, 4, 3)),
-])
-def test_group_norm_module(args, kw, shape):
-    t_mod, e_mod = torch.nn.GroupNorm(*args, **kw), enn.GroupNorm(*args, **kw)
-    _randomize(t_mod, np.random.default_rng(2))
-    _copy_state(e_mod, t_mod)
-    _check_module(e_mod, t_mod, shape, steps=2)
-
-
-@pytest.mark.parametrize("args,kw,shape", [
-    ((5,), {}, (3, 4, 5)),
-    (([4, 5],), {"eps": 1e-3}, (2, 4, 5)),
-    ((5,), {"elementwise_affine": False}, (2, 5)),
-])
-def test_rms_norm_module(args, kw, shape):
-    t_mod, e_mod = torch.nn.RMSNorm(*args, **kw), enn.RMSNorm(*args, **kw)
-    _randomize(t_mod, np.random.default_rng(3))
+def test_affine_norm_module(name, seed, args, kw, shape):
+    """LayerNorm, GroupNorm, RMSNorm with random affine parameters: forward and backward, two steps."""
+    t_mod, e_mod = getattr(torch.nn, name)(*args, **kw), getattr(enn, name)(*args, **kw)
+    _randomize(t_mod, np.random.default_rng(seed))
     _copy_state(e_mod, t_mod)
     _check_module(e_mod, t_mod, shape, steps=2)
 

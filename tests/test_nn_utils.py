@@ -22,6 +22,14 @@ def _params(lib, dtype="float32", scale=1.0, seed=0, grads=True):
     return out
 
 
+def _check_weighted_sum_grads(out_t, out_e, w, leaves_t, leaves_e):
+    """Backpropagate ``sum(out * w)`` in torch and ember; the leaves' gradients must be equal."""
+    (out_t * torch.tensor(w)).sum().backward()
+    (out_e * ember.tensor(w)).sum().backward()
+    for a, b in zip(leaves_e, leaves_t):
+        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+
+
 def _grads(params):
     return [p.grad.numpy().copy() if p.grad is not None else None for p in params]
 
@@ -173,10 +181,7 @@ def test_parameters_to_vector():
     np.testing.assert_array_equal(ve.detach().numpy(), vt.detach().numpy())
     assert ve.shape == (sum(int(np.prod(s)) for s in SHAPES),) and ve.requires_grad
     w = np.arange(ve.shape[0], dtype=np.float32)
-    (vt * torch.tensor(w)).sum().backward()
-    (ve * ember.tensor(w)).sum().backward()
-    for a, b in zip(pe, pt):
-        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+    _check_weighted_sum_grads(vt, ve, w, pt, pe)
 
 
 def test_vector_to_parameters():
@@ -218,10 +223,7 @@ def test_pad_sequence_matches_torch(batch_first, padding_side, feat):
     assert tuple(oe.shape) == tuple(ot.shape)
     np.testing.assert_array_equal(oe.detach().numpy(), ot.detach().numpy())
     w = _backward_weights(ot)
-    (ot * torch.tensor(w)).sum().backward()
-    (oe * ember.tensor(w)).sum().backward()
-    for a, b in zip(se, st):
-        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+    _check_weighted_sum_grads(ot, oe, w, st, se)
 
 
 def test_pad_sequence_dtypes_and_inputs():
@@ -279,10 +281,7 @@ def test_pack_pad_round_trip_matches_torch(batch_first, lengths, enforce_sorted)
     np.testing.assert_array_equal(ue.detach().numpy(), ut.detach().numpy())
     assert le.tolist() == lt.tolist() and le.dtype == ember.int64
     w = _backward_weights(ut)
-    (ut * torch.tensor(w)).sum().backward()
-    (ue * ember.tensor(w)).sum().backward()
-    for a, b in zip(se, st):
-        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+    _check_weighted_sum_grads(ut, ue, w, st, se)
 
 
 def test_pack_sequence_and_unpack():

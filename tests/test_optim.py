@@ -483,12 +483,7 @@ def test_step_pre_hook_can_replace_args():
 def test_closure_returns_loss_and_runs_with_grad():
     params, loss_fn = _problem(ember)
     opt = ember.optim.Adam(params, lr=0.1)
-
-    def closure():
-        opt.zero_grad()
-        loss = loss_fn()
-        loss.backward()
-        return loss
+    closure = _closure(opt, loss_fn)
     with ember.no_grad():
         loss = opt.step(closure)
     assert loss.requires_grad is False or loss.grad_fn is not None
@@ -558,16 +553,22 @@ def test_adagrad_state_exists_before_step():
 
 
 # ---- LBFGS -------------------------------------------------------------------------------------------
-def _run_lbfgs(lib, kw, dtype, steps):
-    params, loss_fn = _problem(lib, dtype)
-    opt = lib.optim.LBFGS(params, **kw)
-    losses = []
 
+def _closure(opt, loss_fn):
+    """The closure LBFGS (or any optimizer) calls each step: zero the grads, evaluate and backpropagate."""
     def closure():
         opt.zero_grad()
         loss = loss_fn()
         loss.backward()
         return loss
+    return closure
+
+
+def _run_lbfgs(lib, kw, dtype, steps):
+    params, loss_fn = _problem(lib, dtype)
+    opt = lib.optim.LBFGS(params, **kw)
+    losses = []
+    closure = _closure(opt, loss_fn)
     for _ in range(steps):
         losses.append(float(opt.step(closure).detach()))
     return _np(params), losses, opt
@@ -616,12 +617,7 @@ def test_lbfgs_state_dict_round_trip(tmp_path):
             a.copy_(torch.from_numpy(b))
     ot = torch.optim.LBFGS(pt, **kw)
     ot.load_state_dict(sd)
-
-    def closure():
-        ot.zero_grad()
-        loss = loss_fn()
-        loss.backward()
-        return loss
+    closure = _closure(ot, loss_fn)
     for _ in range(2):
         ot.step(closure)
     _assert_close(_np(pt), full, "float64")
@@ -638,12 +634,7 @@ def test_lbfgs_loads_torch_state(tmp_path):
             a.copy_(ember.tensor(b))
     oe = ember.optim.LBFGS(pe, **kw)
     oe.load_state_dict(ember.load(tmp_path / "t.pt"))
-
-    def closure():
-        oe.zero_grad()
-        loss = loss_fn()
-        loss.backward()
-        return loss
+    closure = _closure(oe, loss_fn)
     for _ in range(2):
         oe.step(closure)
     for x, y in zip(_np(pe), full):

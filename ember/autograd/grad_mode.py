@@ -63,7 +63,8 @@ class _DecoratorContextManager:
 
 
 class _GradSwitch(_DecoratorContextManager):
-    """A context manager that sets ``GRAD[0]`` to ``_value`` and restores it on exit."""
+    """A context manager that sets ``GRAD[0]`` to ``_value`` and restores it on exit; also a decorator, with or
+    without parentheses (``@no_grad`` / ``@no_grad()``)."""
 
     _value = True
 
@@ -76,37 +77,27 @@ class _GradSwitch(_DecoratorContextManager):
         GRAD[0] = self._prev
         return False
 
-
-class no_grad(_GradSwitch):
-    """Disable gradient recording inside the block (or the decorated function)."""
-
-    _value = False
-
     def __new__(cls, orig_func=None):
         if orig_func is None:
             return super().__new__(cls)
         if not callable(orig_func):
-            raise TypeError(f"no_grad() takes no arguments or a function to decorate, got {orig_func!r}")
+            raise TypeError(f"{cls.__name__}() takes no arguments or a function to decorate, got {orig_func!r}")
         return cls()(orig_func)     # ``@no_grad`` without parentheses
 
     def __init__(self, orig_func=None):
         pass
 
 
+class no_grad(_GradSwitch):
+    """Disable gradient recording inside the block (or the decorated function)."""
+
+    _value = False
+
+
 class enable_grad(_GradSwitch):
     """Enable gradient recording inside the block, even under no_grad."""
 
     _value = True
-
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        if not callable(orig_func):
-            raise TypeError(f"enable_grad() takes no arguments or a function to decorate, got {orig_func!r}")
-        return cls()(orig_func)
-
-    def __init__(self, orig_func=None):
-        pass
 
 
 class set_grad_enabled(_DecoratorContextManager):

@@ -41,44 +41,25 @@ matmul = _Matmul()
 _SDP = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True, "fp16_bf16_reduction_math": True}
 
 
-def enable_flash_sdp(enabled: bool) -> None:
-    _SDP["flash"] = bool(enabled)
+def _sdp_switch(key: str, setter: str, getter: str):
+    """torch's setter/getter pair for one scaled-dot-product backend flag (stored; ember has one kernel)."""
+    def set_flag(enabled: bool) -> None:
+        _SDP[key] = bool(enabled)
+
+    def get_flag() -> bool:
+        return _SDP[key]
+    set_flag.__name__ = set_flag.__qualname__ = setter
+    get_flag.__name__ = get_flag.__qualname__ = getter
+    return set_flag, get_flag
 
 
-def flash_sdp_enabled() -> bool:
-    return _SDP["flash"]
-
-
-def enable_mem_efficient_sdp(enabled: bool) -> None:
-    _SDP["mem_efficient"] = bool(enabled)
-
-
-def mem_efficient_sdp_enabled() -> bool:
-    return _SDP["mem_efficient"]
-
-
-def enable_math_sdp(enabled: bool) -> None:
-    _SDP["math"] = bool(enabled)
-
-
-def math_sdp_enabled() -> bool:
-    return _SDP["math"]
-
-
-def enable_cudnn_sdp(enabled: bool) -> None:
-    _SDP["cudnn"] = bool(enabled)
-
-
-def cudnn_sdp_enabled() -> bool:
-    return _SDP["cudnn"]
-
-
-def allow_fp16_bf16_reduction_math_sdp(enabled: bool) -> None:
-    _SDP["fp16_bf16_reduction_math"] = bool(enabled)
-
-
-def fp16_bf16_reduction_math_sdp_allowed() -> bool:
-    return _SDP["fp16_bf16_reduction_math"]
+enable_flash_sdp, flash_sdp_enabled = _sdp_switch("flash", "enable_flash_sdp", "flash_sdp_enabled")
+enable_mem_efficient_sdp, mem_efficient_sdp_enabled = _sdp_switch(
+    "mem_efficient", "enable_mem_efficient_sdp", "mem_efficient_sdp_enabled")
+enable_math_sdp, math_sdp_enabled = _sdp_switch("math", "enable_math_sdp", "math_sdp_enabled")
+enable_cudnn_sdp, cudnn_sdp_enabled = _sdp_switch("cudnn", "enable_cudnn_sdp", "cudnn_sdp_enabled")
+allow_fp16_bf16_reduction_math_sdp, fp16_bf16_reduction_math_sdp_allowed = _sdp_switch(
+    "fp16_bf16_reduction_math", "allow_fp16_bf16_reduction_math_sdp", "fp16_bf16_reduction_math_sdp_allowed")
 
 
 @contextlib.contextmanager

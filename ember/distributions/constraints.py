@@ -117,30 +117,38 @@ class _OneHot(Constraint):
         return is_boolean.all(-1) & is_normalized
 
 
-class _IntegerInterval(Constraint):
-    is_discrete = True
-
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound, self.upper_bound = lower_bound, upper_bound
-
-    def check(self, value):
-        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
-
-    def __repr__(self):
-        return f"IntegerInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
-
-
-class _IntegerGreaterThan(Constraint):
-    is_discrete = True
+class _LowerBound(Constraint):
+    """A constraint with one ``lower_bound``; the repr is torch's, named after the class."""
 
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
 
-    def check(self, value):
-        return (value % 1 == 0) & (value >= self.lower_bound)
+    def __repr__(self):
+        return f"{type(self).__name__.lstrip('_')}(lower_bound={self.lower_bound})"
+
+
+class _Bounds(Constraint):
+    """A constraint between ``lower_bound`` and ``upper_bound``; the repr is torch's, named after the class."""
+
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
 
     def __repr__(self):
-        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+        return f"{type(self).__name__.lstrip('_')}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerInterval(_Bounds):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+
+class _IntegerGreaterThan(_LowerBound):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
 
 
 class _Real(Constraint):
@@ -148,26 +156,14 @@ class _Real(Constraint):
         return value == value          # False only for NaN
 
 
-class _GreaterThan(Constraint):
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-
+class _GreaterThan(_LowerBound):
     def check(self, value):
         return self.lower_bound < value
 
-    def __repr__(self):
-        return f"GreaterThan(lower_bound={self.lower_bound})"
 
-
-class _GreaterThanEq(Constraint):
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-
+class _GreaterThanEq(_LowerBound):
     def check(self, value):
         return self.lower_bound <= value
-
-    def __repr__(self):
-        return f"GreaterThanEq(lower_bound={self.lower_bound})"
 
 
 class _LessThan(Constraint):
@@ -181,26 +177,14 @@ class _LessThan(Constraint):
         return f"LessThan(upper_bound={self.upper_bound})"
 
 
-class _Interval(Constraint):
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound, self.upper_bound = lower_bound, upper_bound
-
+class _Interval(_Bounds):
     def check(self, value):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return f"Interval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
-
-class _HalfOpenInterval(Constraint):
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound, self.upper_bound = lower_bound, upper_bound
-
+class _HalfOpenInterval(_Bounds):
     def check(self, value):
         return (self.lower_bound <= value) & (value < self.upper_bound)
-
-    def __repr__(self):
-        return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
 
 class _Simplex(Constraint):

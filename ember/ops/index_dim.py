@@ -168,15 +168,17 @@ def _index_copy_kernel(x, index, source, dim):
     return out
 
 
+def _index_write_bw(ctx, g, written_grad):
+    """Backward of an op that writes slices of ``input`` at ``index`` (index_copy, index_fill): ``input``'s
+    gradient is ``g`` with those slices zeroed; ``written_grad(g, index, dim)`` gives the written operand's."""
+    index, dim = ctx.inputs[1], ctx.attrs["dim"]
+    gx = apply(INDEX_FILL, (g, index, 0), {"dim": dim}) if ctx.edges[0] is not None else None
+    gw = written_grad(g, index, dim) if ctx.edges[2] is not None else None
+    return gx, None, gw
+
+
 def _index_copy_bw(ctx, g):
-    index = ctx.inputs[1]
-    dim = ctx.attrs["dim"]
-    gx = gs = None
-    if ctx.edges[0] is not None:
-        gx = apply(INDEX_FILL, (g, index, 0), {"dim": dim})
-    if ctx.edges[2] is not None:
-        gs = apply(INDEX_SELECT, (g, index), {"dim": dim})
-    return gx, None, gs
+    return _index_write_bw(ctx, g, lambda g, index, dim: apply(INDEX_SELECT, (g, index), {"dim": dim}))
 
 
 INDEX_COPY = register("index_copy", _index_copy_kernel, _index_copy_bw, save="1", prim="scatter")
@@ -205,17 +207,14 @@ def _index_fill_kernel(x, index, value, dim):
     return out
 
 
+def _filled_value_grad(g, index, dim):
+    # every filled slice received the value once (repeated or negative indices fill once)
+    filled = apply(INDEX_FILL, (_zeros(g._data.shape, g._dtype), index, 1), {"dim": dim})
+    return (g * filled).sum()
+
+
 def _index_fill_bw(ctx, g):
-    index = ctx.inputs[1]
-    dim = ctx.attrs["dim"]
-    gx = gv = None
-    if ctx.edges[0] is not None:
-        gx = apply(INDEX_FILL, (g, index, 0), {"dim": dim})
-    if ctx.edges[2] is not None:
-        # every filled slice received the value once (repeated or negative indices fill once)
-        filled = apply(INDEX_FILL, (_zeros(g._data.shape, g._dtype), index, 1), {"dim": dim})
-        gv = (g * filled).sum()
-    return gx, None, gv
+    return _index_write_bw(ctx, g, _filled_value_grad)
 
 
 INDEX_FILL = register("index_fill", _index_fill_kernel, _index_fill_bw, save="1", prim="scatter")

@@ -29,14 +29,17 @@ def _masked_fill_kernel(x, mask, value):
     return np.where(mask, v, x)
 
 
-def _masked_fill_bw(ctx, g):
+def _masked_write_bw(ctx, g, written_grad):
+    """Backward of an op that writes ``input`` where ``mask`` is True (masked_fill, masked_scatter): ``input``'s
+    gradient is ``g`` zeroed there; ``written_grad(ctx, g, mask)`` gives the written operand's."""
     mask = ctx.inputs[1]
-    gx = gv = None
-    if ctx.edges[0] is not None:
-        gx = apply(MASKED_FILL, (g, mask, 0))
-    if ctx.edges[2] is not None:
-        gv = apply(MASKED_FILL, (g, mask.logical_not(), 0))
-    return gx, None, gv
+    gx = apply(MASKED_FILL, (g, mask, 0)) if ctx.edges[0] is not None else None
+    gw = written_grad(ctx, g, mask) if ctx.edges[2] is not None else None
+    return gx, None, gw
+
+
+def _masked_fill_bw(ctx, g):
+    return _masked_write_bw(ctx, g, lambda ctx, g, mask: apply(MASKED_FILL, (g, mask.logical_not(), 0)))
 
 
 MASKED_FILL = register("masked_fill", _masked_fill_kernel, _masked_fill_bw, save="1", prim="where")
@@ -105,17 +108,16 @@ def _masked_scatter_kernel(x, mask, source):
     return out
 
 
+def _scattered_source_grad(ctx, g, mask):
+    # source's leading values went to the masked positions, in order; the rest of source got no gradient
+    shape = ctx.in_shape(2)
+    numel = int(np.prod(shape, dtype=np.int64))
+    sel = apply(MASKED_SELECT, (g, mask))
+    return _pad_to(sel, (numel,)).reshape(shape)
+
+
 def _masked_scatter_bw(ctx, g):
-    mask = ctx.inputs[1]
-    gx = gs = None
-    if ctx.edges[0] is not None:
-        gx = apply(MASKED_FILL, (g, mask, 0))
-    if ctx.edges[2] is not None:
-        shape = ctx.in_shape(2)
-        numel = int(np.prod(shape, dtype=np.int64))
-        sel = apply(MASKED_SELECT, (g, mask))
-        gs = _pad_to(sel, (numel,)).reshape(shape)
-    return gx, None, gs
+    return _masked_write_bw(ctx, g, _scattered_source_grad)
 
 
 MASKED_SCATTER = register("masked_scatter", _masked_scatter_kernel, _masked_scatter_bw, save="1", prim="scatter")

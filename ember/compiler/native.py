@@ -40,7 +40,7 @@ from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
 from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, \
-    build_outputs, _CompiledBackwardOp, CompiledBackward, no_double_backward
+    build_outputs, output_tensors, _CompiledBackwardOp, CompiledBackward, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
@@ -398,17 +398,7 @@ class NativeRunner:
             ref = v.ref             # read per call: a .grad lifted by access path is rebound each replay
             for _ in range(n):
                 ref._bump()
-        outs = {}
-
-        def out_tensor(v):
-            if v.kind == "arg":
-                return arg_tensors[p.args.index(v)]
-            if v.kind == "lifted":
-                return v.ref
-            t = outs.get(v.id)
-            if t is None:
-                t = outs[v.id] = wrap(vals(v.id), v.dtype)
-            return t
+        out_tensor = output_tensors(p, arg_tensors, vals)
         result = build_outputs(p, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:

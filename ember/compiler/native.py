@@ -423,6 +423,14 @@ class _FwdSlots:
         return self.d[vid]
 
 
+def _bind_fixed(b, arrays):
+    """Constants (a fresh copy where the program writes them) and new scratch buffers into their slots."""
+    for slot, data, copy in b.consts:
+        arrays[slot] = np.array(data, copy=True) if copy else data
+    for slot, shape, dt in b.fresh:
+        arrays[slot] = np.empty(shape, dtype=dt)
+
+
 def _bind(fb: _Bound, arrays, arg_tensors, arg_index):
     """Fill input slots; returns [(slot, original array)] of non-contiguous inputs copied for the run,
     or None when two inputs share memory in a program that writes."""
@@ -444,10 +452,7 @@ def _bind(fb: _Bound, arrays, arg_tensors, arg_index):
                 copied.append((slot, a))
             a = c
         arrays[slot] = a
-    for slot, data, copy in fb.consts:
-        arrays[slot] = np.array(data, copy=True) if copy else data
-    for slot, shape, dt in fb.fresh:
-        arrays[slot] = np.empty(shape, dtype=dt)
+    _bind_fixed(fb, arrays)
     if fb.has_checks:
         fb.err[0] = 0
         fb.err[1] = 0
@@ -601,10 +606,7 @@ class _NativeBackwardOp(CompiledBackward):
             if not a.flags.c_contiguous or a.shape != buf.shape:
                 a = np.ascontiguousarray(np.broadcast_to(a, buf.shape))
             arrays[slot] = a
-        for slot, data, copy in bb.consts:
-            arrays[slot] = np.array(data, copy=True) if copy else data
-        for slot, shape, dt in bb.fresh:
-            arrays[slot] = np.empty(shape, dtype=dt)
+        _bind_fixed(bb, arrays)
         if bb.has_checks:
             bb.err[:] = 0
         arrays[1] = bb.err

@@ -60,26 +60,32 @@ def tensor_of(lib, arr):
 Point = collections.namedtuple("Point", ["x", "y"])
 
 
-class DictDS:
-    """A plain map-style dataset (no Dataset base) returning dicts of mixed types."""
+class _LibDS:
+    """A plain map-style dataset (no Dataset base) of ``size`` samples made with ``lib`` (ember or torch)."""
 
-    def __init__(self, lib, n=7):
-        self.lib, self.n = lib, n
+    size = 0
+
+    def __init__(self, lib):
+        self.lib = lib
 
     def __len__(self):
-        return self.n
+        return self.size
+
+
+class DictDS(_LibDS):
+    """Samples are dicts of mixed types."""
+
+    size = 7
 
     def __getitem__(self, i):
         return {"img": self.lib.full((2, 3), float(i)), "label": i, "w": 0.5 * i, "name": f"s{i}",
                 "flag": i % 2 == 0, "np": np.arange(3, dtype=np.int32) + i}
 
 
-class TupleDS:
-    def __init__(self, lib, n=5):
-        self.lib, self.n = lib, n
+class TupleDS(_LibDS):
+    """Samples are tuples of a tensor, a NumPy scalar, a namedtuple and a list."""
 
-    def __len__(self):
-        return self.n
+    size = 5
 
     def __getitem__(self, i):
         return (self.lib.arange(4, dtype=self.lib.float32) * i, np.float32(i) / 2, Point(i, float(i)), [i, i + 1])

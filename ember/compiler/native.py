@@ -40,7 +40,7 @@ from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
 from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read, _Undo, Interpreter, \
-    build_outputs, _CompiledBackwardOp, CompiledBackward, no_double_backward
+    build_outputs, output_tensors, _CompiledBackwardOp, CompiledBackward, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
@@ -398,17 +398,7 @@ class NativeRunner:
             ref = v.ref             # read per call: a .grad lifted by access path is rebound each replay
             for _ in range(n):
                 ref._bump()
-        outs = {}
-
-        def out_tensor(v):
-            if v.kind == "arg":
-                return arg_tensors[p.args.index(v)]
-            if v.kind == "lifted":
-                return v.ref
-            t = outs.get(v.id)
-            if t is None:
-                t = outs[v.id] = wrap(vals(v.id), v.dtype)
-            return t
+        out_tensor = output_tensors(p, arg_tensors, vals)
         result = build_outputs(p, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:
@@ -433,6 +423,14 @@ class _FwdSlots:
         return self.d[vid]
 
 
+def _bind_fixed(b, arrays):
+    """Constants (a fresh copy where the program writes them) and new scratch buffers into their slots."""
+    for slot, data, copy in b.consts:
+        arrays[slot] = np.array(data, copy=True) if copy else data
+    for slot, shape, dt in b.fresh:
+        arrays[slot] = np.empty(shape, dtype=dt)
+
+
 def _bind(fb: _Bound, arrays, arg_tensors, arg_index):
     """Fill input slots; returns [(slot, original array)] of non-contiguous inputs copied for the run,
     or None when two inputs share memory in a program that writes."""
@@ -454,10 +452,7 @@ def _bind(fb: _Bound, arrays, arg_tensors, arg_index):
                 copied.append((slot, a))
             a = c
         arrays[slot] = a
-    for slot, data, copy in fb.consts:
-        arrays[slot] = np.array(data, copy=True) if copy else data
-    for slot, shape, dt in fb.fresh:
-        arrays[slot] = np.empty(shape, dtype=dt)
+    _bind_fixed(fb, arrays)
     if fb.has_checks:
         fb.err[0] = 0
         fb.err[1] = 0
@@ -611,10 +606,7 @@ class _NativeBackwardOp(CompiledBackward):
             if not a.flags.c_contiguous or a.shape != buf.shape:
                 a = np.ascontiguousarray(np.broadcast_to(a, buf.shape))
             arrays[slot] = a
-        for slot, data, copy in bb.consts:
-            arrays[slot] = np.array(data, copy=True) if copy else data
-        for slot, shape, dt in bb.fresh:
-            arrays[slot] = np.empty(shape, dtype=dt)
+        _bind_fixed(bb, arrays)
         if bb.has_checks:
             bb.err[:] = 0
         arrays[1] = bb.err

@@ -24,7 +24,7 @@ from . import prims as P
 from . import lower as L
 from . import render_special
 from .lower import Aff
-from .render_special import Scope, Block, _text, minmax_update
+from .render_special import Scope, Block, _text, minmax_update, arg_update
 
 _VIEWS = P.VIEWS
 
@@ -585,13 +585,7 @@ class KernelGen:
             else:
                 self.emit(level, minmax_update(op, sfx, a, v))
         else:
-            lin = Aff()
-            for d, s in zip(ridx, L.cstrides(R)):
-                lin = lin + d.scale(s)
-            cmp = ">" if op == "argmax" else "<"
-            # NumPy: the first extreme wins; the first NaN wins over everything
-            self.emit(level, f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) "
-                             f"{{ {a} = {v}; {ai} = {self.render_aff(lin, 'val')}; }}")
+            self.emit(level, arg_update(self, op, a, ai, v, ridx, R))
 
     def reduce_final(self, n, acc, level):
         a, ai = acc

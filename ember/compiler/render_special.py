@@ -55,6 +55,16 @@ def minmax_update(op, sfx, a, v) -> str:
     return f"{a} = em_{op}_{sfx}({a}, {v});"
 
 
+def arg_update(g, op, a, ai, v, ridx, R) -> str:
+    """argmax/argmin step as C: keep the value in ``a`` and its flat index over the reduced dims ``ridx``
+    (of shape ``R``) in ``ai``. NumPy: the first extreme wins; the first NaN wins over everything."""
+    lin = Aff()
+    for d, s in zip(ridx, L.cstrides(R)):
+        lin = lin + d.scale(s)
+    cmp = ">" if op == "argmax" else "<"
+    return f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) {{ {a} = {v}; {ai} = {g.render_aff(lin, 'val')}; }}"
+
+
 def emit_gemm(g, st):
     n = st.node
     A, B = n.inputs
@@ -290,12 +300,7 @@ def reduce_update_at(g, op, a, ai, v, level, sfx, ridx, R):
     elif op in ("max", "min"):
         g.emit(level, minmax_update(op, sfx, a, v))
     else:
-        lin = Aff()
-        for d, s in zip(ridx, L.cstrides(R)):
-            lin = lin + d.scale(s)
-        cmp = ">" if op == "argmax" else "<"
-        g.emit(level, f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) "
-                         f"{{ {a} = {v}; {ai} = {g.render_aff(lin, 'val')}; }}")
+        g.emit(level, arg_update(g, op, a, ai, v, ridx, R))
 
 
 def gen_scatter(g, dry, records=None):

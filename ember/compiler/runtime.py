@@ -265,17 +265,7 @@ class Interpreter:
         except GuardFailure:
             undo.restore()
             raise
-        outs = {}
-
-        def out_tensor(v):
-            if v.kind == "arg":
-                return arg_tensors[p.args.index(v)]
-            if v.kind == "lifted":
-                return v.ref
-            t = outs.get(v.id)
-            if t is None:
-                t = outs[v.id] = wrap(slots[v.id], v.dtype)
-            return t
+        out_tensor = output_tensors(p, arg_tensors, slots.__getitem__)
         result = build_outputs(p, out_tensor)
         bw = p.backward
         if bw is not None and grad_enabled:
@@ -375,6 +365,23 @@ def attach_node(op, diff_outs, targets) -> Node:
 
 def _attach_backward(bw, fwd_slots, diff_outs, targets):
     attach_node(_CompiledBackwardOp(bw, fwd_slots, len(diff_outs)), diff_outs, targets)
+
+
+def output_tensors(program, arg_tensors, array_of):
+    """``out_tensor(value)`` for a finished run: an argument or lifted tensor is itself; any other value is
+    wrapped once around ``array_of(value.id)`` (the same tensor when it comes out twice)."""
+    outs = {}
+
+    def out_tensor(v):
+        if v.kind == "arg":
+            return arg_tensors[program.args.index(v)]
+        if v.kind == "lifted":
+            return v.ref
+        t = outs.get(v.id)
+        if t is None:
+            t = outs[v.id] = wrap(array_of(v.id), v.dtype)
+        return t
+    return out_tensor
 
 
 def build_outputs(program, fn):

@@ -105,13 +105,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     if pg is None:
         return None
     n = pg.size()
-    err = None
-    if len(tensor_list) != n:
-        err = ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, expected one per rank ({n})")
-    elif not all(_same(t, tensor) for t in tensor_list):
-        err = ValueError(f"all_gather: every tensor of tensor_list must be {_desc(tensor)} like the input; got "
-                         f"{', '.join(_desc(t) for t in tensor_list)}")
-    _check_args(pg, "all_gather", tensor, err=err)
+    _check_args(pg, "all_gather", tensor, err=_gather_list_error(tensor_list, tensor, n))
     h = _Host(tensor, writes=False)
     out = np.empty((n,) + h.arr.shape, h.arr.dtype)
     MPI = _mpi._MPI
@@ -131,14 +125,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     if pg is None:
         return None
     n = pg.size()
-    err = None
-    if output_tensor.dtype != input_tensor.dtype:
-        err = TypeError(f"all_gather_into_tensor: output is {output_tensor.dtype.name} but input is "
-                        f"{input_tensor.dtype.name}")
-    elif output_tensor.numel() != n * input_tensor.numel():
-        err = ValueError(f"all_gather_into_tensor: output {_desc(output_tensor)} must hold {n} x the input "
-                         f"{_desc(input_tensor)} ({n * input_tensor.numel()} elements)")
-    _check_args(pg, "all_gather_into_tensor", input_tensor, err=err)
+    _check_args(pg, "all_gather_into_tensor", input_tensor, err=_gather_into_error(output_tensor, input_tensor, n))
     h = _Host(input_tensor, writes=False)
     o = _Host(output_tensor, writes=True)
     MPI = _mpi._MPI
@@ -199,6 +186,27 @@ def _reduce_scatter(pg, name, output, in_arr, shown, op, async_op):
         spec.finish(recv, o.arr, n)
         o.done()
     return _run(reqs, _what(name, pg, shown), pg, async_op, finish, [output])
+
+
+def _gather_list_error(tensor_list, tensor, n: int):
+    """The error (or None) for all_gather's ``tensor_list``: one tensor like ``tensor`` per rank."""
+    if len(tensor_list) != n:
+        return ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, expected one per rank ({n})")
+    if not all(_same(t, tensor) for t in tensor_list):
+        return ValueError(f"all_gather: every tensor of tensor_list must be {_desc(tensor)} like the input; got "
+                          f"{', '.join(_desc(t) for t in tensor_list)}")
+    return None
+
+
+def _gather_into_error(output_tensor, input_tensor, n: int):
+    """The error (or None) for all_gather_into_tensor: same dtype, and room for ``n`` inputs."""
+    if output_tensor.dtype != input_tensor.dtype:
+        return TypeError(f"all_gather_into_tensor: output is {output_tensor.dtype.name} but input is "
+                         f"{input_tensor.dtype.name}")
+    if output_tensor.numel() != n * input_tensor.numel():
+        return ValueError(f"all_gather_into_tensor: output {_desc(output_tensor)} must hold {n} x the input "
+                          f"{_desc(input_tensor)} ({n * input_tensor.numel()} elements)")
+    return None
 
 
 def _root_list_error(op: str, param: str, role: str, tensors, me: bool, n: int, tensor):

@@ -110,14 +110,26 @@ def _zeros_bw(ctx, g):
     return (zeros_like(g),) + (None,) * (len(ctx.edges) - 1)
 
 
-def _inplace_of(fn, name: str, float_valued: bool):
-    """The ``op_`` method: compute ``fn(self, ...)`` and write it back into ``self``."""
+def _cast_error(result_dtype, self) -> RuntimeError:
+    """The error of an in-place op whose result (of ``result_dtype``) ``self`` cannot hold."""
+    return RuntimeError(f"result type {dtype_name(result_dtype)} can't be cast to the desired output type "
+                        f"{dtype_name(self._dtype)}")
+
+
+def _float_result(self, iname: str, args, kw) -> None:
+    """In-place check for an op with a floating result: an integral ``self`` cannot hold it."""
+    if _check(self, iname)._dtype.category < _FLOAT:
+        raise _cast_error(_dt.get_default_dtype(), self)
+
+
+def _inplace_of(fn, name: str, check=None):
+    """The ``op_`` method: ``check(self, "op_", args, kw)`` (when given) raises if ``self`` cannot hold the
+    result, then ``fn(self, ...)`` is computed and written back into ``self``."""
     iname = name + "_"
 
     def method(self, *args, **kw):
-        if float_valued and _check(self, iname)._dtype.category < _FLOAT:
-            raise RuntimeError(f"result type {dtype_name(_dt.get_default_dtype())} can't be cast to the "
-                               f"desired output type {dtype_name(self._dtype)}")
+        if check is not None:
+            check(self, iname, args, kw)
         return write_result(self, lambda s: fn(s, *args, **kw), iname)
     method.__name__ = iname
     method.__doc__ = f"In-place version of :func:`{name}`."
@@ -147,7 +159,7 @@ def _float_unary(name, kernel, backward, save="i", doc="", aliases=(), fn_inplac
         return r if out is None else _out(r, out)
     fn.__name__ = name
     fn.__doc__ = doc or f"torch.{name}, elementwise."
-    _expose((name,) + tuple(aliases), fn, _inplace_of(fn, name, True), fn_inplace)
+    _expose((name,) + tuple(aliases), fn, _inplace_of(fn, name, _float_result), fn_inplace)
     return op, fn
 
 
@@ -371,7 +383,7 @@ def logit(input, eps=None, *, out=None):
     return r if out is None else _out(r, out)
 
 
-_expose(("logit",), logit, _inplace_of(logit, "logit", True))
+_expose(("logit",), logit, _inplace_of(logit, "logit", _float_result))
 
 # ---- error function -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from .registry import register, apply, dtype_name, node_class, rename
 from .elementwise import _out
 from .inplace import write_result
 from ._util import can_cast
-from .unary import (_FLOAT, _number, _check, _not_implemented, _half_in_float32, _zeros_bw, _inplace_of,
+from .unary import (_FLOAT, _number, _check, _not_implemented, _half_in_float32, _zeros_bw, _inplace_of, _cast_error,
                     _where_mask, WHERE_MASK, _expose as _expose_unary)
 
 __all__: list = []
@@ -61,9 +61,9 @@ def sgn(input, *, out=None):
 
 
 _SGN = node_class("SgnBackward0")
-_sign_ = _inplace_of(sign, "sign", False)
+_sign_ = _inplace_of(sign, "sign")
 _expose(("sign",), sign, _sign_, fn_inplace=False)
-_expose(("sgn",), sgn, _inplace_of(sgn, "sgn", False), fn_inplace=False)
+_expose(("sgn",), sgn, _inplace_of(sgn, "sgn"), fn_inplace=False)
 
 
 def _signbit_kernel(x):
@@ -107,7 +107,7 @@ def _abs_(self):
 
 _abs_.__doc__ = "In-place version of :func:`abs`."
 _expose(("abs",), abs, _abs_)
-_expose(("absolute",), abs, _inplace_of(abs, "absolute", False), fn_inplace=False)
+_expose(("absolute",), abs, _inplace_of(abs, "absolute"), fn_inplace=False)
 
 
 def _rounding(name, npfn, kernel_name, doc):
@@ -134,10 +134,10 @@ def _rounding(name, npfn, kernel_name, doc):
 FLOOR, floor = _rounding("floor", np.floor, "floor_vml_cpu", "Largest integer <= x (integers unchanged).")
 CEIL, ceil = _rounding("ceil", np.ceil, "ceil_vml_cpu", "Smallest integer >= x (integers unchanged).")
 TRUNC, trunc = _rounding("trunc", np.trunc, "trunc_vml_cpu", "x rounded toward zero (integers unchanged).")
-_expose(("floor",), floor, _inplace_of(floor, "floor", False))
-_expose(("ceil",), ceil, _inplace_of(ceil, "ceil", False))
-_expose(("trunc",), trunc, _inplace_of(trunc, "trunc", False))
-_expose(("fix",), trunc, _inplace_of(trunc, "fix", False))
+_expose(("floor",), floor, _inplace_of(floor, "floor"))
+_expose(("ceil",), ceil, _inplace_of(ceil, "ceil"))
+_expose(("trunc",), trunc, _inplace_of(trunc, "trunc"))
+_expose(("fix",), trunc, _inplace_of(trunc, "fix"))
 
 
 def _round_kernel(x, decimals=0):
@@ -170,7 +170,7 @@ def round(input, *, decimals: int = 0, out=None):  # noqa: A001 - torch's name
     return r if out is None else _out(r, out)
 
 
-_expose(("round",), round, _inplace_of(round, "round", False))
+_expose(("round",), round, _inplace_of(round, "round"))
 
 
 def _frac_kernel(x):
@@ -190,7 +190,7 @@ def frac(input, *, out=None):
     return r if out is None else _out(r, out)
 
 
-_expose(("frac",), frac, _inplace_of(frac, "frac", False))
+_expose(("frac",), frac, _inplace_of(frac, "frac"))
 
 
 def _relu_kernel(x):
@@ -215,7 +215,7 @@ def relu(input):
 _NO_RELU = frozenset((_dt.bool, _dt.complex64, _dt.complex128))
 
 
-_expose(("relu",), relu, _inplace_of(relu, "relu", False))
+_expose(("relu",), relu, _inplace_of(relu, "relu"))
 
 
 def positive(input):
@@ -292,7 +292,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return r if out is None else _out(r, out)
 
 
-_expose(("nan_to_num",), nan_to_num, _inplace_of(nan_to_num, "nan_to_num", False))
+_expose(("nan_to_num",), nan_to_num, _inplace_of(nan_to_num, "nan_to_num"))
 
 # ---- clamp --------------------------------------------------------------------------------------------
 
@@ -413,24 +413,19 @@ def clamp_max(input, max, *, out=None):  # noqa: A002
     return r if out is not None else rename(r, _CLAMP_NODES["clamp_max", isinstance(max, Tensor)])
 
 
-def _clamp_inplace(fn, name):
-    def method(self, *args, **kw):
-        _check(self, name)
-        bounds = [a for a in args] + [v for k, v in kw.items() if k in ("min", "max")]
-        rt = _dt.result_type(self, *[b for b in bounds if b is not None and not isinstance(b, str)])
-        if not can_cast(rt, self._dtype):
-            raise RuntimeError(f"result type {dtype_name(rt)} can't be cast to the desired output "
-                               f"type {dtype_name(self._dtype)}")
-        return write_result(self, lambda s: fn(s, *args, **kw), name)
-    method.__name__ = name
-    method.__doc__ = f"In-place version of :func:`{name[:-1]}`."
-    return method
+def _clamp_result(self, iname: str, args, kw) -> None:
+    """In-place check for clamp: the result type of ``self`` and the bounds must cast to ``self``'s."""
+    _check(self, iname)
+    bounds = [a for a in args] + [v for k, v in kw.items() if k in ("min", "max")]
+    rt = _dt.result_type(self, *[b for b in bounds if b is not None and not isinstance(b, str)])
+    if not can_cast(rt, self._dtype):
+        raise _cast_error(rt, self)
 
 
-_expose(("clamp",), clamp, _clamp_inplace(clamp, "clamp_"))
-_expose(("clip",), clamp, _clamp_inplace(clamp, "clip_"))
-_expose(("clamp_min",), clamp_min, _clamp_inplace(clamp_min, "clamp_min_"))
-_expose(("clamp_max",), clamp_max, _clamp_inplace(clamp_max, "clamp_max_"))
+_expose(("clamp",), clamp, _inplace_of(clamp, "clamp", _clamp_result))
+_expose(("clip",), clamp, _inplace_of(clamp, "clip", _clamp_result))
+_expose(("clamp_min",), clamp_min, _inplace_of(clamp_min, "clamp_min", _clamp_result))
+_expose(("clamp_max",), clamp_max, _inplace_of(clamp_max, "clamp_max", _clamp_result))
 
 # Python's abs(tensor)
 Tensor.__abs__ = lambda self: abs(self)

@@ -53,6 +53,27 @@ def _per_group(name: str, optimizer: Optimizer, value) -> list:
     return [_copy_value(value) for _ in optimizer.param_groups]
 
 
+class _ListState:
+    """state_dict support for a scheduler with a list attribute ``_list_attr`` that is not saved as it is:
+    each item is saved as ``_save_item(item)`` and restored by ``_load_item(item, saved)``."""
+
+    _list_attr = ""
+
+    def state_dict(self) -> dict:
+        key = self._list_attr
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", key)}
+        sd[key] = [self._save_item(x) for x in getattr(self, key)]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        key = self._list_attr
+        saved = state_dict.pop(key)
+        self.__dict__.update(state_dict)
+        state_dict[key] = saved
+        for x, item in zip(getattr(self, key), saved):
+            self._load_item(x, item)
+
+
 def _track_optimizer_step(optimizer: Optimizer) -> None:
     """Wrap the optimizer instance's ``step`` to record that it ran (for the call-order warning)."""
     if hasattr(optimizer.step, "_wrapped_by_lr_sched"):

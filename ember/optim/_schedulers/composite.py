@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, _group_values, _set_group_value
+from .base import LRScheduler, _ListState, _group_values, _set_group_value
 from .plateau import ReduceLROnPlateau
 
 
@@ -24,20 +24,18 @@ def _check_children(owner: str, optimizer, schedulers) -> None:
                              f"{optimizer.__class__.__name__}.")
 
 
-class _ContainerState:
+class _ContainerState(_ListState):
     """state_dict support for schedulers made of other schedulers (saved as their state dicts)."""
 
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
+    _list_attr = "_schedulers"
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        children = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = children
-        for s, saved in zip(self._schedulers, children):
-            s.load_state_dict(saved)
+    @staticmethod
+    def _save_item(s):
+        return s.state_dict()
+
+    @staticmethod
+    def _load_item(s, saved):
+        s.load_state_dict(saved)
 
 
 class SequentialLR(_ContainerState, LRScheduler):

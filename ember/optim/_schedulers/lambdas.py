@@ -8,7 +8,7 @@ from __future__ import annotations
 import types
 
 from ..optimizer import Optimizer
-from .base import LRScheduler
+from .base import LRScheduler, _ListState
 
 
 def _lambdas(optimizer, lr_lambda) -> list:
@@ -19,22 +19,19 @@ def _lambdas(optimizer, lr_lambda) -> list:
     return list(lr_lambda)
 
 
-class _LambdaState:
+class _LambdaState(_ListState):
     """state_dict support for schedulers holding user functions: only callable objects' ``__dict__`` is saved."""
 
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                            for fn in self.lr_lambdas]
-        return sd
+    _list_attr = "lr_lambdas"
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
-        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
-            if saved is not None:
-                fn.__dict__.update(saved)
+    @staticmethod
+    def _save_item(fn):
+        return None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+
+    @staticmethod
+    def _load_item(fn, saved):
+        if saved is not None:
+            fn.__dict__.update(saved)
 
 
 class LambdaLR(_LambdaState, LRScheduler):

@@ -46,6 +46,8 @@ def _fp_cases():
         "grad of log(0)": lambda: ember.log(ember.zeros(2, requires_grad=True)).sum().backward(),
         "grad of sqrt(0)": lambda: ember.sqrt(ember.zeros(2, requires_grad=True)).sum().backward(),
         "grad of norm(0)": lambda: ember.zeros(2, requires_grad=True).norm().backward(),
+        "x[0] = 1e6 in half": lambda: ember.zeros(2, dtype=ember.half).__setitem__(0, 1e6),
+        "x[[0]] = 1e6 in half": lambda: ember.zeros(2, dtype=ember.half).__setitem__([0], 1e6),
         "print inf": lambda: str(ember.tensor([float("inf"), float("nan"), 1e30])),
     }
 

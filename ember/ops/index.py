@@ -35,6 +35,7 @@ from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY
 from ._util import fmt_shape, check_scalar_fits, INT_TYPES
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, _writable, CAPTURE_WRITE as _CAPTURING
+from .._numpy_quiet import ensure as _fp_quiet
 
 
 _NUMBER = (bool, int, float, complex, np.bool_, np.number)
@@ -524,6 +525,7 @@ def _strip_leading_ones(v: Tensor, ndim: int) -> Tensor:
 
 def _setitem(self: Tensor, key, value) -> None:
     """``x[key] = value``: write through the basic view, or ``index_put_`` for advanced keys."""
+    _fp_quiet()  # a number cast to the destination's dtype may overflow to inf: silent, as in torch
     if isinstance(value, Tensor):
         pass
     elif isinstance(value, _NUMBER):
@@ -631,6 +633,7 @@ def _values_arg(self: Tensor, values, res, check_dtype=True) -> Tensor:
     """``values`` as a tensor of ``self``'s dtype that broadcasts to the indexing result's shape ``res``."""
     if not isinstance(values, Tensor):
         if isinstance(values, _NUMBER):
+            _fp_quiet()
             return _literal(np.array(values).astype(self._dtype.np), self._dtype)
         raise TypeError(f"index_put(): argument 'values' must be Tensor, not {type(values).__name__}")
     if values._dtype is not self._dtype:

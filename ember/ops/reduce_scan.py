@@ -114,28 +114,26 @@ def _scan_dim(input, dim, op):
     return wrap_dim(_int_dim(dim, op), nd) if nd else (wrap_dim(_int_dim(dim, op), 0) * 0)
 
 
-def cumsum(input, dim=None, *, dtype=None, out=None, axis=None):
-    """Cumulative sum along ``dim``; integers and bools accumulate in int64 unless ``dtype`` is given."""
+def _accumulate(op, name, input, dim, dtype, out, axis):
+    """cumsum / cumprod: ``axis=`` for ``dim``, the result dtype from ``dtype`` or ``out``, one scan."""
     if axis is not None or dim is None:
-        dim, _ = numpy_names("cumsum", dim, False, axis, None, required=True)
+        dim, _ = numpy_names(name, dim, False, axis, None, required=True)
     dtype = _out_dtype(dtype, out)
-    attrs = {"axis": _scan_dim(input, dim, "cumsum"), "reverse": False}
+    attrs = {"axis": _scan_dim(input, dim, name), "reverse": False}
     if dtype is not None:
         attrs["dtype"] = dtype.np
-    r = apply(CUMSUM, (input,), attrs)
+    r = apply(op, (input,), attrs)
     return r if out is None else _out(r, out)
+
+
+def cumsum(input, dim=None, *, dtype=None, out=None, axis=None):
+    """Cumulative sum along ``dim``; integers and bools accumulate in int64 unless ``dtype`` is given."""
+    return _accumulate(CUMSUM, "cumsum", input, dim, dtype, out, axis)
 
 
 def cumprod(input, dim=None, *, dtype=None, out=None, axis=None):
     """Cumulative product along ``dim`` (gradient exact when the input has zeros, as in torch)."""
-    if axis is not None or dim is None:
-        dim, _ = numpy_names("cumprod", dim, False, axis, None, required=True)
-    dtype = _out_dtype(dtype, out)
-    attrs = {"axis": _scan_dim(input, dim, "cumprod"), "reverse": False}
-    if dtype is not None:
-        attrs["dtype"] = dtype.np
-    r = apply(CUMPROD, (input,), attrs)
-    return r if out is None else _out(r, out)
+    return _accumulate(CUMPROD, "cumprod", input, dim, dtype, out, axis)
 
 
 def _cumsum_(self, dim, *, dtype=None):

@@ -192,24 +192,25 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=Non
 _VAR_MEAN, _STD_MEAN = node_class("VarMeanBackward0"), node_class("StdMeanBackward0")
 
 
+def _with_mean(op, node, name, input, dim, unbiased, keepdim, correction, out, axis, keepdims):
+    """(``op``, mean) over ``dim``: var_mean / std_mean."""
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names(name, dim, keepdim, axis, keepdims)
+    attrs = _var_args(input, dim, unbiased, keepdim, correction, name)
+    res = rename((apply(op, (input,), attrs), _mean(input, attrs["axis"], keepdim)), node)
+    return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None,
              keepdims=None):
     """(var, mean) over ``dim``."""
-    if axis is not None or keepdims is not None:
-        dim, keepdim = numpy_names("var_mean", dim, keepdim, axis, keepdims)
-    attrs = _var_args(input, dim, unbiased, keepdim, correction, "var_mean")
-    res = rename((apply(VAR, (input,), attrs), _mean(input, attrs["axis"], keepdim)), _VAR_MEAN)
-    return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
+    return _with_mean(VAR, _VAR_MEAN, "var_mean", input, dim, unbiased, keepdim, correction, out, axis, keepdims)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, out=None, axis=None,
              keepdims=None):
     """(std, mean) over ``dim``."""
-    if axis is not None or keepdims is not None:
-        dim, keepdim = numpy_names("std_mean", dim, keepdim, axis, keepdims)
-    attrs = _var_args(input, dim, unbiased, keepdim, correction, "std_mean")
-    res = rename((apply(STD, (input,), attrs), _mean(input, attrs["axis"], keepdim)), _STD_MEAN)
-    return res if out is None else tuple(_out(r, o) for r, o in zip(res, out))
+    return _with_mean(STD, _STD_MEAN, "std_mean", input, dim, unbiased, keepdim, correction, out, axis, keepdims)
 
 
 # ---- all / any / count_nonzero / nansum / nanmean ------------------------------------------------------

@@ -119,12 +119,20 @@ class _AllDims:
 ALL_DIMS = _AllDims()
 
 
-def no_dim_keepdim(op: str, keepdim, keepdims, axis):
-    """``keepdim``/``keepdims`` given without a dim (nor ``axis``): torch's TypeError (its overloads
-    without a dim take no keepdim). Returns the dim to use (None) otherwise."""
-    if axis is None and (keepdim or keepdims is not None):
-        name = "keepdim" if keepdim else "keepdims"
-        raise TypeError(f"{op}() received an invalid combination of arguments - got (Tensor, {name}=bool), but "
-                        f"expected one of: (Tensor input, *, torch.dtype dtype = None) or (Tensor input, "
-                        f"tuple of ints dim, bool keepdim = False, *, torch.dtype dtype = None)")
-    return None
+def dim_keepdim_dtype(op: str, dim, keepdim, dtype, axis, keepdims):
+    """The leading arguments of sum / mean / prod: torch's NumPy spellings (``numpy_names``), a dtype in
+    dim's place (``x.sum(ember.float64)``), and ``keepdim``/``keepdims`` given without a dim (nor ``axis``):
+    torch's TypeError (its overloads without a dim take no keepdim). Returns (dim, keepdim, dtype), dim
+    None for all dims."""
+    if dim is ALL_DIMS:
+        if axis is None and (keepdim or keepdims is not None):
+            name = "keepdim" if keepdim else "keepdims"
+            raise TypeError(f"{op}() received an invalid combination of arguments - got (Tensor, {name}=bool), "
+                            f"but expected one of: (Tensor input, *, torch.dtype dtype = None) or (Tensor input, "
+                            f"tuple of ints dim, bool keepdim = False, *, torch.dtype dtype = None)")
+        dim = None
+    if axis is not None or keepdims is not None:
+        dim, keepdim = numpy_names(op, dim, keepdim, axis, keepdims)
+    if isinstance(dim, _dt.dtype):
+        dtype, dim = dim, None
+    return dim, keepdim, dtype

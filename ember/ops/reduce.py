@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, node_class, rename
-from ._reduce_util import numpy_names, ALL_DIMS, no_dim_keepdim
+from ._reduce_util import ALL_DIMS, dim_keepdim_dtype
 from ._util import dims_arg, dtype_arg
 
 
@@ -46,12 +46,7 @@ _SUM_DIM = node_class("SumBackward1")
 
 def sum(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):  # noqa: A001
     """Sum over ``dim`` (all dims by default); integers and bools accumulate in int64, as in torch."""
-    if dim is ALL_DIMS:
-        dim = no_dim_keepdim("sum", keepdim, keepdims, axis)
-    if axis is not None or keepdims is not None:
-        dim, keepdim = numpy_names("sum", dim, keepdim, axis, keepdims)
-    if isinstance(dim, _dt.dtype):      # sum(x, ember.float64)
-        dtype, dim = dim, None
+    dim, keepdim, dtype = dim_keepdim_dtype("sum", dim, keepdim, dtype, axis, keepdims)
     if out is not None and dtype is None:
         dtype = out._dtype              # torch sums in out's dtype
     nd = input._data.ndim
@@ -96,12 +91,7 @@ _MEAN_DIM = node_class("MeanBackward1")
 
 
 def mean(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
-    if dim is ALL_DIMS:
-        dim = no_dim_keepdim("mean", keepdim, keepdims, axis)
-    if axis is not None or keepdims is not None:
-        dim, keepdim = numpy_names("mean", dim, keepdim, axis, keepdims)
-    if isinstance(dim, _dt.dtype):
-        dtype, dim = dim, None
+    dim, keepdim, dtype = dim_keepdim_dtype("mean", dim, keepdim, dtype, axis, keepdims)
     if out is not None and dtype is None and out._dtype.is_floating_point:
         dtype = out._dtype              # torch averages in out's (floating) dtype
     dt = dtype_arg(dtype, "mean") or input._dtype

@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach, node_class, rename
@@ -20,7 +19,7 @@ from ._util import wrap_dim
 from .reduce import _expand_back, mean as _mean, SUM
 from .creation import ones as _ones
 from ._reduce_util import _INF, _down, _int_dim, _name, _out, _out_dtype, _reduce_axes, _up
-from ._reduce_util import numpy_names, ALL_DIMS, no_dim_keepdim
+from ._reduce_util import numpy_names, ALL_DIMS, dim_keepdim_dtype
 from .reduce_scan import CUMPROD
 
 
@@ -74,12 +73,7 @@ _PROD_DIM = node_class("ProdBackward1")
 
 def prod(input, dim=ALL_DIMS, keepdim: bool = False, *, dtype=None, out=None, axis=None, keepdims=None):
     """Product of all elements, or along one ``dim``; integers and bools accumulate in int64."""
-    if dim is ALL_DIMS:
-        dim = no_dim_keepdim("prod", keepdim, keepdims, axis)
-    if axis is not None or keepdims is not None:
-        dim, keepdim = numpy_names("prod", dim, keepdim, axis, keepdims)
-    if isinstance(dim, _dt.dtype):
-        dtype, dim = dim, None
+    dim, keepdim, dtype = dim_keepdim_dtype("prod", dim, keepdim, dtype, axis, keepdims)
     dtype = _out_dtype(dtype, out)
     nd = input._data.ndim
     if dim is None:

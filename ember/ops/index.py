@@ -33,6 +33,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY
 from ._util import fmt_shape, check_scalar_fits, INT_TYPES
+from ._reduce_util import dim_from_axis
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, _writable, CAPTURE_WRITE as _CAPTURING
 from .._numpy_quiet import ensure as _fp_quiet
@@ -87,6 +88,21 @@ def _tensor_arg(x, op: str, arg: str, pos: int) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
     return x
+
+
+def _dim_index_args(op: str, input, dim, axis, index, index_pos: int = 3, **required):
+    """The leading arguments of ``op(input, dim, index, ...)`` (index_select, gather, scatter, index_add,
+    ...): ``axis=`` for ``dim`` and torch's TypeError for a missing one (``required``: the later required
+    arguments in signature order), then ``input``, ``index`` and a ``src``/``source`` among them checked
+    to be tensors. Returns dim."""
+    if axis is not None or dim is None or index is None or any(v is None for v in required.values()):
+        dim = dim_from_axis(op, dim, axis, index=index, **required)
+    _tensor_arg(input, op, "input", 1)
+    _tensor_arg(index, op, "index", index_pos)
+    for name in ("src", "source"):
+        if name in required:
+            _tensor_arg(required[name], op, name, index_pos + 1)
+    return dim
 
 
 def _first_bad(idx: np.ndarray, size: int, allow_negative: bool):

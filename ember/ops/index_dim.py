@@ -10,7 +10,7 @@ from .registry import register, apply, attach, dtype_name
 from ._util import wrap_dim, fmt_shape
 from ._reduce_util import dim_from_axis
 from .inplace import write_result, copy_out
-from .index import _check_fill_value, _first_bad, _tensor_arg, _zeros
+from .index import _check_fill_value, _dim_index_args, _first_bad, _zeros
 from .index_scatter import _nd1
 
 
@@ -40,10 +40,7 @@ def _vector_index(index: Tensor) -> Tensor:
 
 def index_select(input, dim=None, index=None, *, out=None, axis=None) -> Tensor:
     """The slices of ``input`` along ``dim`` at the positions in the 1-D ``index``."""
-    if axis is not None or dim is None or index is None:
-        dim = dim_from_axis("index_select", dim, axis, index=index)
-    _tensor_arg(input, "index_select", "input", 1)
-    _tensor_arg(index, "index_select", "index", 3)
+    dim = _dim_index_args("index_select", input, dim, axis, index)
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     if index._dtype not in (_dt.int64, _dt.int32):
@@ -147,11 +144,7 @@ def _as_1d_pair(x, index, source):
 
 def index_add(input, dim=None, index=None, source=None, *, alpha=1, out=None, axis=None) -> Tensor:
     """``input`` with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
-    if axis is not None or dim is None or index is None or source is None:
-        dim = dim_from_axis("index_add", dim, axis, index=index, source=source)
-    _tensor_arg(input, "index_add", "input", 1)
-    _tensor_arg(index, "index_add", "index", 3)
-    _tensor_arg(source, "index_add", "source", 4)
+    dim = _dim_index_args("index_add", input, dim, axis, index, source=source)
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     _index_source_checks("index_add_", input, d, index, source)
@@ -186,11 +179,7 @@ INDEX_COPY = register("index_copy", _index_copy_kernel, _index_copy_bw, save="1"
 
 def index_copy(input, dim=None, index=None, source=None, *, out=None, axis=None) -> Tensor:
     """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
-    if axis is not None or dim is None or index is None or source is None:
-        dim = dim_from_axis("index_copy", dim, axis, index=index, source=source)
-    _tensor_arg(input, "index_copy", "input", 1)
-    _tensor_arg(index, "index_copy", "index", 3)
-    _tensor_arg(source, "index_copy", "source", 4)
+    dim = _dim_index_args("index_copy", input, dim, axis, index, source=source)
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     _index_source_checks("index_copy_", input, d, index, source, long_only=True)
@@ -222,10 +211,7 @@ INDEX_FILL = register("index_fill", _index_fill_kernel, _index_fill_bw, save="1"
 
 def index_fill(input, dim=None, index=None, value=None, *, axis=None) -> Tensor:
     """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or 0-dim tensor)."""
-    if axis is not None or dim is None or index is None or value is None:
-        dim = dim_from_axis("index_fill", dim, axis, index=index, value=value)
-    _tensor_arg(input, "index_fill", "input", 1)
-    _tensor_arg(index, "index_fill", "index", 3)
+    dim = _dim_index_args("index_fill", input, dim, axis, index, value=value)
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
     if index._dtype is not _dt.int64:

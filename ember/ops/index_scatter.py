@@ -19,7 +19,8 @@ from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim, fmt_shape
 from .shape import getitem_basic
 from .inplace import write_result, copy_out
-from .index import INDEX, INDEX_PUT, _NUMBER, _const, _first_bad, _literal, _pad_to, _tensor_arg, _zeros
+from .index import (INDEX, INDEX_PUT, _NUMBER, _const, _dim_index_args, _first_bad, _literal, _pad_to, _tensor_arg,
+                    _zeros)
 from .index_masked import _bshape, masked_fill
 
 
@@ -102,10 +103,7 @@ GATHER = register("gather", _gather_kernel, _gather_bw, save="1", prim="gather")
 
 def gather(input, dim=None, index=None, *, sparse_grad: bool = False, out=None, axis=None) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` (for dim 0): pick values along ``dim`` at ``index``."""
-    if axis is not None or dim is None or index is None:
-        dim = dim_from_axis("gather", dim, axis, index=index)
-    _tensor_arg(input, "gather", "input", 1)
-    _tensor_arg(index, "gather", "index", 2)
+    dim = _dim_index_args("gather", input, dim, axis, index, index_pos=2)
     if sparse_grad:
         raise RuntimeError("gather(): sparse_grad=True is not supported: ember has no sparse tensors")
     nd = input._data.ndim
@@ -177,10 +175,7 @@ def scatter(input, dim=None, index=None, src=None, value=None, *, reduce=None, o
 
     ``reduce="add"`` / ``"multiply"`` (torch's legacy argument) combines instead of overwriting.
     """
-    if axis is not None or dim is None or index is None:
-        dim = dim_from_axis("scatter", dim, axis, index=index)
-    _tensor_arg(input, "scatter", "input", 1)
-    _tensor_arg(index, "scatter", "index", 3)
+    dim = _dim_index_args("scatter", input, dim, axis, index)
     if src is None and value is None:
         raise TypeError("scatter() missing required argument: 'src' or 'value'")
     if src is None:
@@ -212,11 +207,7 @@ SCATTER_ADD = register("scatter_add", _scatter_add_kernel, _scatter_add_bw, save
 
 def scatter_add(input, dim=None, index=None, src=None, *, out=None, axis=None) -> Tensor:
     """Add ``src`` into ``input`` at ``index`` along ``dim`` (duplicates accumulate)."""
-    if axis is not None or dim is None or index is None or src is None:
-        dim = dim_from_axis("scatter_add", dim, axis, index=index, src=src)
-    _tensor_arg(input, "scatter_add", "input", 1)
-    _tensor_arg(index, "scatter_add", "index", 3)
-    _tensor_arg(src, "scatter_add", "src", 4)
+    dim = _dim_index_args("scatter_add", input, dim, axis, index, src=src)
     d = _scatter_checks(input, dim, index, src)
     r = apply(SCATTER_ADD, (input, index, src), {"dim": d})
     return r if out is None else copy_out(r, out)
@@ -373,11 +364,7 @@ SCATTER_REDUCE = register("scatter_reduce", _scatter_reduce_kernel, _scatter_red
 
 def scatter_reduce(input, dim=None, index=None, src=None, reduce=None, *, include_self: bool = True, out=None, axis=None) -> Tensor:
     """Reduce ``src`` into ``input`` at ``index`` along ``dim`` with sum/prod/mean/amax/amin."""
-    if axis is not None or dim is None or index is None or src is None or reduce is None:
-        dim = dim_from_axis("scatter_reduce", dim, axis, index=index, src=src, reduce=reduce)
-    _tensor_arg(input, "scatter_reduce", "input", 1)
-    _tensor_arg(index, "scatter_reduce", "index", 3)
-    _tensor_arg(src, "scatter_reduce", "src", 4)
+    dim = _dim_index_args("scatter_reduce", input, dim, axis, index, src=src, reduce=reduce)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = _scatter_checks(input, dim, index, src)
@@ -410,11 +397,7 @@ def _scatter_reduce_(self, dim=None, index=None, src=None, reduce=None, *, inclu
 def index_reduce(input, dim=None, index=None, source=None, reduce=None, *, include_self: bool = True, out=None, axis=None) -> Tensor:
     """Reduce the slices ``source.select(dim, i)`` into ``input.select(dim, index[i])`` with prod / mean /
     amax / amin: ``scatter_reduce`` with the 1-D ``index`` spread along ``dim``."""
-    if axis is not None or dim is None or index is None or source is None or reduce is None:
-        dim = dim_from_axis("index_reduce", dim, axis, index=index, source=source, reduce=reduce)
-    _tensor_arg(input, "index_reduce", "input", 1)
-    _tensor_arg(index, "index_reduce", "index", 3)
-    _tensor_arg(source, "index_reduce", "source", 4)
+    dim = _dim_index_args("index_reduce", input, dim, axis, index, source=source, reduce=reduce)
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     if index._dtype not in (_dt.int32, _dt.int64):

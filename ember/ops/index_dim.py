@@ -132,27 +132,25 @@ def _index_source_checks(op, x, d, index, source, long_only=False):
         raise exc(f"{prefix}index {bad} is out of bounds for dimension {d} with size {xshape[d]}")
 
 
-def _as_1d_pair(x, index, source):
-    """0-dim self/index/source are handled as 1-element vectors (as torch does)."""
-    index = _vector_index(index)
-    if x._data.ndim == 0:
-        x = x.reshape((1,))
-    if source._data.ndim == 0:
-        source = source.reshape((1,))
-    return x, index, source
+def _index_source_op(op, name, input, dim, index, source, out, long_only=False, **attrs):
+    """index_add / index_copy after their argument checks: ``source``'s slices written or added into
+    ``input``'s at ``index`` along ``dim``; 0-dim self/index/source are handled as 1-element vectors
+    (as torch does)."""
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    _index_source_checks(name, input, d, index, source, long_only=long_only)
+    x = input.reshape((1,)) if nd == 0 else input
+    src = source.reshape((1,)) if source._data.ndim == 0 else source
+    r = apply(op, (x, _vector_index(index), src), {"dim": d, **attrs})
+    if nd == 0:
+        r = r.reshape(())
+    return r if out is None else copy_out(r, out)
 
 
 def index_add(input, dim=None, index=None, source=None, *, alpha=1, out=None, axis=None) -> Tensor:
     """``input`` with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
     dim = _dim_index_args("index_add", input, dim, axis, index, source=source)
-    nd = input._data.ndim
-    d = wrap_dim(dim, nd)
-    _index_source_checks("index_add_", input, d, index, source)
-    x, idx, src = _as_1d_pair(input, index, source)
-    r = apply(INDEX_ADD, (x, idx, src), {"dim": d, "alpha": alpha})
-    if nd == 0:
-        r = r.reshape(())
-    return r if out is None else copy_out(r, out)
+    return _index_source_op(INDEX_ADD, "index_add_", input, dim, index, source, out, alpha=alpha)
 
 
 def _index_copy_kernel(x, index, source, dim):
@@ -180,14 +178,7 @@ INDEX_COPY = register("index_copy", _index_copy_kernel, _index_copy_bw, save="1"
 def index_copy(input, dim=None, index=None, source=None, *, out=None, axis=None) -> Tensor:
     """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
     dim = _dim_index_args("index_copy", input, dim, axis, index, source=source)
-    nd = input._data.ndim
-    d = wrap_dim(dim, nd)
-    _index_source_checks("index_copy_", input, d, index, source, long_only=True)
-    x, idx, src = _as_1d_pair(input, index, source)
-    r = apply(INDEX_COPY, (x, idx, src), {"dim": d})
-    if nd == 0:
-        r = r.reshape(())
-    return r if out is None else copy_out(r, out)
+    return _index_source_op(INDEX_COPY, "index_copy_", input, dim, index, source, out, long_only=True)
 
 
 def _index_fill_kernel(x, index, value, dim):

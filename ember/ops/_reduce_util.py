@@ -36,6 +36,18 @@ def _down(r, od):
     return r if od is None else r.astype(od)
 
 
+def _accumulation(x: np.ndarray, dtype):
+    """How the sum-like kernels (prod, nansum, cumsum, cumprod) accumulate: integers and bools in int64
+    unless ``dtype`` is given; without a dtype, half precision in float32. Returns (x, dtype, cast_back
+    for ``_down``)."""
+    if dtype is not None:
+        return x, dtype, None
+    if x.dtype.kind in "biu":
+        return x, np.int64, None
+    x, od = _up(x)
+    return x, None, od
+
+
 def _name(d) -> str:
     return dtype_name(d)
 

@@ -11,7 +11,7 @@ from .registry import register, apply, attach
 from ._util import wrap_dim
 from .reduce import sum as _sum
 from .shape import PUT_FLAT
-from ._reduce_util import _INF, _const, _down, _int_dim, _name, _out, _out_dtype, _up
+from ._reduce_util import _INF, _accumulation, _const, _down, _int_dim, _name, _out, _out_dtype, _up
 from ._reduce_util import numpy_names
 from .reduce_softmax import SOFTMAX
 
@@ -32,11 +32,7 @@ def _scan(fn, x, axis, reverse, dtype=None):
 
 
 def _cumsum_kernel(x, axis, reverse=False, dtype=None):
-    if dtype is None and x.dtype.kind in "biu":
-        dtype = np.int64
-    od = None
-    if dtype is None:
-        x, od = _up(x)
+    x, dtype, od = _accumulation(x, dtype)
     return _down(_scan(np.add.accumulate, x, axis, reverse, dtype), od)
 
 
@@ -48,11 +44,7 @@ CUMSUM = register("cumsum", _cumsum_kernel, _cumsum_bw, prim="cumsum")
 
 
 def _cumprod_kernel(x, axis, reverse=False, dtype=None):
-    if dtype is None and x.dtype.kind in "biu":
-        dtype = np.int64
-    od = None
-    if dtype is None:
-        x, od = _up(x)
+    x, dtype, od = _accumulation(x, dtype)
     return _down(_scan(np.multiply.accumulate, x, axis, reverse, dtype), od)
 
 

@@ -18,7 +18,7 @@ from .registry import register, apply, attach, node_class, rename
 from ._util import wrap_dim
 from .reduce import _expand_back, mean as _mean, SUM
 from .creation import ones as _ones
-from ._reduce_util import _INF, _down, _int_dim, _name, _out, _out_dtype, _reduce_axes, _up
+from ._reduce_util import _INF, _accumulation, _down, _int_dim, _name, _out, _out_dtype, _reduce_axes, _up
 from ._reduce_util import numpy_names, ALL_DIMS, dim_keepdim_dtype
 from .reduce_scan import CUMPROD
 
@@ -27,11 +27,7 @@ from .reduce_scan import CUMPROD
 
 
 def _prod_kernel(x, axis, keepdims, dtype=None):
-    if dtype is None and x.dtype.kind in "biu":
-        dtype = np.int64
-    od = None
-    if dtype is None:
-        x, od = _up(x)
+    x, dtype, od = _accumulation(x, dtype)
     return _down(np.multiply.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype), od)  # the ufunc in this frame: fp warnings filtered
 
 
@@ -255,11 +251,7 @@ def count_nonzero(input, dim=None, *, axis=None):
 
 
 def _nansum_kernel(x, axis, keepdims, dtype=None):
-    if dtype is None and x.dtype.kind in "biu":
-        dtype = np.int64
-    od = None
-    if dtype is None:
-        x, od = _up(x)
+    x, dtype, od = _accumulation(x, dtype)
     if x.dtype.kind == "f":
         return _down(np.nansum(x, axis=axis, keepdims=keepdims, dtype=dtype), od)
     return _down(np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), od)

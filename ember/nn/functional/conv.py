@@ -28,6 +28,7 @@ from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.linalg_products import matmul_raw, _mm
 from . import _conv_kernels as _ck
+from ._args import int_tuple, shape_str as _shape_str
 
 __all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -67,29 +68,14 @@ def _cast_all(dt, *ts):
 
 def _tuple(v, n: int, name: str, op: str) -> tuple:
     """Normalise an int or a sequence of ints to an n-tuple (torch's _single/_pair with checks)."""
-    if isinstance(v, Tensor):
-        v = v.tolist()
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-        return (int(v),) * n
-    if isinstance(v, (tuple, list)):
-        vals = tuple(int(x) for x in v)
-        if len(vals) == 1:
-            return vals * n
-        if len(vals) == n:
-            return vals
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
-                           f"the convolution dimensions, but got {name}={list(vals)}")
-    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+    return int_tuple(v, n, name, op, "expected {name} to be a single integer value or a list of {n} values to "
+                     "match the convolution dimensions, but got {name}={vals}", tensor_ok=True)
 
 
 def _check_tensor(x, op: str, arg: str, pos: int) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
     return x
-
-
-def _shape_str(s) -> str:
-    return "[" + ", ".join(str(v) for v in s) + "]"
 
 
 # ---- linear ---------------------------------------------------------------------------------------------

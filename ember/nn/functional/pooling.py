@@ -23,6 +23,7 @@ from ...autograd.grad_mode import GRAD
 from ...ops.registry import register, apply, dtype_name, node_class, rename, FACTORY
 from ...ops.linalg_products import matmul_raw
 from . import _pool_kernels as _pk
+from ._args import int_tuple, shape_str as _shape_str
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
@@ -32,21 +33,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "max_unpool2d", "max_unpool3d"]
 
 
-def _shape_str(s) -> str:
-    return "[" + ", ".join(str(v) for v in s) + "]"
-
-
 def _tuple(v, n: int, name: str, op: str) -> tuple:
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-        return (int(v),) * n
-    if isinstance(v, (tuple, list)):
-        vals = tuple(int(x) for x in v)
-        if len(vals) == 1:
-            return vals * n
-        if len(vals) == n:
-            return vals
-        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of {n} ints")
-    raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(v).__name__}")
+    return int_tuple(v, n, name, op, "{op}: {name} must either be a single int, or a tuple of {n} ints")
 
 
 def _check_input(input, op: str, nsp: int) -> None:

@@ -22,13 +22,10 @@ from ...tensor import Tensor, wrap
 from ...ops.registry import register, apply, dtype_name, node_class, rename, FACTORY
 from ...ops._util import shape_arg
 from . import _interp_uint8
+from ._args import shape_str as _shape_str
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
-
-
-def _shape_str(s) -> str:
-    return "[" + ", ".join(str(v) for v in s) + "]"
 
 
 # ---- pad -----------------------------------------------------------------------------------------------

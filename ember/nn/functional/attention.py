@@ -295,6 +295,14 @@ def _pad_last(t, n=1):
     return E_.cat([t, z], -1)
 
 
+def _check_key_padding_mask(mask, bsz: int, src_len: int) -> None:
+    """torch's check that ``key_padding_mask`` is (batch, source length)."""
+    if mask.shape[0] != bsz:
+        raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {mask.shape[0]}")
+    if mask.shape[1] != src_len:
+        raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got {mask.shape[1]}")
+
+
 def _heads_of(x, static, name: str, batch_heads: int, head_dim: int):
     """Keys or values with the heads moved into the batch, ``(N * heads, S, head_dim)``: ``x`` reshaped,
     or the caller's ``static_k``/``static_v`` after checking its size."""
@@ -420,11 +428,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
 
     # ---- merge the key padding mask into the attention mask
     if key_padding_mask is not None:
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                                 f"{key_padding_mask.shape[1]}")
+        _check_key_padding_mask(key_padding_mask, bsz, src_len)
         key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1) \
                                            .reshape(bsz * num_heads, 1, src_len)
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
@@ -504,11 +508,7 @@ def _mha_sdpa(query, key, value, num_heads, w, b, out_w, out_b, attn_mask, key_p
         mask = attn_mask.unsqueeze(0) if attn_mask.size(0) == 1 else attn_mask.reshape(bsz, num_heads, tgt_len,
                                                                                           src_len)
     if key_padding_mask is not None:
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                                 f"{key_padding_mask.shape[1]}")
+        _check_key_padding_mask(key_padding_mask, bsz, src_len)
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
         mask = kpm if mask is None else mask + kpm
     out = scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal)

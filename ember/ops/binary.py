@@ -196,6 +196,22 @@ Tensor.__ipow__ = lambda self, other: _pow_(self, other) if _dunder_ok(other) el
 
 # ---- a small factory for tensor/tensor float ops --------------------------------------------------
 
+def _check_operands(name, input, other, scalar_self: bool, scalar_other: bool) -> None:
+    """torch's argument rules for ``name(input, other)``: each a tensor, or a Python number where
+    ``scalar_self``/``scalar_other`` allow one, and not both numbers."""
+    if scalar_self:
+        need_tensor_or_number(input, name, "self", 1)
+    else:
+        need_tensor(input, name, "input", 1)
+    if scalar_other:
+        need_tensor_or_number(other, name, "other", 2)
+    else:
+        need_tensor(other, name, "other", 2)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__}), but expected at least one Tensor")
+
+
 def _binary_fn(name, op, *, kind="same", scalar_other=False, scalar_self=False, float_only=None, doc=""):
     """Build the public function for a binary op with torch's argument rules.
 
@@ -205,17 +221,7 @@ def _binary_fn(name, op, *, kind="same", scalar_other=False, scalar_self=False, 
     def fn(input, other, *, out=None):
         if out is not None:
             return _out(fn(input, other), out)
-        if scalar_self:
-            need_tensor_or_number(input, name, "self", 1)
-        else:
-            need_tensor(input, name, "input", 1)
-        if scalar_other:
-            need_tensor_or_number(other, name, "other", 2)
-        else:
-            need_tensor(other, name, "other", 2)
-        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-            raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                            f"({type(input).__name__}, {type(other).__name__}), but expected at least one Tensor")
+        _check_operands(name, input, other, scalar_self, scalar_other)
         if float_only is not None:
             dt = _dt.result_type(input, other)
             if dt.category != _FLOAT:
@@ -347,14 +353,7 @@ def _mod_fn(name, op, scalar_self):
     def fn(input, other, *, out=None):
         if out is not None:
             return _out(fn(input, other), out)
-        if scalar_self:
-            need_tensor_or_number(input, name, "self", 1)
-        else:
-            need_tensor(input, name, "input", 1)
-        need_tensor_or_number(other, name, "other", 2)
-        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-            raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                            f"({type(input).__name__}, {type(other).__name__}), but expected at least one Tensor")
+        _check_operands(name, input, other, scalar_self, True)
         dt = _dt.result_type(input, other)
         if dt is _dt.bool:
             raise not_implemented_for(f"{name}_cpu", dt)

@@ -129,31 +129,30 @@ def _add_bw(ctx, g):
     return g, (g if alpha == 1 else g * alpha)
 
 
-def _add_kernel(x, y, dt=None, out_dt=None, alpha=1):
-    if dt is not None:
-        x = x.astype(dt, copy=False) if type(x) is np.ndarray else np.asarray(x).astype(dt)
-        y = y.astype(dt, copy=False) if type(y) is np.ndarray else np.asarray(y).astype(dt)
-    if alpha != 1:
-        y = y * alpha
-    r = np.add(x, y)
-    if out_dt is not None and r.dtype != out_dt:
-        r = r.astype(out_dt)
-    return r
+def _alpha_kernel(f):
+    """``_cast_kernel`` with torch's ``alpha`` scaling the second operand (add, sub)."""
+    def k(x, y, dt=None, out_dt=None, alpha=1):
+        if dt is not None:
+            x = x.astype(dt, copy=False) if type(x) is np.ndarray else np.asarray(x).astype(dt)
+            y = y.astype(dt, copy=False) if type(y) is np.ndarray else np.asarray(y).astype(dt)
+        if alpha != 1:
+            y = y * alpha
+        r = f(x, y)
+        if out_dt is not None and r.dtype != out_dt:
+            r = r.astype(out_dt)
+        return r
+    return k
 
 
-def _sub_kernel(x, y, dt=None, out_dt=None, alpha=1):
-    if dt is not None:
-        x = x.astype(dt, copy=False) if type(x) is np.ndarray else np.asarray(x).astype(dt)
-        y = y.astype(dt, copy=False) if type(y) is np.ndarray else np.asarray(y).astype(dt)
-    if alpha != 1:
-        y = y * alpha
+def _subtract(x, y):
     if x.dtype == np.bool_ if type(x) is np.ndarray else False:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    r = np.subtract(x, y)
-    if out_dt is not None and r.dtype != out_dt:
-        r = r.astype(out_dt)
-    return r
+    return np.subtract(x, y)
+
+
+_add_kernel = _alpha_kernel(np.add)
+_sub_kernel = _alpha_kernel(_subtract)
 
 
 ADD = register("add", _add_kernel, _add_bw)

@@ -71,6 +71,23 @@ def _epi(epi, N):
     return params, lambda r, c: " " + call(f"em_cb + ({r}) * {N}L + ({c})")
 
 
+def _head(fname, T, M, N, a_layout, b_layout, epi, attributes=""):
+    """The first lines of a GEMM kernel (its signature; ``a``, ``b``, ``c`` pointing at batch ``bt``'s
+    operands; ``em_cb``, the batch's first element of C, the epilogue's index base) and the epilogue's
+    ``fin`` (see ``_epi``): (lines, fin)."""
+    sab, aoff = a_layout[0], a_layout[3]
+    sbb, boff = b_layout[0], b_layout[3]
+    extra, fin = _epi(epi, N)
+    return [f"__kernel{attributes}",
+            f"void {fname}(__global {T} *c_, const long c_o, __global const {T} *a_, const long a_o, "
+            f"__global const {T} *b_, const long b_o{extra}) {{",
+            "  const long bt = get_global_id(2);",
+            f"  const long em_cb = bt * {M * N}L;",
+            f"  __global const {T} *a = a_ + a_o + {aoff}L + bt * {sab}L;",
+            f"  __global const {T} *b = b_ + b_o + {boff}L + bt * {sbb}L;",
+            f"  __global {T} *c = c_ + c_o + bt * {M * N}L;"], fin
+
+
 def choose(rt, M, N, K) -> Config:
     """The configuration for an ``M x N x K`` product on runtime ``rt`` (see the module docstring)."""
     if rt is not None and getattr(rt, "is_cpu", False):
@@ -125,16 +142,8 @@ def vector_source(fname, ctype, kind, nb, M, N, K, a_layout, b_layout, RM=4, RV=
     sbb, sbk, sbn, boff = b_layout
     T = ctype
     V = f"{T}{vw}"
-    extra, fin = _epi(epi, N)
-    L = []
+    L, fin = _head(fname, T, M, N, a_layout, b_layout, epi)
     e = L.append
-    e(f"__kernel void {fname}(__global {T} *c_, const long c_o, __global const {T} *a_, const long a_o, "
-      f"__global const {T} *b_, const long b_o{extra}) {{")
-    e("  const long bt = get_global_id(2);")
-    e(f"  const long em_cb = bt * {M * N}L;")
-    e(f"  __global const {T} *a = a_ + a_o + {aoff}L + bt * {sab}L;")
-    e(f"  __global const {T} *b = b_ + b_o + {boff}L + bt * {sbb}L;")
-    e(f"  __global {T} *c = c_ + c_o + bt * {M * N}L;")
     if kind == "rows":
         W = vw * RV
         e(f"  const long m = (long)get_global_id(1) * {RM}, n = (long)get_global_id(0) * {W};")
@@ -210,19 +219,10 @@ def source(fname, ctype, acc_type, nb, M, N, K, a_layout, b_layout, cfg: Config,
     LX, LY, RM, RN, TK = cfg.LX, cfg.LY, cfg.RM, cfg.RN, cfg.TK
     TM, TN = cfg.TM, cfg.TN
     T, A = ctype, acc_type
-    extra, fin = _epi(epi, N)
-    L = []
+    L, fin = _head(fname, T, M, N, a_layout, b_layout, epi, f" __attribute__((reqd_work_group_size({LX}, {LY}, 1)))")
     e = L.append
-    e(f"__kernel __attribute__((reqd_work_group_size({LX}, {LY}, 1)))")
-    e(f"void {fname}(__global {T} *c_, const long c_o, __global const {T} *a_, const long a_o, "
-      f"__global const {T} *b_, const long b_o{extra}) {{")
     e("  const int lx = get_local_id(0), ly = get_local_id(1);")
-    e("  const long bt = get_global_id(2);")
-    e(f"  const long em_cb = bt * {M * N}L;")
     e(f"  const long m0 = (long)get_group_id(1) * {TM}, n0 = (long)get_group_id(0) * {TN};")
-    e(f"  __global const {T} *a = a_ + a_o + {aoff}L + bt * {sab}L;")
-    e(f"  __global const {T} *b = b_ + b_o + {boff}L + bt * {sbb}L;")
-    e(f"  __global {T} *c = c_ + c_o + bt * {M * N}L;")
     e(f"  {A} acc[{RM}][{RN}];")
     e(f"  for (int i = 0; i < {RM}; i++) for (int j = 0; j < {RN}; j++) acc[i][j] = 0;")
     if cfg.local:

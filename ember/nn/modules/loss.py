@@ -18,6 +18,17 @@ __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss"
 
 
 class _Loss(Module):
+    """A loss layer. Most forwards call the functional form named ``_functional`` (looked up in
+    ``nn.functional`` at each call) on (input, target) with ``reduction`` and the options read from the
+    layer's attributes named in ``_options``; a layer with other inputs defines its own ``forward``."""
+
+    _functional = ""
+    _options: tuple = ()
+
+    def forward(self, input, target):
+        return getattr(F, self._functional)(input, target, reduction=self.reduction,
+                                            **{k: getattr(self, k) for k in self._options})
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
@@ -36,24 +47,20 @@ class L1Loss(_Loss):
     """Mean absolute error."""
 
     __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.l1_loss(input, target, reduction=self.reduction)
+    _functional = "l1_loss"
 
 
 class NLLLoss(_WeightedLoss):
     """Negative log likelihood of class-index targets given log-probabilities."""
 
     __constants__ = ["ignore_index", "reduction"]
+    _functional = "nll_loss"
+    _options = ("weight", "ignore_index")
 
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
-
-    def forward(self, input, target):
-        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
 
 
 class NLLLoss2d(NLLLoss):
@@ -102,35 +109,34 @@ class KLDivLoss(_Loss):
     """Kullback-Leibler divergence of log-probabilities ``input`` from ``target``."""
 
     __constants__ = ["reduction"]
+    _functional = "kl_div"
+    _options = ("log_target",)
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
-
-    def forward(self, input, target):
-        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class MSELoss(_Loss):
     """Mean squared error."""
 
     __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.mse_loss(input, target, reduction=self.reduction)
+    _functional = "mse_loss"
 
 
 class BCELoss(_WeightedLoss):
     """Binary cross entropy of probabilities."""
 
     __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+    _functional = "binary_cross_entropy"
+    _options = ("weight",)
 
 
 class BCEWithLogitsLoss(_Loss):
     """Sigmoid + binary cross entropy, numerically stable; ``pos_weight`` weighs positive examples."""
+
+    _functional = "binary_cross_entropy_with_logits"
+    _options = ("weight", "pos_weight")
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
                  pos_weight=None) -> None:
@@ -138,50 +144,44 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
-    def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
-                                                  reduction=self.reduction)
-
 
 class HingeEmbeddingLoss(_Loss):
     """x for target 1, max(0, margin - x) for target -1."""
 
     __constants__ = ["margin", "reduction"]
+    _functional = "hinge_embedding_loss"
+    _options = ("margin",)
 
     def __init__(self, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
-
-    def forward(self, input, target):
-        return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
 
 
 class MultiLabelMarginLoss(_Loss):
     """Multi-label hinge loss over class-index targets (ended by -1)."""
 
     __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+    _functional = "multilabel_margin_loss"
 
 
 class SmoothL1Loss(_Loss):
     """Quadratic below ``beta``, linear above."""
 
     __constants__ = ["reduction"]
+    _functional = "smooth_l1_loss"
+    _options = ("beta",)
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
-
-    def forward(self, input, target):
-        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
     """Quadratic below ``delta``, linear (slope ``delta``) above."""
 
     __constants__ = ["reduction", "delta"]
+    _functional = "huber_loss"
+    _options = ("delta",)
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         if not isinstance(delta, (float, int)):
@@ -189,23 +189,20 @@ class HuberLoss(_Loss):
         super().__init__(reduction=reduction)
         self.delta = delta
 
-    def forward(self, input, target):
-        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
-
 
 class SoftMarginLoss(_Loss):
     """log(1 + exp(-target * input))."""
 
     __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.soft_margin_loss(input, target, reduction=self.reduction)
+    _functional = "soft_margin_loss"
 
 
 class CrossEntropyLoss(_WeightedLoss):
     """Cross entropy of logits and class indices or class probabilities."""
 
     __constants__ = ["ignore_index", "reduction", "label_smoothing"]
+    _functional = "cross_entropy"
+    _options = ("weight", "ignore_index", "label_smoothing")
 
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
@@ -213,50 +210,47 @@ class CrossEntropyLoss(_WeightedLoss):
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
-
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Per-label logistic loss averaged over classes."""
 
     __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+    _functional = "multilabel_soft_margin_loss"
+    _options = ("weight",)
 
 
 class _PairMarginLoss(_Loss):
-    """A loss of two inputs and a +1/-1 ``target`` with a ``margin``; ``_fn`` is its functional form."""
+    """A loss of two inputs and a +1/-1 ``target`` with a ``margin``; ``_functional`` names its functional
+    form."""
 
     __constants__ = ["margin", "reduction"]
-    _fn = None
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1, input2, target):
-        return self._fn(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return getattr(F, self._functional)(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_PairMarginLoss):
     """1 - cos for similar pairs, max(0, cos - margin) for dissimilar ones."""
 
-    _fn = staticmethod(F.cosine_embedding_loss)
+    _functional = "cosine_embedding_loss"
 
 
 class MarginRankingLoss(_PairMarginLoss):
     """max(0, -target (x1 - x2) + margin)."""
 
-    _fn = staticmethod(F.margin_ranking_loss)
+    _functional = "margin_ranking_loss"
 
 
 class MultiMarginLoss(_WeightedLoss):
     """Multi-class hinge loss."""
 
     __constants__ = ["p", "margin", "reduction"]
+    _functional = "multi_margin_loss"
+    _options = ("p", "margin", "weight")
 
     def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
                  reduction: str = "mean") -> None:
@@ -267,10 +261,6 @@ class MultiMarginLoss(_WeightedLoss):
             raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.dim()}D instead")
         self.p = p
         self.margin = margin
-
-    def forward(self, input, target):
-        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
-                                   reduction=self.reduction)
 
 
 class TripletMarginLoss(_Loss):

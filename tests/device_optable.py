@@ -14,7 +14,7 @@ import numpy as np
 
 import ember
 from ember.devices import opencl as ocl
-from oracle import make_arrays, _flatten, FLOATS
+from oracle import case_arrays, _flatten, FLOATS
 
 
 @dataclasses.dataclass
@@ -58,11 +58,8 @@ def _compare(dev, cpu, case, what):
 def run_device_case(case, dtype="float32", seed=0) -> DeviceResult:
     """``case`` on the CPU and on the device with the same inputs (see the module docstring)."""
     rng = np.random.default_rng(seed)
-    arrs = make_arrays(case, dtype, "contig", rng)
-    grad_idx = case.grad_inputs
-    if grad_idx is None:
-        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind == "f")
-    do_grad = case.grad and dtype in FLOATS and bool(grad_idx)
+    arrs, grad_idx = case_arrays(case, dtype, "contig", rng, "f", FLOATS)
+    do_grad = bool(grad_idx)
     cpu_in, dev_in = [], []
     for i, a in enumerate(arrs):
         if not isinstance(a, np.ndarray):
@@ -71,7 +68,7 @@ def run_device_case(case, dtype="float32", seed=0) -> DeviceResult:
             continue
         c = ember.from_numpy(a.copy())
         d = c.to("opencl")
-        if do_grad and i in grad_idx:
+        if i in grad_idx:
             c.requires_grad_(True)
             d.requires_grad_(True)
         cpu_in.append(c)

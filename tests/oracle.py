@@ -125,20 +125,28 @@ def compare(e_out, t_out, case: Case, what: str):
                 assert e == t, f"{case.name}: {what}[{k}]: {e!r} != {t!r}"
 
 
-def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: int = 0):
-    rng = np.random.default_rng(seed)
+def case_arrays(case: Case, dtype: str, layout: str, rng, grad_kinds: str = "fc", grad_dtypes=GRAD_DTYPES):
+    """The inputs of ``case`` (``make_arrays``) and the indices of those that take a gradient: the case's
+    ``grad_inputs``, else every array of a kind in ``grad_kinds``; none when the case or ``dtype`` (not in
+    ``grad_dtypes``) has no gradient."""
     arrs = make_arrays(case, dtype, layout, rng)
     grad_idx = case.grad_inputs
     if grad_idx is None:
-        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind in "fc")
-    do_grad = case.grad and dtype in GRAD_DTYPES and bool(grad_idx)
+        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind in grad_kinds)
+    return arrs, (tuple(grad_idx) if case.grad and dtype in grad_dtypes else ())
+
+
+def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: int = 0):
+    rng = np.random.default_rng(seed)
+    arrs, grad_idx = case_arrays(case, dtype, layout, rng)
+    do_grad = bool(grad_idx)
     e_in, t_in = [], []
     for i, a in enumerate(arrs):
         if not isinstance(a, np.ndarray):
             e_in.append(a)
             t_in.append(a)
             continue
-        rg = do_grad and i in grad_idx
+        rg = i in grad_idx
         e = ember.from_numpy(a.copy() if a.flags.c_contiguous else _same_layout_copy(a))
         t = torch.from_numpy(a.copy() if a.flags.c_contiguous else _same_layout_copy(a))
         if rg:

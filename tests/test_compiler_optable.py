@@ -5,29 +5,24 @@ import numpy as np
 import pytest
 
 import ember
-from oracle import make_arrays, _flatten, _real_pairs, GRAD_DTYPES
+from oracle import case_arrays, _flatten, _real_pairs
 from optable import all_cases
 
 CASES = all_cases()
 
 
 def _inputs(case, dtype, layout, seed):
-    rng = np.random.default_rng(seed)
-    arrs = make_arrays(case, dtype, layout, rng)
-    grad_idx = case.grad_inputs
-    if grad_idx is None:
-        grad_idx = tuple(i for i, a in enumerate(arrs) if isinstance(a, np.ndarray) and a.dtype.kind in "fc")
-    do_grad = case.grad and dtype in GRAD_DTYPES and bool(grad_idx)
+    arrs, grad_idx = case_arrays(case, dtype, layout, np.random.default_rng(seed))
     ins = []
     for i, a in enumerate(arrs):
         if not isinstance(a, np.ndarray):
             ins.append(a)
             continue
         t = ember.from_numpy(np.array(a, copy=True, order="K"))
-        if do_grad and i in grad_idx:
+        if i in grad_idx:
             t.requires_grad_(True)
         ins.append(t)
-    return ins, (grad_idx if do_grad else ())
+    return ins, grad_idx
 
 
 def _run(fn, ins, grad_idx, seed):

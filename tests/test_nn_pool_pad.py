@@ -122,16 +122,7 @@ def test_max_pool_integer_and_avg_pool_int64():
 
 
 def test_pool_argument_errors_match_torch():
-    x = _rand(2, 3, 5, 5)
-
-    def both(fn, exc=RuntimeError, match=None):
-        with pytest.raises(exc):
-            fn(TF, torch.tensor(x))
-        with pytest.raises(exc) as ee:
-            fn(EF, ember.tensor(x))
-        if match:
-            assert match in str(ee.value), str(ee.value)
-
+    both = _both_raise(_rand(2, 3, 5, 5))
     both(lambda f, t: f.max_pool2d(t, 3, padding=2), match="pad should be at most half of effective kernel size")
     both(lambda f, t: f.avg_pool2d(t, 3, padding=2), match="pad should be at most half")
     both(lambda f, t: f.max_pool2d(t, 7), match="Output size is too small")
@@ -161,9 +152,9 @@ def test_padding_modules_match_torch(name, args):
 
 
 def _both_raise(x):
-    """``both(fn, exc, match)``: ``fn(functional, tensor of x)`` raises ``exc`` in torch and in ember (whose
-    message contains ``match``)."""
-    def both(fn, exc, match=None):
+    """``both(fn, exc, match)``: ``fn(functional, tensor of x)`` raises ``exc`` (default RuntimeError) in
+    torch and in ember (whose message contains ``match``)."""
+    def both(fn, exc=RuntimeError, match=None):
         with pytest.raises(exc):
             fn(TF, torch.tensor(x))
         with pytest.raises(exc) as ee:

@@ -231,36 +231,6 @@ def test_backward_with_symbolic_sizes():
     assert counters["captures"] == 2 and counters["dynamic_fallbacks"] == 0
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_training_with_a_last_partial_batch(backend):
-    def make():
-        ember.manual_seed(0)
-        m = ember.nn.Sequential(ember.nn.Linear(6, 16), ember.nn.GELU(), ember.nn.LayerNorm(16),
-                                ember.nn.Linear(16, 3))
-        return m, ember.optim.AdamW(m.parameters(), lr=1e-2)
-
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = ember.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    rng = np.random.default_rng(0)
-    X = ember.from_numpy(rng.standard_normal((45, 6)).astype(np.float32))
-    Y = ember.from_numpy(rng.integers(0, 3, 45))
-    (m1, o1), (m2, o2) = make(), make()
-    cstep = ember.compile(step, backend=backend)
-    for epoch in range(3):
-        for i in range(0, 45, 16):              # batches of 16, 16 and 13
-            x, y = X[i:i + 16], Y[i:i + 16]
-            _close(cstep(m1, o1, x, y), step(m2, o2, x, y), f"epoch {epoch} batch {i}", rtol=1e-4, atol=1e-5)
-    for p1, p2 in zip(m1.parameters(), m2.parameters()):
-        _close(p1, p2, "parameters after training", rtol=1e-4, atol=1e-5)
-    print(counters["captures"], counters["dynamic_fallback_reasons"])
-    assert counters["captures"] <= 3 and counters["fallbacks"] == 0
-
-
 def test_explain_names_symbols_and_guards():
     def f(x):
         return x[: x.shape[0] // 2] * 2 if x.shape[0] % 2 == 0 else x

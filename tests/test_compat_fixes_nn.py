@@ -102,6 +102,16 @@ def test_parameter_dict_repr_uses_type_names():
     assert t == e
 
 
+@pytest.mark.parametrize("register", ["register_buffer", "register_parameter"])
+@pytest.mark.parametrize("name", ["a.b", "", 3, "bias_"])
+def test_register_buffer_and_parameter_name_errors(register, name):
+    def run(lib):
+        m = lib.nn.Linear(2, 2)
+        m.bias_ = 1                      # a plain attribute: the name is taken
+        getattr(m, register)(name, None)
+    same_error(run)
+
+
 def test_pixel_shuffle_fold_modules():
     for build in (lambda m: m.nn.PixelShuffle(2), lambda m: m.nn.PixelUnshuffle(2), lambda m: m.nn.ChannelShuffle(2),
                   lambda m: m.nn.Fold((4, 5), 2), lambda m: m.nn.Unfold(2, padding=1)):

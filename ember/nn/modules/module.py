@@ -74,17 +74,21 @@ class Module:
     forward = None  # subclasses define it
 
     # ---- registration -----------------------------------------------------------------------
-    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
+    def _check_new_name(self, kind: str, store: str, name) -> None:
+        """torch's checks of a buffer's or parameter's name (``kind``) before it enters ``store``."""
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
         if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
-            raise KeyError('buffer name can\'t contain "."')
+            raise KeyError(f'{kind} name can\'t contain "."')
         if name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[store]:
             raise KeyError(f"attribute '{name}' already exists")
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        self._check_new_name("buffer", "_buffers", name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (torch Tensor or None required)")
         if isinstance(tensor, Buffer):
@@ -97,16 +101,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {type(name).__name__}")
-        if "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("parameter", "_parameters", name)
         if param is None:
             self._parameters[name] = None
             return

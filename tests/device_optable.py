@@ -14,7 +14,7 @@ import numpy as np
 
 import ember
 from ember.devices import opencl as ocl
-from oracle import case_arrays, _flatten, FLOATS
+from oracle import case_arrays, paired_inputs, _flatten, FLOATS
 
 
 @dataclasses.dataclass
@@ -55,24 +55,16 @@ def _compare(dev, cpu, case, what):
     return ""
 
 
+def _on_cpu_and_device(c):
+    return c, c.to("opencl")
+
+
 def run_device_case(case, dtype="float32", seed=0) -> DeviceResult:
     """``case`` on the CPU and on the device with the same inputs (see the module docstring)."""
     rng = np.random.default_rng(seed)
     arrs, grad_idx = case_arrays(case, dtype, "contig", rng, "f", FLOATS)
     do_grad = bool(grad_idx)
-    cpu_in, dev_in = [], []
-    for i, a in enumerate(arrs):
-        if not isinstance(a, np.ndarray):
-            cpu_in.append(a)
-            dev_in.append(a)
-            continue
-        c = ember.from_numpy(a.copy())
-        d = c.to("opencl")
-        if i in grad_idx:
-            c.requires_grad_(True)
-            d.requires_grad_(True)
-        cpu_in.append(c)
-        dev_in.append(d)
+    cpu_in, dev_in = paired_inputs(arrs, grad_idx, lambda a: _on_cpu_and_device(ember.from_numpy(a.copy())))
     ember.manual_seed(seed)
     try:
         cpu_out = case.fn(ember, *cpu_in)

@@ -136,24 +136,32 @@ def case_arrays(case: Case, dtype: str, layout: str, rng, grad_kinds: str = "fc"
     return arrs, (tuple(grad_idx) if case.grad and dtype in grad_dtypes else ())
 
 
+def paired_inputs(arrs, grad_idx, make):
+    """Two argument lists from ``arrs`` (e.g. ember's and torch's): an array becomes the two tensors
+    ``make(array)``, both requiring grad when its index is in ``grad_idx``; anything else is passed to
+    both as it is."""
+    xs, ys = [], []
+    for i, a in enumerate(arrs):
+        if not isinstance(a, np.ndarray):
+            xs.append(a)
+            ys.append(a)
+            continue
+        x, y = make(a)
+        if i in grad_idx:
+            x.requires_grad_(True)
+            y.requires_grad_(True)
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
 def run_case(case: Case, dtype: str = "float32", layout: str = "contig", seed: int = 0):
     rng = np.random.default_rng(seed)
     arrs, grad_idx = case_arrays(case, dtype, layout, rng)
     do_grad = bool(grad_idx)
-    e_in, t_in = [], []
-    for i, a in enumerate(arrs):
-        if not isinstance(a, np.ndarray):
-            e_in.append(a)
-            t_in.append(a)
-            continue
-        rg = i in grad_idx
-        e = ember.from_numpy(a.copy() if a.flags.c_contiguous else _same_layout_copy(a))
-        t = torch.from_numpy(a.copy() if a.flags.c_contiguous else _same_layout_copy(a))
-        if rg:
-            e.requires_grad_(True)
-            t.requires_grad_(True)
-        e_in.append(e)
-        t_in.append(t)
+    e_in, t_in = paired_inputs(arrs, grad_idx, lambda a: (
+        ember.from_numpy(a.copy() if a.flags.c_contiguous else _same_layout_copy(a)),
+        torch.from_numpy(a.copy() if a.flags.c_contiguous else _same_layout_copy(a))))
     t_out = case.fn(torch, *t_in)
     e_out = case.fn(ember, *e_in)
     compare(e_out, t_out, case, f"forward[{dtype},{layout}]")

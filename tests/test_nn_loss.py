@@ -12,6 +12,7 @@ import ember.nn as enn
 import ember.nn.functional as EF
 import torch.nn as tnn
 import torch.nn.functional as TF
+from oracle import paired_inputs
 
 REDUCTIONS = ["mean", "sum", "none"]
 DTYPES = [np.float32, np.float64]
@@ -30,18 +31,7 @@ def _close(e, t, rtol=1e-6, atol=1e-8, what=""):
 
 def _run(fn, arrays, grad, **tol):
     """Call ``fn(lib, *tensors)`` in both libraries; compare the value and the grads of inputs in ``grad``."""
-    es, ts = [], []
-    for i, a in enumerate(arrays):
-        if not isinstance(a, np.ndarray):
-            es.append(a)
-            ts.append(a)
-            continue
-        e, t = ember.tensor(a.copy()), torch.tensor(a.copy())
-        if i in grad:
-            e.requires_grad_(True)
-            t.requires_grad_(True)
-        es.append(e)
-        ts.append(t)
+    es, ts = paired_inputs(arrays, grad, lambda a: (ember.tensor(a.copy()), torch.tensor(a.copy())))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         to = fn(torch, *ts)

@@ -209,6 +209,23 @@ def _same_layout_copy(a):
     return np.swapaxes(b, -1, -2)
 
 
+def raises_like(fe, ft, base=Exception):
+    """``ft()`` (torch) raises (a ``base``), and ``fe()`` (ember) raises the type torch raised. Returns
+    (ember's message, torch's)."""
+    import pytest
+    with pytest.raises(base) as te:
+        ft()
+    with pytest.raises(type(te.value)) as ee:
+        fe()
+    return str(ee.value), str(te.value)
+
+
+def same_error_message(fe, ft):
+    """``raises_like`` with the same message, reading "torch." as "ember."."""
+    e, t = raises_like(fe, ft)
+    assert e == t.replace("torch.", "ember."), (e, t)
+
+
 def same_error(fn, exact=True, first_line=True):
     """``fn(lib)`` raises the same exception type under torch and ember; with ``exact`` also the same
     message (its first line with ``first_line``), reading "ember" as "torch" and "torch.Size" as "Size"."""

@@ -10,6 +10,7 @@ import ember
 import ember.nn as enn
 import ember.nn.functional as EF
 import torch.nn.functional as TF
+from oracle import raises_like as _raises_like
 
 
 def _np(t):
@@ -22,14 +23,6 @@ def _close(a, b, atol=1e-5, rtol=1e-4):
 
 def _copy_state(e_mod, t_mod):
     e_mod.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in t_mod.state_dict().items()})
-
-
-def _raises_like(fe, ft):
-    with pytest.raises(BaseException) as et:
-        ft()
-    with pytest.raises(type(et.value)) as ee:
-        fe()
-    return str(ee.value), str(et.value)
 
 
 # ---- Embedding ----------------------------------------------------------------------------------------

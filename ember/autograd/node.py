@@ -188,20 +188,23 @@ class Node:
                 res.append(e)
         return tuple(res)
 
+    def _add_hook(self, table: str, hook):
+        """Add ``hook`` to the dict in attribute ``table`` (made on first use); its removable handle."""
+        d = getattr(self, table)
+        if d is None:
+            d = {}
+            setattr(self, table, d)
+        k = object()
+        d[k] = hook
+        return _RemovableHandle(d, k)
+
     def register_hook(self, hook):
         """``hook(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
-        if self.hooks is None:
-            self.hooks = {}
-        k = object()
-        self.hooks[k] = hook
-        return _RemovableHandle(self.hooks, k)
+        return self._add_hook("hooks", hook)
 
     def register_prehook(self, hook):
-        if self.pre_hooks is None:
-            self.pre_hooks = {}
-        k = object()
-        self.pre_hooks[k] = hook
-        return _RemovableHandle(self.pre_hooks, k)
+        """``hook(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        return self._add_hook("pre_hooks", hook)
 
     def _add_tensor_hook(self, output_nr, hook, retain=False):
         if self.tensor_hooks is None:

@@ -256,20 +256,22 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     return g
 
 
+def _member_group(group):
+    """``group`` (the world for None) as a ProcessGroup, or None when this process is not a member; the
+    default group must be initialised."""
+    w = _default()
+    return w if group is None else _resolve_quiet(group)
+
+
 def get_rank(group=None) -> int:
     """This process's rank in ``group`` (default: the world); -1 when it is not a member."""
-    w = _default()
-    if group is None:
-        return w.rank()
-    g = _resolve_quiet(group)
+    g = _member_group(group)
     return -1 if g is None else g.rank()
 
 
 def get_world_size(group=None) -> int:
-    w = _default()
-    if group is None:
-        return w.size()
-    g = _resolve_quiet(group)
+    """The number of processes in ``group`` (default: the world); -1 when this one is not a member."""
+    g = _member_group(group)
     return -1 if g is None else g.size()
 
 

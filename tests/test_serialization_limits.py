@@ -235,6 +235,7 @@ def test_bytearray_allocation_refused(tmp_path):
     for name, data, shown in [
         ("bytes", b"\x80\x02c__builtin__\nbytes\nJ" + n + b"\x85R.", "builtins.bytes"),  # REDUCE
         ("newobj", b"\x80\x02c__builtin__\nbytes\nJ" + n + b"\x85\x81.", "builtins.bytes"),  # NEWOBJ
+        ("newobj_ex", b"\x80\x04c__builtin__\nbytes\nJ" + n + b"\x85}\x92.", "builtins.bytes"),  # NEWOBJ_EX
         ("inst", b"(I%d\nibuiltins\nbytes\n." % BIG, "builtins.bytes"),  # INST (protocol 0)
         ("obj", b"\x80\x02(cbuiltins\nbytearray\nJ" + n + b"o.", "builtins.bytearray"),  # OBJ (protocol 1)
         ("tensor", b"\x80\x02ctorch\nTensor\nJ" + struct.pack("<i", BIG // 4) + b"\x85R.", "torch.Tensor"),

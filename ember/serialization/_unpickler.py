@@ -305,21 +305,20 @@ class _WeightsOnlyUnpickler(pickle._Unpickler):
         pickle._Unpickler.load_reduce(self)
     dispatch[pickle.REDUCE[0]] = load_reduce
 
-    def load_newobj(self):
-        cls = self.stack[-2]
+    def _check_new(self, cls, args):
+        """NEWOBJ / NEWOBJ_EX: ``cls`` must be allowlisted and ``cls(*args)`` within the allocation bounds."""
         if not self._is_allowed(cls):
             raise pickle.UnpicklingError(
                 f"Can only create new object for classes allowlisted via `add_safe_globals` but got {cls!r}")
-        self._check_allocation(cls, self.stack[-1])
+        self._check_allocation(cls, args)
+
+    def load_newobj(self):
+        self._check_new(self.stack[-2], self.stack[-1])
         pickle._Unpickler.load_newobj(self)
     dispatch[pickle.NEWOBJ[0]] = load_newobj
 
     def load_newobj_ex(self):
-        cls = self.stack[-3]
-        if not self._is_allowed(cls):
-            raise pickle.UnpicklingError(
-                f"Can only create new object for classes allowlisted via `add_safe_globals` but got {cls!r}")
-        self._check_allocation(cls, self.stack[-2])
+        self._check_new(self.stack[-3], self.stack[-2])
         pickle._Unpickler.load_newobj_ex(self)
     dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
 

@@ -233,12 +233,17 @@ def _from_values_bw(node, g):
 
 
 def _values_bw(node, g):
+    # the gradient of a sparse tensor is the dense gradient read at its positions: with duplicate
+    # indices (uncoalesced), each position once (from its first entry), as duplicates would add up
     d = node.attrs["store"]
-    out = make_sparse(d.indices, g, d.shape, d.coalesced)
-    if type(node.edges[0]) is not tuple and not d.coalesced:
-        from ._ops import coalesce         # a sparse leaf's .grad is coalesced, as in torch
-        out = coalesce(out)
-    return (out,)
+    idx = d.indices
+    if not d.coalesced and idx.shape[1] > 1:
+        lin = _linear(idx, d.shape[:idx.shape[0]])
+        _, first = np.unique(lin, return_index=True)
+        if first.shape[0] < lin.shape[0]:
+            return (make_sparse(idx[:, first], g.index_select(0, wrap(first.astype(np.int64), _dt.int64)),
+                                d.shape, True),)
+    return (make_sparse(idx, g, d.shape, d.coalesced),)
 
 
 FROM_VALUES = OpDef("sparse_coo_tensor_with_dims_and_tensors", None, _from_values_bw)

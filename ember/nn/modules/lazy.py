@@ -229,8 +229,10 @@ LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", _inorm.InstanceNorm2d)
 LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", _inorm.InstanceNorm3d)
 
 LazyLinear.__module__ = _linear.__name__
+_LazyConvXdMixin.__module__ = _conv.__name__
+_LazyNormBase.__module__ = _bn.__name__
 # published where torch has them (their __module__ names these files)
-for _cls in [LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+for _cls in [_LazyConvXdMixin, _LazyNormBase, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
              LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d,
              LazyInstanceNorm2d, LazyInstanceNorm3d]:
     setattr(sys.modules[_cls.__module__], _cls.__name__, _cls)

@@ -48,6 +48,7 @@ _complex_conventions()      # again for the ops ember.nn registers (linear, conv
 from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401
+from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: spawn, Queue, ...)
 from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from .special import mvlgamma  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401

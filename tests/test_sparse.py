@@ -295,3 +295,26 @@ def test_plain_pickle_and_deepcopy():
     c = copy.deepcopy(e)
     _roundtrip_same(e, c)
     assert c._data.values is not e._data.values
+
+
+def test_compiled_functions_with_sparse_tensors_match_eager():
+    _, s = both(size=(3, 4))
+    w = ember.tensor(np.random.RandomState(4).randn(4, 2), dtype=ember.float32, requires_grad=True)
+
+    def closure(x):
+        return ember.spmm(s, x @ w).tanh().sum()
+
+    def argument(adj, x):
+        return (adj @ (x @ w)).tanh().sum()
+
+    x = ember.tensor(np.random.RandomState(5).randn(4, 4), dtype=ember.float32)
+    ref = closure(x)
+    ref.backward()
+    gref = w.grad.numpy().copy()
+    for f, args in ((ember.compile(closure), (x,)), (ember.compile(argument), (s, x))):
+        for _ in range(2):
+            w.grad = None
+            out = f(*args)
+            out.backward()
+            np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-5)
+            np.testing.assert_allclose(w.grad.numpy(), gref, rtol=1e-5, atol=1e-6)

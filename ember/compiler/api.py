@@ -170,7 +170,14 @@ class CompiledFunction:
 
     # ---- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        sig, tensors = self._signature(args, kwargs)
+        try:
+            sig, tensors = self._signature(args, kwargs)
+        except NotImplementedError as e:
+            if type(e).__name__ != "SparseLayoutError":
+                raise
+            # a sparse COO argument (ember.sparse): not capturable, the call runs eagerly (torch graph-breaks)
+            logs.log("graph_breaks", f"ember.compile({self.__name__}): a sparse_coo argument runs the call eagerly")
+            return self.fn(*args, **kwargs)
         matched = False
         # newest entries first: a retrace for new Python state supersedes older ones
         pending = None

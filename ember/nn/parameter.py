@@ -1,6 +1,7 @@
 """nn.Parameter and nn.Buffer: tensors that modules register as learnable state."""
 from __future__ import annotations
 
+from .._host_tensor import HostDataTensor
 from ..tensor import Tensor, wrap
 
 
@@ -88,7 +89,7 @@ class _UninitializedData:
         self._refuse("indexing")
 
 
-class UninitializedTensorMixin:
+class UninitializedTensorMixin(HostDataTensor):
     """A parameter or buffer whose shape is not known yet (lazy modules): it keeps a dtype and
     ``requires_grad``, converts dtype with ``to``/``float``/``double``/``half``, and ``materialize(shape)``
     turns it, in place, into a ``cls_to_become`` of that shape (the same object: optimizers and modules
@@ -109,15 +110,6 @@ class UninitializedTensorMixin:
             "Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
             "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
             "`forward` to initialize the parameters before accessing their attributes.")
-
-    @property
-    def device(self):
-        from ..tensor import CPU
-        return CPU
-
-    @property
-    def is_cpu(self) -> bool:
-        return True
 
     def size(self, dim=None):
         return self.shape

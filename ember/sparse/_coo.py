@@ -24,7 +24,8 @@ import numpy as np
 from .. import dtypes as _dt
 from .._layout import sparse_coo
 from ..ops.registry import OpDef, apply, record_grad
-from ..tensor import Tensor, CPU, Size, wrap
+from .._host_tensor import HostDataTensor
+from ..tensor import Tensor, Size, wrap
 
 
 class SparseLayoutError(NotImplementedError):
@@ -81,7 +82,7 @@ class _CooStore:
         return self.shape[0]
 
 
-class SparseTensor(Tensor):
+class SparseTensor(HostDataTensor):
     """A sparse COO tensor (torch's ``layout=torch.sparse_coo``); made by ``ember.sparse_coo_tensor`` or
     ``Tensor.to_sparse()``. ``type(t)`` differs from a dense tensor's, ``isinstance(t, ember.Tensor)`` holds."""
 
@@ -91,14 +92,6 @@ class SparseTensor(Tensor):
     @property
     def layout(self):
         return sparse_coo
-
-    @property
-    def device(self):
-        return CPU
-
-    @property
-    def is_cpu(self) -> bool:
-        return True
 
     def sparse_dim(self) -> int:
         return self._data.indices.shape[0]

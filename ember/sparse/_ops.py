@@ -153,22 +153,15 @@ def t(self: SparseTensor) -> SparseTensor:
 
 
 def to(self: SparseTensor, *args, **kwargs) -> SparseTensor:
-    """Tensor.to for a sparse tensor: a dtype change of the values (ember keeps sparse tensors on the CPU)."""
-    dtype = kwargs.get("dtype")
-    dev = kwargs.get("device")
-    for a in args:
-        if isinstance(a, _dt.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
-        elif a is not None:
-            dev = a
-    if dev is not None and str(dev) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"to: ember's sparse tensors live on the CPU, got device={dev}")
-    if dtype is None or dtype is self._dtype:
+    """Tensor.to for a sparse tensor: a dtype change of the values (ember keeps sparse tensors on the CPU).
+    The arguments are read by the strided ``Tensor.to`` itself, run on an empty tensor of this dtype."""
+    probe = Tensor.to(wrap(np.empty(0, self._dtype.np), self._dtype), *args, **kwargs)
+    if not probe.is_cpu:
+        raise RuntimeError(f"to: ember's sparse tensors live on the CPU, got device={probe.device}")
+    if probe.dtype is self._dtype:
         return self
     d = self._data
-    return make_sparse(d.indices, self._values().to(dtype), d.shape, d.coalesced)
+    return make_sparse(d.indices, self._values().to(probe.dtype), d.shape, d.coalesced)
 
 
 # ---- arithmetic -----------------------------------------------------------------------------------------------

@@ -163,12 +163,9 @@ class SyncBatchNorm(_BatchNorm):
             if module.affine:
                 out.weight = module.weight
                 out.bias = module.bias
-            out.running_mean = module.running_mean
-            out.running_var = module.running_var
-            out.num_batches_tracked = module.num_batches_tracked
-            out.training = module.training
-            if hasattr(module, "qconfig"):
-                out.qconfig = module.qconfig
+            for name in ("running_mean", "running_var", "num_batches_tracked", "training", "qconfig"):
+                if hasattr(module, name):
+                    setattr(out, name, getattr(module, name))
         for name, child in module.named_children():
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         return out

@@ -215,18 +215,14 @@ def _lazy_norm(name, base):
     return _make(name, _LazyNormBase, base, __init__, "num_features from dim 1 of the first input")
 
 
-LazyConv1d = _lazy_conv("LazyConv1d", _conv.Conv1d)
-LazyConv2d = _lazy_conv("LazyConv2d", _conv.Conv2d)
-LazyConv3d = _lazy_conv("LazyConv3d", _conv.Conv3d)
-LazyConvTranspose1d = _lazy_conv_transpose("LazyConvTranspose1d", _conv.ConvTranspose1d)
-LazyConvTranspose2d = _lazy_conv_transpose("LazyConvTranspose2d", _conv.ConvTranspose2d)
-LazyConvTranspose3d = _lazy_conv_transpose("LazyConvTranspose3d", _conv.ConvTranspose3d)
-LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", _bn.BatchNorm1d)
-LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", _bn.BatchNorm2d)
-LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", _bn.BatchNorm3d)
-LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", _inorm.InstanceNorm1d)
-LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", _inorm.InstanceNorm2d)
-LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", _inorm.InstanceNorm3d)
+_DIMS = (1, 2, 3)
+LazyConv1d, LazyConv2d, LazyConv3d = (_lazy_conv(f"LazyConv{n}d", getattr(_conv, f"Conv{n}d")) for n in _DIMS)
+LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _lazy_conv_transpose(f"LazyConvTranspose{n}d", getattr(_conv, f"ConvTranspose{n}d")) for n in _DIMS)
+LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (
+    _lazy_norm(f"LazyBatchNorm{n}d", getattr(_bn, f"BatchNorm{n}d")) for n in _DIMS)
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
+    _lazy_norm(f"LazyInstanceNorm{n}d", getattr(_inorm, f"InstanceNorm{n}d")) for n in _DIMS)
 
 LazyLinear.__module__ = _linear.__name__
 _LazyConvXdMixin.__module__ = _conv.__name__

@@ -318,3 +318,12 @@ def test_compiled_functions_with_sparse_tensors_match_eager():
             out.backward()
             np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-5)
             np.testing.assert_allclose(w.grad.numpy(), gref, rtol=1e-5, atol=1e-6)
+
+
+def test_legacy_constructors_and_T():
+    t, e = both()
+    same(torch.sparse.FloatTensor(torch.tensor(IDX), torch.tensor(VAL), torch.Size([3, 3])),
+         ember.sparse.FloatTensor(ember.tensor(IDX), ember.tensor(VAL), ember.Size([3, 3])))
+    empty = ember.sparse.DoubleTensor(2, 3)
+    assert empty.is_sparse and tuple(empty.shape) == (2, 3) and empty._nnz() == 0 and empty.dtype is ember.float64
+    same(t.T, e.T)

@@ -67,6 +67,25 @@ class check_sparse_tensor_invariants:
         return wrapped
 
 
+def _legacy(name, dt):
+    def make(*args):
+        """torch.sparse.<Type>Tensor: ``(indices, values, size)`` or ``(*sizes)`` (an empty sparse tensor)."""
+        from .. import dtypes as _dt
+        from ..ops.creation import zeros
+        if args and isinstance(args[0], Tensor):
+            return sparse_coo_tensor(*args)
+        size = tuple(args[0]) if len(args) == 1 and not isinstance(args[0], int) else tuple(args)
+        dtype = getattr(_dt, dt)
+        return sparse_coo_tensor(zeros((len(size), 0), dtype=_dt.int64), zeros((0,), dtype=dtype), size)
+    make.__name__ = make.__qualname__ = name
+    return make
+
+
+FloatTensor = _legacy("FloatTensor", "float32")
+DoubleTensor = _legacy("DoubleTensor", "float64")
+LongTensor = _legacy("LongTensor", "int64")
+
+
 def _sum_method(self, dim=None, keepdim=False, *, dtype=None):
     return sum(self, dim, keepdim, dtype)
 
@@ -94,6 +113,7 @@ def _install_methods():
                      ("float", _cast(_dt.float32)), ("double", _cast(_dt.float64)), ("half", _cast(_dt.float16)),
                      ("long", _cast(_dt.int64)), ("int", _cast(_dt.int32)), ("bool", _cast(_dt.bool))]:
         setattr(S, name, fn)
+    S.T = property(_ops.t)
     S.sub = S.__sub__ = lambda self, other, *, alpha=1: _ops.add(self, other, alpha=-alpha)
     # the strided side: conversions and the layout predicates
     Tensor.to_sparse = to_sparse

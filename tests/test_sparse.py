@@ -327,3 +327,19 @@ def test_legacy_constructors_and_T():
     empty = ember.sparse.DoubleTensor(2, 3)
     assert empty.is_sparse and tuple(empty.shape) == (2, 3) and empty._nnz() == 0 and empty.dtype is ember.float64
     same(t.T, e.T)
+
+
+def test_sparse_buffer_in_a_module_state_dict_and_dtype():
+    class M(ember.nn.Module):
+        def __init__(self, vals):
+            super().__init__()
+            self.register_buffer("adj", ember.sparse_coo_tensor(IDX, vals, (3, 3)))
+
+    m = M(VAL).double()
+    assert m.adj.is_sparse and m.adj.dtype is ember.float64
+    sd = m.state_dict()
+    m2 = M([0.0] * len(VAL)).double()
+    m2.load_state_dict(sd)
+    same(torch.sparse_coo_tensor(IDX, VAL, (3, 3), dtype=torch.float64), m2.adj)
+    with pytest.raises(RuntimeError, match="between dense and sparse"):
+        m2.adj.copy_(ember.zeros(3, 3))

@@ -140,6 +140,18 @@ class SparseTensor(HostDataTensor):
         out = make_sparse(d.indices.copy(), self._values().clone(), d.shape, d.coalesced)
         return out
 
+    def copy_(self, src, non_blocking: bool = False) -> "SparseTensor":
+        """Take ``src``'s indices and values (cast to this tensor's dtype), as torch's sparse copy_."""
+        if not isinstance(src, SparseTensor):
+            raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! Found self type = "
+                               "SparseCPU and src type = CPU")
+        if tuple(src.shape) != tuple(self.shape):
+            raise RuntimeError(f"copy_: sparse sizes differ: {list(self.shape)} vs {list(src.shape)}")
+        d = src._data
+        self._data = _CooStore(d.indices.copy(), d.values.astype(self._dtype.np, copy=True), d.shape, d.coalesced)
+        self._bump()
+        return self
+
     def numpy(self, *, force: bool = False):
         raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
 

@@ -343,3 +343,22 @@ def test_sparse_buffer_in_a_module_state_dict_and_dtype():
     same(torch.sparse_coo_tensor(IDX, VAL, (3, 3), dtype=torch.float64), m2.adj)
     with pytest.raises(RuntimeError, match="between dense and sparse"):
         m2.adj.copy_(ember.zeros(3, 3))
+
+
+def test_inplace_ops_and_repeated_backward_accumulate_sparse_grads():
+    t, e = both(size=(3, 4), dtype="float64", requires_grad=True)
+    d = np.ones((4, 2))
+    for _ in range(2):
+        torch.sparse.mm(t, torch.tensor(d)).sum().backward()
+        ember.sparse.mm(e, ember.tensor(d)).sum().backward()
+    assert e.grad.is_sparse
+    same(t.grad, e.grad)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        e.mul_(2)
+    t2, e2 = both()
+    t2.mul_(3).add_(t2)
+    e2.mul_(3).add_(e2)
+    same(t2, e2)
+    e2.zero_()
+    t2.zero_()
+    assert e2._nnz() == t2._nnz() == 0 and tuple(e2.shape) == (3, 3)

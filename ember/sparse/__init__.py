@@ -102,6 +102,22 @@ def _cast(dt):
     return lambda self, memory_format=None: _ops.to(self, dt)
 
 
+def _inplace(name, fn):
+    """``Tensor.<name>_`` for a sparse tensor: the out-of-place result's indices and values become this
+    tensor's (version bumped); a leaf that requires grad refuses, as in torch."""
+    def method(self, *args, **kwargs):
+        from ..autograd.grad_mode import GRAD, no_grad
+        if self._rg and self.grad_fn is None and GRAD[0]:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        with no_grad():
+            res = fn(self, *args, **kwargs)
+        self._data = res._data if res._dtype is self._dtype else _ops.to(res, self._dtype)._data
+        self._bump()
+        return self
+    method.__name__ = name + "_"
+    return method
+
+
 def _install_methods():
     from .. import dtypes as _dt
     S = SparseTensor
@@ -114,6 +130,10 @@ def _install_methods():
                      ("long", _cast(_dt.int64)), ("int", _cast(_dt.int32)), ("bool", _cast(_dt.bool))]:
         setattr(S, name, fn)
     S.T = property(_ops.t)
+    S.add_ = _inplace("add", _ops.add)
+    S.mul_ = _inplace("mul", _ops.mul)
+    S.div_ = _inplace("div", _ops.div)
+    S.zero_ = _inplace("zero", _ops.emptied)
     S.sub = S.__sub__ = lambda self, other, *, alpha=1: _ops.add(self, other, alpha=-alpha)
     # the strided side: conversions and the layout predicates
     Tensor.to_sparse = to_sparse

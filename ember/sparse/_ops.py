@@ -215,6 +215,13 @@ def mul(self: SparseTensor, other) -> SparseTensor:
     return make_sparse(d.indices, self._values() * at, d.shape, d.coalesced)
 
 
+def emptied(self: SparseTensor) -> SparseTensor:
+    """No entries, same size and dtype (what ``zero_`` leaves, as torch)."""
+    d = self._data
+    vals = wrap(np.zeros((0,) + d.values.shape[1:], d.values.dtype), self._dtype)
+    return make_sparse(np.zeros((d.indices.shape[0], 0), np.int64), vals, d.shape, True)
+
+
 def neg(self: SparseTensor) -> SparseTensor:
     d = self._data
     return make_sparse(d.indices, -self._values(), d.shape, d.coalesced)

@@ -149,3 +149,28 @@ def test_torch_module_paths():
 def test_lazy_conv_rejects_bad_rank():
     with pytest.raises(RuntimeError, match="Expected 3D \\(unbatched\\) or 4D \\(batched\\)"):
         nn.LazyConv2d(3, 2)(ember.randn(2, 2))
+
+
+def _train(compiled, module_compile=False):
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(2))
+    opt = ember.optim.Adam(m.parameters(), lr=0.1)
+    fwd = ember.compile(m) if module_compile else m
+
+    def step(x):
+        opt.zero_grad()
+        loss = fwd(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    f = ember.compile(step) if compiled else step
+    x = ember.randn(4, 5)
+    return [float(f(x)) for _ in range(4)], type(m[0])
+
+
+@pytest.mark.parametrize("how", ["step", "module"])
+def test_compiled_lazy_model_matches_eager(how):
+    ref, _ = _train(False)
+    got, cls = _train(how == "step", module_compile=how == "module")
+    assert cls is nn.Linear
+    np.testing.assert_allclose(got, ref, rtol=1e-6)

@@ -172,11 +172,12 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         try:
             sig, tensors = self._signature(args, kwargs)
-        except NotImplementedError as e:
-            if type(e).__name__ != "SparseLayoutError":
+        except (NotImplementedError, ValueError) as e:
+            # a sparse COO argument (ember.sparse) is not capturable, and a lazy module's first call
+            # materializes its parameters: such calls run eagerly (torch graph-breaks / initializes first)
+            if type(e).__name__ not in ("SparseLayoutError", "UninitializedUseError"):
                 raise
-            # a sparse COO argument (ember.sparse): not capturable, the call runs eagerly (torch graph-breaks)
-            logs.log("graph_breaks", f"ember.compile({self.__name__}): a sparse_coo argument runs the call eagerly")
+            logs.log("graph_breaks", f"ember.compile({self.__name__}): runs eagerly ({type(e).__name__})")
             return self.fn(*args, **kwargs)
         matched = False
         # newest entries first: a retrace for new Python state supersedes older ones

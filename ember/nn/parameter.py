@@ -49,6 +49,11 @@ class Parameter(Tensor):
         return new
 
 
+class UninitializedUseError(ValueError):
+    """The ValueError torch raises when an op meets an uninitialized parameter (a subclass, so that
+    ``ember.compile`` can tell it apart and run a lazy module's first call eagerly)."""
+
+
 class _UninitializedData:
     """The data of an uninitialized parameter or buffer: it has a dtype and no shape; any op that reaches
     it raises torch's ValueError (see ``UninitializedTensorMixin``)."""
@@ -65,7 +70,7 @@ class _UninitializedData:
     ndim = size = shape
 
     def _refuse(self, what):
-        raise ValueError(
+        raise UninitializedUseError(
             f"Attempted to use an uninitialized parameter in {what}. This error happens when you are using a "
             "`LazyModule` or explicitly manipulating `ember.nn.parameter.UninitializedParameter` objects. When "
             "using LazyModules Call `forward` with a dummy batch to initialize the parameters before calling "

@@ -362,3 +362,21 @@ def test_inplace_ops_and_repeated_backward_accumulate_sparse_grads():
     e2.zero_()
     t2.zero_()
     assert e2._nnz() == t2._nnz() == 0 and tuple(e2.shape) == (3, 3)
+
+
+def test_dense_with_sparse_right_operand():
+    t, e = both(size=(3, 4))
+    d = np.random.RandomState(6).randn(3, 4).astype(np.float32)
+    td, ed = torch.tensor(d, requires_grad=True), ember.tensor(d, requires_grad=True)
+    for f in (lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b):
+        r, g = f(td, t), f(ed, e)
+        assert g.is_sparse == r.is_sparse
+        same(r, g)
+    m = np.random.RandomState(7).randn(2, 3).astype(np.float32)
+    same(torch.tensor(m) @ t, ember.tensor(m) @ e, 1e-5)
+    (ed + e).sum().backward()
+    np.testing.assert_array_equal(ed.grad.numpy(), np.ones((3, 4)))
+    with pytest.raises(RuntimeError, match="add\\(sparse, dense\\)"):
+        0 + e
+    with pytest.raises(RuntimeError, match="Sparse division"):
+        ed / e

@@ -2,12 +2,14 @@
 
 What is supported on a sparse tensor: construction (with torch's checks), ``coalesce``/``is_coalesced``,
 ``indices``/``values`` (and the ``_`` forms), ``_nnz``, ``sparse_dim``/``dense_dim``, ``to_dense``,
-``t``/``transpose`` of sparse dims, ``to(dtype)``, sparse + sparse, sparse * scalar / sparse / dense,
-negation and division by a scalar, ``ember.sparse.mm``/``ember.mm``/``ember.matmul``/``ember.spmm``/``@``
-with a sparse left operand (and ``ember.mm``/``ember.matmul`` with a sparse right one), ``sparse.sum``,
-``sparse.softmax``/``log_softmax``, ``sparse.addmm``, autograd through all of these (to the values, the
-dense operands and sparse leaves), printing, pickling and ``ember.save``/``ember.load`` in torch's
-format. Any other op raises ``NotImplementedError`` naming the op and the layout. Sparse tensors live
+``t``/``T``/``transpose`` of sparse dims, ``to(dtype)``, sparse + sparse, dense + sparse and dense -
+sparse (strided results), sparse * scalar / sparse / dense, negation, division by a scalar, the in-place
+``add_``/``mul_``/``div_``/``zero_``/``copy_``, ``ember.sparse.mm``/``ember.mm``/``ember.matmul``/
+``ember.spmm``/``@`` with a sparse operand on either side, ``sparse.sum``, ``sparse.softmax``/
+``log_softmax``, ``sparse.addmm``, autograd through all of these (to the values, the dense operands and
+sparse leaves), printing, pickling and ``ember.save``/``ember.load`` in torch's format; ``ember.compile``
+runs a call with a sparse argument eagerly. Any other op raises ``NotImplementedError`` naming the op
+and the layout. Sparse tensors live on the CPU.
 on the CPU.
 """
 from __future__ import annotations
@@ -135,6 +137,9 @@ def _install_methods():
     S.div_ = _inplace("div", _ops.div)
     S.zero_ = _inplace("zero", _ops.emptied)
     S.sub = S.__sub__ = lambda self, other, *, alpha=1: _ops.add(self, other, alpha=-alpha)
+    S.__radd__ = _ops.radd
+    S.__rsub__ = lambda self, other: _ops.radd(self, other, alpha=-1)
+    S.__rtruediv__ = _ops.rdiv
     # the strided side: conversions and the layout predicates
     Tensor.to_sparse = to_sparse
     Tensor.to_sparse_coo = lambda self: to_sparse(self)

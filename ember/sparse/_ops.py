@@ -192,6 +192,21 @@ def add(self: SparseTensor, other, *, alpha=1) -> SparseTensor:
     return coalesce(both)
 
 
+def radd(self: SparseTensor, other, alpha=1):
+    """dense + sparse (Python tries a subclass's reflected method first): a strided result, through
+    ``to_dense`` so the gradient reaches both operands."""
+    if not isinstance(other, Tensor):
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+    _same_shape("add", other, self)
+    dense = to_dense(self)
+    return other + (dense * alpha if alpha != 1 else dense)
+
+
+def rdiv(self: SparseTensor, other):
+    raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor (got shape "
+                       f"{list(self.shape)} for divisor)")
+
+
 def mul(self: SparseTensor, other) -> SparseTensor:
     """sparse * scalar, sparse * sparse (the common entries) and sparse * dense (the dense tensor read at
     the sparse entries)."""

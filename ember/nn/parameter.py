@@ -49,7 +49,7 @@ class Parameter(Tensor):
         return new
 
 
-class UninitializedUseError(ValueError):
+class _UninitializedUseError(ValueError):
     """The ValueError torch raises when an op meets an uninitialized parameter (a subclass, so that
     ``ember.compile`` can tell it apart and run a lazy module's first call eagerly)."""
 
@@ -70,7 +70,7 @@ class _UninitializedData:
     ndim = size = shape
 
     def _refuse(self, what):
-        raise UninitializedUseError(
+        raise _UninitializedUseError(
             f"Attempted to use an uninitialized parameter in {what}. This error happens when you are using a "
             "`LazyModule` or explicitly manipulating `ember.nn.parameter.UninitializedParameter` objects. When "
             "using LazyModules Call `forward` with a dummy batch to initialize the parameters before calling "

@@ -35,17 +35,20 @@ globals().update({k: v for k, v in _registry.FUNCTIONS.items() if not k.startswi
 from .random import manual_seed, seed, initial_seed, Generator, get_rng_state, set_rng_state, default_generator  # noqa: E402,F401
 
 uint16 = uint32 = uint64 = None
-strided = "strided"
+from ._layout import layout, strided, sparse_coo  # noqa: E402,F401
 contiguous_format = preserve_format = channels_last = "memory_format"
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft on numpy.fft)
 
 from . import nn, optim  # noqa: E402,F401
+from . import sparse  # noqa: E402
+sparse._install(globals())   # ember.sparse_coo_tensor, ember.spmm; ember.mm/matmul accept a sparse operand
 from .ops.complex_ops import install_conventions as _complex_conventions  # noqa: E402
 _complex_conventions()      # again for the ops ember.nn registers (linear, conv2d): complex derivatives
 from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401
+from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: spawn, Queue, ...)
 from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from .special import mvlgamma  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401

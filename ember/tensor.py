@@ -222,7 +222,8 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        from ._layout import strided
+        return strided
 
     @property
     def shape(self) -> Size:

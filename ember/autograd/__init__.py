@@ -8,3 +8,4 @@ from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from . import graph  # noqa: F401
 from . import functional  # noqa: F401
 from .gradcheck import GradcheckError  # noqa: F401
+from . import forward_ad  # noqa: F401,E402  (torch.autograd.forward_ad: tangents by double backward)

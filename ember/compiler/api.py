@@ -170,7 +170,15 @@ class CompiledFunction:
 
     # ---- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        sig, tensors = self._signature(args, kwargs)
+        try:
+            sig, tensors = self._signature(args, kwargs)
+        except (NotImplementedError, ValueError) as e:
+            # a sparse COO argument (ember.sparse) is not capturable, and a lazy module's first call
+            # materializes its parameters: such calls run eagerly (torch graph-breaks / initializes first)
+            if type(e).__name__ not in ("SparseLayoutError", "_UninitializedUseError"):
+                raise
+            logs.log("graph_breaks", f"ember.compile({self.__name__}): runs eagerly ({type(e).__name__})")
+            return self.fn(*args, **kwargs)
         matched = False
         # newest entries first: a retrace for new Python state supersedes older ones
         pending = None

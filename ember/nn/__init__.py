@@ -1,5 +1,5 @@
 """ember.nn: modules, parameters, functional ops, initialisation and utilities (torch.nn's API)."""
-from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from . import modules as _modules

@@ -99,7 +99,7 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
         _fp_reinstate()  # a user's filter went in front of ember's fp-warning filter (ember/_numpy_quiet.py)
     try:
         res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
-    except (MemoryError, ValueError) as e:
+    except (MemoryError, ValueError, NotImplementedError) as e:
         _alloc_failed(op, e)
         raise
     if op.nout == 1:
@@ -127,7 +127,13 @@ def record_grad(op, args, attrs, outs) -> None:
 
 def _alloc_failed(op, e):
     # NumPy could not allocate an output (MemoryError, or ValueError past the address space): raise
-    # torch's RuntimeError naming the op; any other error goes on as it is
+    # torch's RuntimeError naming the op; a sparse tensor's data refusing a dense kernel
+    # (ember/sparse/_coo.py) becomes torch's NotImplementedError naming the op; any other error goes on
+    if getattr(e, "what", None) is not None and type(e).__name__ == "SparseLayoutError":
+        raise NotImplementedError(
+            f"Could not run '{op.name}' with arguments from the 'SparseCPU' backend: ember runs '{op.name}' only "
+            "on strided tensors, and an argument has layout ember.sparse_coo (call .to_dense() first, or use "
+            "the ops ember.sparse lists)") from None
     from ..memory import _alloc_failed as failed
     err = failed(e, op=op.name)
     if err is not None:

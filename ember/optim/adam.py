@@ -9,7 +9,7 @@ import numpy as np
 from ..tensor import Tensor
 from .optimizer import Optimizer, _check_fused, _check_options, _lerp_, _to_scalar
 
-__all__ = ["Adam"]
+__all__ = ["Adam", "adam"]
 
 
 def _check_betas(betas) -> tuple:
@@ -84,3 +84,24 @@ class Adam(Optimizer):
         upd = m * -step_size                   # addcdiv_(exp_avg, denom, value=-step_size)
         upd /= denom
         d += upd
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+         differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False,
+         decoupled_weight_decay=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+    """torch.optim.adam.adam: one Adam update of the given lists in place (``state_steps`` advanced), by
+    ``Adam``'s own loop (``_functional_step``)."""
+    from ._functional_step import check_steps, functional_step
+    check_steps("adam", state_steps)
+    if fused or grad_scale is not None or found_inf is not None:
+        raise RuntimeError("adam: fused=True and grad_scale/found_inf (the fused CUDA path) are not supported by ember")
+    states = []
+    for i in range(len(params)):
+        st = {"step": state_steps[i], "exp_avg": exp_avgs[i], "exp_avg_sq": exp_avg_sqs[i]}
+        if amsgrad:
+            st["max_exp_avg_sq"] = max_exp_avg_sqs[i]
+        states.append(st)
+    defaults = dict(lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                    maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                    fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+    functional_step(Adam, "adam", defaults, params, grads, states)

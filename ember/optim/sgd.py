@@ -6,7 +6,7 @@ import numpy as np
 from ..tensor import wrap
 from .optimizer import Optimizer, _check_fused, _check_options, _to_scalar
 
-__all__ = ["SGD"]
+__all__ = ["SGD", "sgd"]
 
 
 class SGD(Optimizer):
@@ -49,3 +49,20 @@ class SGD(Optimizer):
                     b += g
             g = g + buf._data * mom if nesterov else buf._data
         d -= g * lr                             # param.add_(grad, alpha=-lr)
+
+
+def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None, grad_scale=None,
+        found_inf=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+    """torch.optim.sgd.sgd: one SGD update of ``params`` in place; a ``None`` entry of
+    ``momentum_buffer_list`` is replaced by the new buffer (as torch), by ``SGD``'s own loop."""
+    from ._functional_step import functional_step
+    if fused or grad_scale is not None or found_inf is not None:
+        raise RuntimeError("sgd: fused=True and grad_scale/found_inf are not supported by ember")
+    if len(momentum_buffer_list) != len(params):
+        raise ValueError("sgd: momentum_buffer_list must have one entry per parameter")
+    states = [{} if b is None else {"momentum_buffer": b} for b in momentum_buffer_list]
+    defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+                    maximize=maximize, foreach=foreach, differentiable=False, fused=fused)
+    for i, st in enumerate(functional_step(SGD, "sgd", defaults, params, d_p_list, states)):
+        if momentum != 0 and momentum_buffer_list[i] is None:
+            momentum_buffer_list[i] = st.get("momentum_buffer")

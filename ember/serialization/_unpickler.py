@@ -85,7 +85,30 @@ def _build_allowed_globals() -> dict:
 
 
 _ALLOWED = _build_allowed_globals()
-_LAZY_ALLOWED = {"torch.nn.parameter.Parameter": _parameter_class, "torch.nn.Parameter": _parameter_class}
+
+
+def _sparse_rebuild():
+    from ..sparse._coo import _rebuild_sparse_tensor
+    return _rebuild_sparse_tensor
+
+
+def _get_layout(name):
+    """torch.serialization._get_layout: the layout object a checkpoint names ("torch.sparse_coo")."""
+    from .._layout import layout
+    if name not in ("torch.strided", "torch.sparse_coo"):
+        raise pickle.UnpicklingError(f"the checkpoint uses layout {name}; ember has torch.strided and "
+                                     "torch.sparse_coo")
+    return layout(name[6:])
+
+
+def _layout_of(name):
+    return lambda: _get_layout("torch." + name)
+
+
+_LAZY_ALLOWED = {"torch.nn.parameter.Parameter": _parameter_class, "torch.nn.Parameter": _parameter_class,
+                 "torch._utils._rebuild_sparse_tensor": _sparse_rebuild,
+                 "torch.serialization._get_layout": lambda: _get_layout,
+                 "torch.sparse_coo": _layout_of("sparse_coo"), "torch.strided": _layout_of("strided")}
 
 
 def _lookup_default(full: str):

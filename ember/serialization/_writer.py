@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.views import _extent
-from ..tensor import Tensor, Size, device
+from ..tensor import Tensor, Size, device, wrap as _wrap
 from ._files import _CHUNK, _atomic_write, _is_path
 from ._storage import _STORAGE_NAME, CheckpointStorage
 
@@ -174,6 +174,8 @@ class _SaveContext:
         return self._new_entry(dt, clo, chi, c), 0, cstr
 
     def reduce_tensor(self, t: Tensor):
+        if t.is_sparse:
+            return _reduce_sparse(t)
         entry, offset, stride = self.storage_for(t)
         size = tuple(t._data.shape)
         cls = type(t)
@@ -213,6 +215,15 @@ _MIRRORED = frozenset({"nn", "optim", "utils", "distributions", "autograd", "amp
 # and its weights-only loader matches an allowlisted ``F.gelu`` by that name)
 _TORCH_C_NN = frozenset({"avg_pool2d", "avg_pool3d", "elu_", "gelu", "hardtanh_", "leaky_relu_", "linear", "logsigmoid",
                          "one_hot", "scaled_dot_product_attention", "softplus", "softshrink"})
+
+
+def _reduce_sparse(t):
+    """A sparse COO tensor as torch writes it: ``_rebuild_sparse_tensor(layout, (indices, values, size,
+    is_coalesced))``, the layout as ``torch.serialization._get_layout("torch.sparse_coo")``."""
+    d = t._data
+    lay = _TensorRebuild((_g("torch.serialization", "_get_layout"), ("torch.sparse_coo",)))
+    parts = (t._indices(), _wrap(d.values, t._dtype), Size(d.shape), d.coalesced)
+    return (_g("torch._utils", "_rebuild_sparse_tensor"), (lay, parts))
 
 
 def _torch_name(obj, name=None):

@@ -16,7 +16,7 @@ from .module import Module
 from .. import functional as F
 from ._norm_params import _affine, _factory, _reset_affine
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -114,3 +114,58 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.ndim != 5:
             raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalization whose training statistics cover the whole batch of every process in
+    ``process_group`` (ember.distributed on MPI). Without an initialized process group, with a group of
+    one, or in eval mode it is BatchNorm (any input of 2 or more dims). The synchronized computation is
+    ``ember.nn.modules._functions.SyncBatchNorm``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        from ... import distributed as dist
+        need_sync = self.training and dist.is_available() and dist.is_initialized()
+        world_size = 1
+        if need_sync:
+            world_size = dist.get_world_size(self.process_group)
+            need_sync = world_size > 1
+        if not need_sync:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        from ._functions import SyncBatchNorm as _Sync
+        rm, rv = (self.running_mean, self.running_var) if self.track_running_stats else (None, None)
+        return _Sync.apply(input, self.weight, self.bias, rm, rv, self.eps, factor, self.process_group, world_size)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm*D layer (recursively) replaced by a SyncBatchNorm sharing its
+        parameters and running statistics (the module itself when it is such a layer)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                module.track_running_stats, process_group)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            for name in ("running_mean", "running_var", "num_batches_tracked", "training", "qconfig"):
+                if hasattr(module, name):
+                    setattr(out, name, getattr(module, name))
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

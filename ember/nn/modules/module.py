@@ -12,7 +12,7 @@ from collections import OrderedDict, namedtuple
 from typing import Iterator
 
 from ...tensor import Tensor, _RemovableHandle
-from ..parameter import Parameter, Buffer
+from ..parameter import Parameter, Buffer, is_lazy
 from ... import dtypes as _dt
 from ...autograd import grad_mode as _gm
 
@@ -563,6 +563,8 @@ class Module:
                     error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
                                       f"Tensor-like object from checkpoint but received {type(input_param)}")
                     continue
+                if is_lazy(param):
+                    continue        # lazy into lazy: nothing to copy (lazy modules, nn/modules/lazy.py)
                 if tuple(input_param.shape) != tuple(param.shape):
                     error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
                                       f"from checkpoint, the shape in current model is {param.shape}.")

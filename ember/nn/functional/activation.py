@@ -12,7 +12,8 @@ one kernel call forward and one backward. Their derivatives are written in ember
   with ember ops.
 
 float16/bfloat16 inputs are computed in float32 and rounded back, as torch's CPU kernels do.
-relu, sigmoid, tanh, softmax and log_softmax are ember's own ops (``ember.relu`` ...).
+relu, sigmoid and tanh are ember's own ops (``ember.relu`` ...); the activations that normalize along a
+dim (softmax, log_softmax, softmin, glu, gumbel_softmax) are in ``activation_softmax.py``.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.nn\.f
 __all__ = ["threshold", "threshold_", "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu",
            "rrelu_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "tanh", "sigmoid",
            "softplus", "softshrink", "hardshrink", "tanhshrink", "hardtanh", "hardtanh_", "hardsigmoid",
-           "hardswish", "logsigmoid", "softsign", "softmin", "softmax", "log_softmax", "glu", "gumbel_softmax"]
+           "hardswish", "logsigmoid", "softsign"]
 
 _FLOAT = 2
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -125,7 +126,7 @@ def _clamp(x, lo=None, hi=None):
 # are overloads of their own, numbered 1)
 _NODES = {n: node_class(n) for n in (
     "ThresholdBackward1", "LeakyReluBackward1", "EluBackward1", "CeluBackward0", "CeluBackward1",
-    "RreluWithNoiseBackward0", "RreluWithNoiseBackward1", "PreluKernelBackward0", "GluBackward0")}
+    "RreluWithNoiseBackward0", "RreluWithNoiseBackward1", "PreluKernelBackward0")}
 
 
 def _inplace(input: Tensor, fn, name: str) -> Tensor:
@@ -683,53 +684,6 @@ def softsign(input):
     return input / (input.abs() + 1)
 
 
-# ---- softmax family --------------------------------------------------------------------------------------
-
-def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
-    """torch's implicit dim choice (deprecated): 0 for 0-, 1- and 3-d inputs, else 1, with a warning."""
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
-                  "Change the call to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
-    """exp(x) / sum(exp(x)) along ``dim`` (``dtype`` casts the input first)."""
-    _check_tensor(input, "softmax")
-    if dim is None:
-        dim = _get_softmax_dim("softmax", input.ndim, _stacklevel)
-    return _ember().softmax(input, dim, dtype=dtype)
-
-
-def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
-    """log(softmax(x)) along ``dim``, computed stably."""
-    _check_tensor(input, "log_softmax")
-    if dim is None:
-        dim = _get_softmax_dim("log_softmax", input.ndim, _stacklevel)
-    return _ember().log_softmax(input, dim, dtype=dtype)
-
-
-def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
-    """softmax(-x) along ``dim``."""
-    _check_tensor(input, "softmin")
-    if dim is None:
-        dim = _get_softmax_dim("softmin", input.ndim, _stacklevel)
-    return _ember().softmax(-input, dim, dtype=dtype)
-
-
-def glu(input, dim: int = -1):
-    """Gated linear unit: a * sigmoid(b) where a, b are the two halves of ``input`` along ``dim``."""
-    _check_tensor(input, "glu")
-    if input.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    from ...ops._util import wrap_dim
-    d = wrap_dim(dim, input.ndim)
-    n = input.shape[d]
-    if n % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
-    a, b = input.chunk(2, d)
-    return rename(a * b.sigmoid(), _NODES["GluBackward0"])
-
-
 # ---- torch.<name> forms ------------------------------------------------------------------------------------
 
 def _top_rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, generator=None):
@@ -761,23 +715,6 @@ def _top_selu(input):
 def _top_celu(input, alpha: float = 1.0):
     """torch.celu."""
     return celu(input, alpha)
-
-
-def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1):
-    """Samples from the Gumbel-softmax (concrete) distribution: ``softmax((logits + g) / tau)`` with
-    Gumbel(0, 1) noise ``g``; ``hard=True`` returns one-hot vectors whose gradient is the soft sample's
-    (straight-through)."""
-    from ...ops.creation import empty_like, zeros_like
-    if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    gumbels = -empty_like(logits).exponential_().log()
-    gumbels = (logits + gumbels) / tau
-    y_soft = gumbels.softmax(dim)
-    if hard:
-        index = y_soft.max(dim, keepdim=True)[1]
-        y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
-        return y_hard - y_soft.detach() + y_soft
-    return y_soft
 
 
 def _export_top_level():

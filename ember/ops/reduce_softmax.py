@@ -6,12 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor
-from .registry import register, apply, attach
+from .._native import eager_kernels as _native
+from ..autograd.grad_mode import GRAD
+from ..tensor import Tensor, wrap
+from .registry import register, apply, attach, HOOKS
 from ._util import wrap_dim
 from .reduce import _expand_back, sum as _sum
 from ._reduce_util import _down, _int_dim, _name, _out, _reduce_axes, _up
 from ._reduce_util import numpy_names
+
+
+_F32 = np.dtype(np.float32)
 
 
 def _float_or_default(x: Tensor) -> Tensor:
@@ -65,6 +70,10 @@ def logsumexp(input, dim=None, keepdim: bool = False, *, out=None, axis=None, ke
 
 def _softmax_kernel(x, axis):
     x, od = _up(x)
+    if x.dtype == _F32:
+        r = _native.softmax(x, axis, False)     # one native pass over the last dim (ember/_native)
+        if r is not None:
+            return _down(r, od)
     if x.size == 0:
         return _down(x.copy(), od)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -80,14 +89,32 @@ def _softmax_kernel(x, axis):
         return _down(e, od)
 
 
+def _native_bw(g, y, axis, log):
+    """The derivative in one native call when nothing records or watches it (plain eager backward of
+    float32 arrays), else None."""
+    if GRAD[0] or HOOKS or type(g._data) is not np.ndarray or type(y._data) is not np.ndarray:
+        return None
+    if y._data.dtype != _F32 or g._data.dtype != _F32:
+        return None
+    r = _native.softmax_backward(g._data, y._data, axis, log)
+    return None if r is None else wrap(r)
+
+
 def _softmax_bw(ctx, g):
     y = ctx.output
     axis = ctx.attrs["axis"]
+    r = _native_bw(g, y, axis, False)
+    if r is not None:
+        return r
     return y * (g - _sum(g * y, axis, keepdim=True))
 
 
 def _log_softmax_kernel(x, axis):
     x, od = _up(x)
+    if x.dtype == _F32:
+        r = _native.softmax(x, axis, True)
+        if r is not None:
+            return _down(r, od)
     if x.size == 0:
         return _down(x.copy(), od)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -99,6 +126,9 @@ def _log_softmax_kernel(x, axis):
 def _log_softmax_bw(ctx, g):
     y = ctx.output
     axis = ctx.attrs["axis"]
+    r = _native_bw(g, y, axis, True)
+    if r is not None:
+        return r
     return g - y.exp() * _sum(g, axis, keepdim=True)
 
 

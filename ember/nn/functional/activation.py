@@ -26,6 +26,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.binary import _no_derivative
+from ..._native import eager_kernels as _native
 from ._normal_cdf import _ERFC_P, gelu_exact as _gelu_exact, gelu_exact_d1 as _gelu_exact_d1  # noqa: F401 (_ERFC_P: the compiler's)
 
 # exp overflow in branches that np.where discards is expected: torch is silent there too (a module
@@ -327,12 +328,18 @@ def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool
 
 # ---- smooth activations: forward op + fused backward op -----------------------------------------------
 
-def _smooth(name, forward, fprime, fsecond):
+def _smooth(name, forward, fprime, fsecond, native_bw=None):
     """Register ``name`` (kernel ``forward``) and ``name_backward`` = grad * f'(x).
 
-    ``fprime(x, **attrs)`` is NumPy; ``fsecond(x, **attrs)`` is f''(x) in ember ops (double backward).
+    ``fprime(x, **attrs)`` is NumPy; ``fsecond(x, **attrs)`` is f''(x) in ember ops (double backward);
+    ``native_bw(g, x, **attrs)``, when given, computes grad * f'(x) in one native call (None: not for
+    these arrays).
     """
     def bw_kernel(g, x, **attrs):
+        if native_bw is not None:
+            r = native_bw(g, x, **attrs)
+            if r is not None:
+                return r
         return np.multiply(g, fprime(x, **attrs))
 
     def bw_bw(ctx, gg):
@@ -414,6 +421,10 @@ def celu_(input, alpha: float = 1.0):
 # gelu: x * Phi(x) (exact) or its tanh approximation
 
 def _gelu_fwd(x, approximate):
+    if x.dtype == np.float32:
+        r = _native.gelu(x, approximate)        # one native pass (ember/_native); None: NumPy's
+        if r is not None:
+            return r
     if approximate == "tanh":
         t = np.tanh((x + x * x * x * _GELU_C) * _GELU_K)
         return x * 0.5 * (t + 1)
@@ -439,7 +450,7 @@ def _gelu_d2(x, approximate):
     return (x2 * -0.5).exp() * _INV_SQRT_2PI * (2 - x2)
 
 
-GELU = _smooth("gelu", _gelu_fwd, _gelu_d1, _gelu_d2)
+GELU = _smooth("gelu", _gelu_fwd, _gelu_d1, _gelu_d2, _native.gelu_backward)
 
 
 def gelu(input, approximate: str = "none"):

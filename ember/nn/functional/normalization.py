@@ -29,6 +29,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD, no_grad
 from ...ops.registry import register, apply, dtype_name, node_class, rename, HOOKS
+from ..._native import eager_kernels as _native
 
 __all__ = ["layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "normalize",
            "local_response_norm"]
@@ -40,11 +41,21 @@ _LOW = (_dt.float16, _dt.bfloat16)
 
 def _up(a: np.ndarray) -> np.ndarray:
     """float16/bfloat16 arrays are computed in float32."""
-    return a.astype(np.float32) if a.dtype == np.float16 or a.dtype.name == "bfloat16" else a
+    dt = a.dtype
+    return a.astype(np.float32) if dt.itemsize == 2 and (dt == np.float16 or dt.name == "bfloat16") else a
+
+
+def _rows(shape, axes, center) -> bool:
+    """Whether this is layer norm's layout, (M, D) normalized over D: the native kernels' case."""
+    return center and len(shape) == 2 and axes == (1,)
 
 
 def _stats_kernel(x, shape, axes, center=True):
     xc = _up(x.reshape(shape))
+    if xc.dtype == np.float32 and _rows(shape, axes, center):
+        r = _native.norm_stats(xc)           # one native pass per row (ember/_native); None: NumPy's
+        if r is not None:
+            return r
     sshape = tuple(1 if i in axes else s for i, s in enumerate(shape))
     n = 1
     for a in axes:
@@ -66,6 +77,10 @@ NORM_STATS = register("norm_stats", _stats_kernel, nout=2, differentiable=False)
 
 def _norm_kernel(x, w, b, mean, var, shape, sshape, wshape, axes, waxes, eps, center=True, const=False):
     xc = _up(x.reshape(shape))
+    if xc.dtype == np.float32 and _rows(shape, axes, center):
+        y = _native.layer_norm(xc, _flat(w), _flat(b), mean, var, eps)
+        if y is not None:
+            return y.reshape(x.shape).astype(x.dtype, copy=False)
     rstd = 1.0 / np.sqrt(var.reshape(sshape) + eps)
     if center:
         y = xc - mean.reshape(sshape)
@@ -136,6 +151,12 @@ def _norm_backward_arrays(g, x, w, mean, var, b_shape, a, need_x, need_w, need_b
     axes, waxes, center = a["axes"], a["waxes"], a["center"]
     g3 = _up(g.reshape(shape))
     x3 = _up(x.reshape(shape))
+    if x3.dtype == np.float32 and _rows(shape, axes, center) and not a["const"]:
+        r = _native.layer_norm_backward(g3, x3, _flat(w), mean, var, a["eps"], need_x, need_w or need_b)
+        if r is not None:
+            gx, gw, gb = r
+            return (None if gx is None else wrap(gx.reshape(x.shape)), wrap(gw.reshape(w.shape)) if need_w else None,
+                    wrap(gb.reshape(b_shape)) if need_b else None, None, None)
     rstd = np.sqrt(var.reshape(sshape) + a["eps"])
     np.reciprocal(rstd, out=rstd)
     xhat = np.subtract(x3, mean.reshape(sshape)) if center else x3 * rstd
@@ -160,6 +181,10 @@ def _norm_backward_arrays(g, x, w, mean, var, b_shape, a, need_x, need_w, need_b
             r *= rstd
         gx = wrap(r.reshape(x.shape))
     return gx, gw, gb, None, None
+
+
+def _flat(p):
+    return None if p is None else p.reshape(-1)
 
 
 # x, weight and the statistics are read by backward; bias is not (an in-place update of it is fine)

@@ -1,0 +1,215 @@
+"""Native eager kernels: the exp-bound composites (gelu, softmax/log_softmax, layer norm) as one call
+each into a C library ember generates and builds on first use (``eager_source.py``).
+
+Each function takes NumPy arrays and returns the result array, or None when the native path does not
+apply (not float32, a layout it does not handle, no C compiler, ``EMBER_EAGER_NATIVE=0``); the caller
+then runs its NumPy kernel. The library is built once by ``ember.compiler.build.compile_source`` (same
+flags and disk cache as compiled graphs: one build per machine and compiler, loaded by every later
+process in milliseconds). If the build fails, the failure is remembered for the process and
+``EMBER_LOGS=kernels`` says why; everything keeps working on NumPy.
+
+Threads: ``ember.get_num_threads()``, on ember's work pool, once an array holds at least
+``PARALLEL_MIN`` elements (below that, waking the pool costs more than it saves). Results do not depend
+on the thread count (see ``eager_source.py``).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+
+_F32 = np.dtype(np.float32)
+_NDARRAY = np.ndarray
+PARALLEL_MIN = 1 << 16
+
+_P, _L, _I, _F = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
+_SIGNATURES = {
+    "gelu": ((_P, _P, _L, _I, _I), None),
+    "gelu_backward": ((_P, _P, _P, _L, _I, _I), None),
+    "softmax": ((_P, _P, _L, _L, _I, _I), None),
+    "softmax_backward": ((_P, _P, _P, _L, _L, _I, _I), None),
+    "norm_stats": ((_P, _P, _P, _L, _L, _I), None),
+    "layer_norm": ((_P, _P, _P, _P, _P, _P, _L, _L, _F, _I), None),
+    "layer_norm_backward": ((_P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _F, _I), ctypes.c_int),
+}
+
+# state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions
+_STATE: list = [None]
+_DISABLED = os.environ.get("EMBER_EAGER_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
+
+
+def _load():
+    if _DISABLED:
+        _STATE[0] = False
+        return False
+    try:
+        from ..compiler import build
+        from .eager_source import source
+        lib = build.compile_source(source(), name="ember_eager")
+        fns = {}
+        for name, (argtypes, restype) in _SIGNATURES.items():
+            fns[name] = lib.get("ember_eager_" + name, argtypes, restype)
+        fns["_ptr"] = build._data_pointer
+        _STATE[0] = fns
+    except Exception as e:       # no compiler, a failed build, an unloadable library: NumPy it is
+        from ..compiler import logs
+        logs.log("kernels", f"native eager kernels unavailable, NumPy runs them: {type(e).__name__}: {e}")
+        _STATE[0] = False
+    return _STATE[0]
+
+
+def available() -> bool:
+    """Whether the native kernels are in use (builds the library on the first call)."""
+    fns = _STATE[0]
+    if fns is None:
+        fns = _load()
+    return fns is not False
+
+
+def set_enabled(on: bool) -> bool:
+    """Turn the native kernels on or off for this process (tests compare both paths); returns the
+    previous setting. Turning them on builds the library if needed."""
+    global _DISABLED
+    was = not _DISABLED and _STATE[0] is not False
+    _DISABLED = not on
+    _STATE[0] = None
+    return was
+
+
+def _fns():
+    fns = _STATE[0]
+    if fns is None:
+        fns = _load()
+    return fns
+
+
+def _threads(n: int) -> int:
+    if n < PARALLEL_MIN:
+        return 1
+    from .._settings import _THREADS
+    return _THREADS["intra"]
+
+
+def _dense(a):
+    """``a`` as a C-contiguous float32 ndarray (a copy when it is a strided view), or None if it is not a
+    float32 ndarray."""
+    if type(a) is not _NDARRAY or a.dtype != _F32:
+        return None
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _ok(*arrays) -> bool:
+    for a in arrays:
+        if type(a) is not _NDARRAY or a.dtype != _F32 or not a.flags.c_contiguous:
+            return False
+    return True
+
+
+# ---- gelu ---------------------------------------------------------------------------------------------
+
+def gelu(x, approximate: str):
+    """x * Phi(x) (``approximate='none'``) or its tanh form, float32; None where NumPy should run."""
+    fns = _STATE[0] or _fns()
+    if not fns:
+        return None
+    x = _dense(x)
+    if x is None:
+        return None
+    y = np.empty_like(x)
+    p = fns["_ptr"]
+    fns["gelu"](p(x), p(y), x.size, approximate == "tanh", _threads(x.size))
+    return y
+
+
+def gelu_backward(g, x, approximate: str):
+    """g * gelu'(x), float32; None where NumPy should run."""
+    fns = _STATE[0] or _fns()
+    if not fns or g.shape != x.shape:
+        return None
+    g, x = _dense(g), _dense(x)
+    if g is None or x is None:
+        return None
+    gx = np.empty_like(x)
+    p = fns["_ptr"]
+    fns["gelu_backward"](p(g), p(x), p(gx), x.size, approximate == "tanh", _threads(x.size))
+    return gx
+
+
+# ---- softmax / log_softmax over the last dim ------------------------------------------------------------
+
+def softmax(x, axis: int, log: bool):
+    """softmax (or log_softmax) of float32 ``x`` over ``axis``; None unless it is the last axis."""
+    fns = _STATE[0] or _fns()
+    if not fns or x.ndim == 0 or axis != x.ndim - 1 or not _ok(x) or x.size == 0:
+        return None
+    y = np.empty_like(x)
+    d = x.shape[-1]
+    p = fns["_ptr"]
+    fns["softmax"](p(x), p(y), x.size // d, d, log, _threads(x.size))
+    return y
+
+
+def softmax_backward(g, y, axis: int, log: bool):
+    """The derivative of softmax (``y * (g - sum(g * y))``) or log_softmax (``g - exp(y) * sum(g)``)
+    over ``axis`` of float32 arrays; None unless it is the last axis."""
+    fns = _STATE[0] or _fns()
+    if not fns or y.ndim == 0 or axis != y.ndim - 1 or g.shape != y.shape or y.size == 0:
+        return None
+    g, y = _dense(g), _dense(y)
+    if g is None or y is None:
+        return None
+    gx = np.empty_like(y)
+    d = y.shape[-1]
+    p = fns["_ptr"]
+    fns["softmax_backward"](p(g), p(y), p(gx), y.size // d, d, log, _threads(y.size))
+    return gx
+
+
+# ---- layer norm over the last dim -----------------------------------------------------------------------
+
+def norm_stats(x2):
+    """(mean, var) of the rows of a float32 (M, D) array, each shaped (M, 1); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or not _ok(x2) or x2.shape[1] == 0:
+        return None
+    m = x2.shape[0]
+    mean = np.empty((m, 1), _F32)
+    var = np.empty((m, 1), _F32)
+    p = fns["_ptr"]
+    fns["norm_stats"](p(x2), p(mean), p(var), m, x2.shape[1], _threads(x2.size))
+    return mean, var
+
+
+def _opt(p, a):
+    return None if a is None else p(a)
+
+
+def layer_norm(x2, w, b, mean, var, eps: float):
+    """``(x - mean) * rstd * w + b`` over the rows of a float32 (M, D) array (w, b: D elements or None;
+    mean, var: M elements); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or not _ok(x2, mean, var) or (w is not None and not _ok(w)) or (b is not None and not _ok(b)):
+        return None
+    y = np.empty_like(x2)
+    p = fns["_ptr"]
+    fns["layer_norm"](p(x2), _opt(p, w), _opt(p, b), p(mean), p(var), p(y), x2.shape[0], x2.shape[1], eps,
+                      _threads(x2.size))
+    return y
+
+
+def layer_norm_backward(g2, x2, w, mean, var, eps: float, need_x: bool, need_wb: bool):
+    """``(gx, gw, gb)`` of layer norm over the rows of float32 (M, D) arrays (gx None unless ``need_x``;
+    gw and gb None unless ``need_wb``, both D elements); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or not _ok(g2, x2, mean, var) or (w is not None and not _ok(w)) or g2.shape != x2.shape:
+        return None
+    m, d = x2.shape
+    gx = np.empty_like(x2) if need_x else None
+    gw = np.empty(d, _F32) if need_wb else None
+    gb = np.empty(d, _F32) if need_wb else None
+    p = fns["_ptr"]
+    if fns["layer_norm_backward"](p(g2), p(x2), _opt(p, w), p(mean), p(var), _opt(p, gx), _opt(p, gw),
+                                  _opt(p, gb), m, d, eps, _threads(x2.size)):
+        raise MemoryError(f"layer_norm backward: could not allocate {2 * d} floats per row block")
+    return gx, gw, gb

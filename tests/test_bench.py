@@ -91,7 +91,7 @@ def test_suites_listed():
     assert "overhead" in SUITES and "train" in SUITES
 
 
-@pytest.mark.parametrize("spec", [("mlp", 64, "sgd"), ("mlp", 64, "adam"), ("cnn", 64, "adam")])
+@pytest.mark.parametrize("spec", [("mlp", 64, "sgd"), ("mlp", 64, "adam"), ("cnn", 64, "adam"), ("gpt", 2, "adamw")])
 def test_train_suite_does_the_same_work_in_both_libraries(spec):
     torch = pytest.importorskip("torch")
     from ember.bench import train
@@ -111,7 +111,18 @@ def test_train_suite_cases():
     from ember.bench import train
     names = [train.case_name(*s) for s in train.SPECS]
     assert names == ["mlp_b64_sgd", "mlp_b64_adam", "mlp_b512_sgd", "mlp_b512_adam", "cnn_b64_sgd",
-                     "cnn_b64_adam"]
+                     "cnn_b64_adam", "gpt_b16_adamw"]
+
+
+def test_eager_suite_cases_run_every_variant():
+    pytest.importorskip("torch")
+    from ember.bench import eager
+    cases = eager.cases()
+    assert [c.name for c in cases] == [f"{op}_{k}" for op in eager.OPS for k in ("fwd", "fwd_bwd")]
+    for c in cases:
+        assert "ember" in c.variants and "torch" in c.variants
+        for fn in c.variants.values():
+            fn()
 
 
 def test_device_suite_quick_smoke(tmp_path, capsys):

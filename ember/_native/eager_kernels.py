@@ -67,13 +67,21 @@ def available() -> bool:
     return fns is not False
 
 
+_SAVED: list = [None]     # the functions while set_enabled(False) holds them aside
+
+
 def set_enabled(on: bool) -> bool:
-    """Turn the native kernels on or off for this process (tests compare both paths); returns the
-    previous setting. Turning them on builds the library if needed."""
+    """Turn the native kernels on or off for this process (tests and the bench compare both paths);
+    returns whether they were on. Turning them on builds the library if needed."""
     global _DISABLED
-    was = not _DISABLED and _STATE[0] is not False
-    _DISABLED = not on
-    _STATE[0] = None
+    was = _STATE[0] is not False and not _DISABLED
+    if on:
+        _DISABLED = False
+        _STATE[0] = _SAVED[0] if _SAVED[0] else (_STATE[0] or None)
+    else:
+        if _STATE[0]:
+            _SAVED[0] = _STATE[0]
+        _STATE[0] = False
     return was
 
 

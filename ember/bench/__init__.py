@@ -3,7 +3,10 @@
 Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
 
 - ``overhead``: what one op call costs from Python (eager dispatch, autograd recording, deep graphs);
-- ``train``: training steps of an MLP (batch 64/512) and a small CNN with SGD and Adam;
+- ``train``: training steps of an MLP (batch 64/512) and a small CNN with SGD and Adam, and of the small
+  GPT (batch 16) with AdamW;
+- ``eager``: the GPT step's exp-bound ops (gelu, softmax, layer_norm, cross_entropy) forward and
+  forward+backward at its shapes, with ember's native eager kernels and without them;
 - ``compile``: whole training steps (MLP, small GPT) under ``ember.compile`` against ember eager, torch
   and ``torch.compile``, plus the time to the first compiled step with a cold and a warm kernel cache.
 - ``distributed``: ``ember.distributed`` in processes started by mpiexec: all-reduce bandwidth by
@@ -25,4 +28,4 @@ A suite may also expose ``report(results) -> dict``: called after the results ta
 against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
 performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead", "train", "compile", "distributed", "device", "custom_kernels", "gemm"]
+SUITES = ["overhead", "train", "eager", "compile", "distributed", "device", "custom_kernels", "gemm"]

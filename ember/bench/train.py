@@ -6,10 +6,13 @@ Cases:
 - ``mlp_b{64,512}_{sgd,adam}``: Linear(784,256)-Softshrink-Linear(256,256)-Softshrink-Linear(256,256)-
   Softshrink-Linear(256,10) on a batch of 64 or 512 flattened 28x28 images;
 - ``cnn_b64_{sgd,adam}``: Conv2d(1,8,3)-ReLU-MaxPool2d(2)-Conv2d(8,16,3)-ReLU-MaxPool2d(2)-Flatten-
-  Linear(400,10) on a batch of 64 1x28x28 images.
+  Linear(400,10) on a batch of 64 1x28x28 images;
+- ``gpt_b16_adamw``: the small GPT (``models.gpt``: 4 layers, 128 wide, 4 heads, context 64) on a batch
+  of 16 sequences, AdamW (lr 3e-4, weight decay 0.1).
 
 Both libraries start from the same weights (torch's initialisation copied into ember) and the same data,
-so both do exactly the same arithmetic; SGD uses lr=0.01 with momentum 0.9, Adam lr=1e-3. Times are
+so both do exactly the same arithmetic; SGD uses lr=0.01 with momentum 0.9, Adam lr=1e-3. The ``eager``
+suite times the GPT's exp-bound ops (gelu, softmax, layer_norm, cross_entropy) one by one. Times are
 per step (``per="step"``), printed with steps/s. With JAX importable the MLP cases add a ``jax.jit``
 variant (jax_steps.py); ``--threads 1,2`` times ember on each count and ``--busy`` adds a competing busy
 loop (threads.py).
@@ -21,7 +24,7 @@ import numpy as np
 import ember
 from .harness import Case
 from . import jax_steps as _jax_steps, threads as _threads
-from .models import mlp, cnn  # noqa: F401  (the models live in models.py, shared with other suites)
+from .models import mlp, cnn, gpt, gpt_batch, optimizer as _gpt_optimizer  # (models.py: shared with other suites)
 
 
 def _try_torch():
@@ -54,17 +57,20 @@ def make_step(lib, kind: str, batch: int, opt_name: str, state_dict=None):
     ``state_dict`` (NumPy arrays by name) sets the initial weights, so ember and torch can start equal.
     Each call returns nothing; ``step.losses`` collects the losses when ``step.keep_losses`` is true.
     """
-    model = mlp(lib) if kind == "mlp" else cnn(lib)
+    model = {"mlp": mlp, "cnn": cnn, "gpt": gpt}[kind](lib)
     if state_dict is not None:
         model.load_state_dict({k: lib.tensor(v) for k, v in state_dict.items()})
-    opt = _optimizer(lib, opt_name, model.parameters())
-    xn, yn = _data(kind, batch)
-    x, y = lib.tensor(xn), lib.tensor(yn)
+    opt = (_gpt_optimizer if kind == "gpt" else _optimizer)(lib, opt_name, model.parameters())
+    if kind == "gpt":
+        x, y = gpt_batch(lib, batch)
+    else:
+        xn, yn = _data(kind, batch)
+        x, y = lib.tensor(xn), lib.tensor(yn)
     cross_entropy = lib.nn.functional.cross_entropy
 
     def step():
         opt.zero_grad()
-        loss = cross_entropy(model(x), y)
+        loss = model(x, y)[1] if kind == "gpt" else cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         if step.keep_losses:
@@ -76,7 +82,7 @@ def make_step(lib, kind: str, batch: int, opt_name: str, state_dict=None):
 
 
 SPECS = [("mlp", 64, "sgd"), ("mlp", 64, "adam"), ("mlp", 512, "sgd"), ("mlp", 512, "adam"),
-         ("cnn", 64, "sgd"), ("cnn", 64, "adam")]
+         ("cnn", 64, "sgd"), ("cnn", 64, "adam"), ("gpt", 16, "adamw")]
 
 
 def case_name(kind, batch, opt_name) -> str:
@@ -95,6 +101,8 @@ def make_case(kind, batch, opt_name, torch=None) -> Case:
     else:
         ember.manual_seed(0)
         sd = {k: v.detach().numpy().copy() for k, v in mlp(ember).state_dict().items()} if kind == "mlp" else None
+        if kind == "gpt":
+            sd = {k: v.detach().numpy().copy() for k, v in gpt(ember).state_dict().items()}
         variants.update(_threads.variants("ember", lambda: make_step(ember, kind, batch, opt_name, sd)))
     if kind == "mlp" and _jax_steps.available():
         variants["jax.jit"] = _jax_steps.make_step(kind, opt_name, sd, _data(kind, batch))

@@ -43,7 +43,9 @@ def _load():
     if _DISABLED:
         _STATE[0] = False
         return False
+    global _THREADS
     try:
+        from .._settings import _THREADS
         from ..compiler import build
         from .eager_source import source
         lib = build.compile_source(source(), name="ember_eager")
@@ -92,11 +94,11 @@ def _fns():
     return fns
 
 
+_THREADS: dict = {"intra": 1}      # ember._settings._THREADS once the library is loaded
+
+
 def _threads(n: int) -> int:
-    if n < PARALLEL_MIN:
-        return 1
-    from .._settings import _THREADS
-    return _THREADS["intra"]
+    return 1 if n < PARALLEL_MIN else _THREADS["intra"]
 
 
 def _dense(a):

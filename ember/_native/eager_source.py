@@ -184,38 +184,22 @@ static inline float em_half_1p_tanh(float u, float e) {
 
 static inline float em_gelu_u(float v) { return (v + v * v * v * EM_GELU_C) * EM_GELU_K; }
 
-/* each block: a first loop up to the exp's argument into stack buffers, a second loop from there */
+/* gelu (g NULL) or g * gelu' over [i0, i1); each block: a first loop up to the exp's argument into stack
+   buffers, then the rest */
 static void em_gelu_range(const void *args, long i0, long i1, long item) {
   (void)item;
   const em_gelu_t *a = (const em_gelu_t *)args;
   float ta[EM_BLOCK], tb[EM_BLOCK];
   for (long b0 = i0; b0 < i1; b0 += EM_BLOCK) {
     const long m = i1 - b0 < EM_BLOCK ? i1 - b0 : EM_BLOCK;
-    const float *restrict x = a->x + b0;
+    const float *restrict x = a->x + b0, *restrict g = a->g ? a->g + b0 : 0;
     float *restrict y = a->y + b0;
     if (a->tanh_form) {
       for (long i = 0; i < m; i++) ta[i] = em_exp_small(-2.0f * fabsf(em_gelu_u(x[i])));
-      for (long i = 0; i < m; i++) {
-        float v = x[i];
-        y[i] = v * em_half_1p_tanh(em_gelu_u(v), ta[i]);
+      if (!g) {
+        for (long i = 0; i < m; i++) y[i] = x[i] * em_half_1p_tanh(em_gelu_u(x[i]), ta[i]);
+        continue;
       }
-    } else {
-      for (long i = 0; i < m; i++) tb[i] = em_phi_arg(x[i], &ta[i]);
-      for (long i = 0; i < m; i++) y[i] = x[i] * em_phi_end(x[i], ta[i], tb[i]);
-    }
-  }
-}
-
-static void em_gelu_bw_range(const void *args, long i0, long i1, long item) {
-  (void)item;
-  const em_gelu_t *a = (const em_gelu_t *)args;
-  float ta[EM_BLOCK], tb[EM_BLOCK];
-  for (long b0 = i0; b0 < i1; b0 += EM_BLOCK) {
-    const long m = i1 - b0 < EM_BLOCK ? i1 - b0 : EM_BLOCK;
-    const float *restrict x = a->x + b0, *restrict g = a->g + b0;
-    float *restrict y = a->y + b0;
-    if (a->tanh_form) {
-      for (long i = 0; i < m; i++) ta[i] = em_exp_small(-2.0f * fabsf(em_gelu_u(x[i])));
       for (long i = 0; i < m; i++) {
         float v = x[i], e = ta[i], q = 1.0f / (1.0f + e);
         float d = em_half_1p_tanh(em_gelu_u(v), e) + 2.0f * v * e * q * q * (EM_GELU_K * (1.0f + 3.0f * EM_GELU_C * v * v));
@@ -223,6 +207,10 @@ static void em_gelu_bw_range(const void *args, long i0, long i1, long item) {
       }
     } else {
       for (long i = 0; i < m; i++) tb[i] = em_phi_arg(x[i], &ta[i]);
+      if (!g) {
+        for (long i = 0; i < m; i++) y[i] = x[i] * em_phi_end(x[i], ta[i], tb[i]);
+        continue;
+      }
       for (long i = 0; i < m; i++) ta[i] = em_phi_end(x[i], ta[i], tb[i]);
       for (long i = 0; i < m; i++) {
         float v = x[i];
@@ -239,7 +227,7 @@ void ember_eager_gelu(const float *x, float *y, long n, int tanh_form, int nt) {
 
 void ember_eager_gelu_backward(const float *g, const float *x, float *gx, long n, int tanh_form, int nt) {
   em_gelu_t a = {g, x, gx, tanh_form};
-  em_split(nt, n, EM_ITEM, em_gelu_bw_range, &a);
+  em_split(nt, n, EM_ITEM, em_gelu_range, &a);
 }
 
 /* ---- softmax / log_softmax over the last dim ---- */

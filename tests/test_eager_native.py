@@ -119,8 +119,9 @@ def _masked_scores():
 @pytest.mark.parametrize("shape", [(16, 4, 64, 64), (5, 3), (2, 1), (3, 17), (2, 100003), (33,)])
 def test_softmax_matches_torch_and_numpy_path(log, shape, numpy_path):
     name = "log_softmax" if log else "softmax"
+    # a 100003-wide row: torch's float32 sum is off by ~2e-5 of the log-sum (ember's is ~3e-6)
     _check(lambda lib, x: getattr(lib.nn.functional, name)(x, dim=-1), [_rand(shape, scale=4)],
-           numpy_path=numpy_path)
+           atol=5e-5 if shape[-1] > 1000 else 2e-6, numpy_path=numpy_path)
 
 
 @pytest.mark.parametrize("log", [False, True])

@@ -126,27 +126,31 @@ static long em_rows_per_item(long d) {
 }
 
 /* ---- vectorizable row reductions ---- */
-static inline float em_row_sum(const float *x, long d) {
-  float acc[EM_LANES] = {0};
-  long i = 0;
-  for (; i + EM_LANES <= d; i += EM_LANES)
-    for (int j = 0; j < EM_LANES; j++) acc[j] += x[i + j];
-  float s = 0.0f;
-  for (int j = 0; j < EM_LANES; j++) s += acc[j];
-  for (; i < d; i++) s += x[i];
-  return s;
+/* sum of TERM(k) for k in [0, d): EM_LANES float accumulators over blocks of EM_SUM_BLOCK elements, the
+   blocks' sums added in double (so the error grows like a pairwise sum's, not like one long float sum) */
+#define EM_SUM_BLOCK 1024
+#define EM_ROW_REDUCE(NAME, PARAMS, TERM) \
+static inline float NAME PARAMS { \
+  double total = 0.0; \
+  for (long b0 = 0; b0 < d; b0 += EM_SUM_BLOCK) { \
+    const long b1 = d - b0 < EM_SUM_BLOCK ? d : b0 + EM_SUM_BLOCK; \
+    float acc[EM_LANES] = {0}; \
+    long k = b0; \
+    for (; k + EM_LANES <= b1; k += EM_LANES) \
+      for (int j = 0; j < EM_LANES; j++) acc[j] += TERM(k + j); \
+    float s = 0.0f; \
+    for (int j = 0; j < EM_LANES; j++) s += acc[j]; \
+    for (; k < b1; k++) s += TERM(k); \
+    total += s; \
+  } \
+  return (float)total; \
 }
-
-static inline float em_row_dot(const float *x, const float *y, long d) {
-  float acc[EM_LANES] = {0};
-  long i = 0;
-  for (; i + EM_LANES <= d; i += EM_LANES)
-    for (int j = 0; j < EM_LANES; j++) acc[j] += x[i + j] * y[i + j];
-  float s = 0.0f;
-  for (int j = 0; j < EM_LANES; j++) s += acc[j];
-  for (; i < d; i++) s += x[i] * y[i];
-  return s;
-}
+#define EM_TERM_SUM(k) x[k]
+#define EM_TERM_DOT(k) (x[k] * y[k])
+#define EM_TERM_SQDEV(k) ((x[k] - mean) * (x[k] - mean))
+EM_ROW_REDUCE(em_row_sum, (const float *restrict x, long d), EM_TERM_SUM)
+EM_ROW_REDUCE(em_row_dot, (const float *restrict x, const float *restrict y, long d), EM_TERM_DOT)
+EM_ROW_REDUCE(em_row_sqdev, (const float *restrict x, float mean, long d), EM_TERM_SQDEV)
 
 /* the largest value (a NaN in the row makes the softmax NaN through the sum anyway) */
 static inline float em_row_max(const float *x, long d) {
@@ -159,17 +163,6 @@ static inline float em_row_max(const float *x, long d) {
   for (int j = 0; j < EM_LANES; j++) m = acc[j] > m ? acc[j] : m;
   for (; i < d; i++) m = x[i] > m ? x[i] : m;
   return m;
-}
-
-static inline float em_row_sqdev(const float *x, float mean, long d) {
-  float acc[EM_LANES] = {0};
-  long i = 0;
-  for (; i + EM_LANES <= d; i += EM_LANES)
-    for (int j = 0; j < EM_LANES; j++) { float v = x[i + j] - mean; acc[j] += v * v; }
-  float s = 0.0f;
-  for (int j = 0; j < EM_LANES; j++) s += acc[j];
-  for (; i < d; i++) { float v = x[i] - mean; s += v * v; }
-  return s;
 }
 
 /* ---- gelu ---- */
@@ -363,7 +356,11 @@ int ember_eager_layer_norm_backward(const float *g, const float *x, const float 
                                     float eps, int nt) {
   em_norm_t a = {0};
   a.g = g; a.x = x; a.w = w; a.mean = mean; a.var = var; a.y = gx; a.d = d; a.eps = eps;
-  const long per = em_rows_per_item(d), items = (rows + per - 1) / per;
+  /* at most 256 items and about 2^21 floats of partial sums: larger items when rows are many */
+  long per = em_rows_per_item(d), most = (1L << 21) / (d > 0 ? d : 1);
+  most = most < 1 ? 1 : (most > 256 ? 256 : most);
+  if ((rows + per - 1) / per > most) per = (rows + most - 1) / most;
+  const long items = (rows + per - 1) / per;
   /* per item: xhat and gxhat rows (scratch), the column sums (partial) */
   float *buf = (float *)malloc(sizeof(float) * 2 * d * (items > 0 ? items : 1) * (gw ? 2 : 1));
   if (!buf) return 1;
@@ -371,10 +368,14 @@ int ember_eager_layer_norm_backward(const float *g, const float *x, const float 
   a.partial = gw ? buf + 2 * d * items : 0;
   em_split(nt, rows, per, em_layer_norm_bw_range, &a);
   if (gw) {
-    for (long i = 0; i < d; i++) { gw[i] = 0.0f; gb[i] = 0.0f; }
-    for (long it = 0; it < items; it++) {
-      const float *pw = a.partial + it * 2 * d;
-      for (long i = 0; i < d; i++) { gw[i] += pw[i]; gb[i] += pw[d + i]; }
+    for (long i = 0; i < d; i++) {      /* the items' column sums, in item order, in double */
+      double sw = 0.0, sb = 0.0;
+      for (long it = 0; it < items; it++) {
+        sw += a.partial[it * 2 * d + i];
+        sb += a.partial[it * 2 * d + d + i];
+      }
+      gw[i] = (float)sw;
+      gb[i] = (float)sb;
     }
   }
   free(buf);

@@ -449,17 +449,23 @@ def run_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, batch_size
     running per step, for packed sequences).
 
     Returns (output (T, B, H_out), h_n (B, H_out), c_n (B, H) or None)."""
-    last = 0 if reverse else x.shape[0] - 1
     attrs = {"reverse": reverse, "batch_sizes": batch_sizes}
     if mode == "LSTM":
         out, c_n, *_ = apply(LSTM_LAYER, (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), attrs)
-        return out, out[last], c_n
+        return out, _last(out, reverse), c_n
     if mode == "GRU":
         out = apply(GRU_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), attrs)[0]
-        return out, out[last], None
+        return out, _last(out, reverse), None
     attrs["nonlinearity"] = "tanh" if mode == "RNN_TANH" else "relu"
     out = apply(RNN_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), attrs)
-    return out, out[last], None
+    return out, _last(out, reverse), None
+
+
+def _last(out, reverse):
+    """The state after the last processed step: ``out[0]`` (reverse) or ``out[-1]``, taken as the slice
+    ``out[-1:]`` so that under ember.compile the key stays the same whatever the length (an int index is
+    normalised to ``T - 1``, which would tie the program to one length)."""
+    return out[0] if reverse else out[-1:][0]
 
 
 def _packed_index(batch_sizes):

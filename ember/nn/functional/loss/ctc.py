@@ -45,8 +45,10 @@ def _ctc_bw(ctx, g):
     return apply(CTC_LOSS_BW, (g, lp, tg, in_len, tgt_len), {"blank": blank}), None, None, None
 
 
-CTC_LOSS = register("ctc_loss", ctc_nll_kernel, _ctc_bw, save="i")
-CTC_LOSS_BW = register("ctc_loss_backward", ctc_grad_kernel, differentiable=False)
+# shape rules (symbolic under ember.compile): (N,) and the log-probabilities' (T, N, C)
+CTC_LOSS = register("ctc_loss", ctc_nll_kernel, _ctc_bw, save="i", fake=lambda lp, *_, **__: [lp.shape[1:2]])
+CTC_LOSS_BW = register("ctc_loss_backward", ctc_grad_kernel, differentiable=False,
+                       fake=lambda g, lp, *_, **__: [lp.shape])
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",

@@ -10,8 +10,9 @@ What makes that possible: an nn.RNN/LSTM/GRU layer is one op per layer and direc
 kernels, never in the traced Python, and each op's shape rule (``OpDef.fake``) gives its outputs'
 symbolic shapes. Not covered: a Python loop over time steps in the user's own code (makemore_rnn's
 hand-written cells, timeseries_attention's and lbfgs_timeseries' LSTMCell loops, seq2seq_attention's
-decoder) unrolls, so each length is its own program, as under torch's dynamo; and packed sequences
-(text_gru packs its batch), whose layout depends on the length values (each set of lengths traces again).
+decoder) unrolls, so each length is its own program, as under torch's dynamo. Packed sequences made
+inside the compiled step (text_gru) stay padded there, the lengths a traced tensor the layer ops read
+(``nn.utils.rnn.PaddedPackedSequence``); code that reads the packed rows themselves reads the lengths.
 """
 import numpy as np
 import pytest
@@ -123,21 +124,80 @@ def test_rnn_layer_step_no_fallback(kind):
          lambda T: (ember.randn(2, T, 4), ember.randint(0, 5, (2, T))))
 
 
-def test_text_gru_classifier_padded_batches():
-    """text_gru's model on padded batches of changing length (bidirectional GRU, both directions' final
-    states concatenated); its packing of the batch is not covered (see the module docstring)."""
+def _text_batch(rng, B, T, V=20):
+    """A padded batch of token rows whose longest is ``T`` long (text_gru's collate) and their lengths."""
+    lengths = rng.integers(2, T + 1, B)
+    lengths[rng.integers(0, B)] = T
+    x = np.zeros((B, T), np.int64)
+    for b, n in enumerate(lengths):
+        x[b, :n] = rng.integers(1, V, n)
+    return ember.tensor(x), ember.tensor(lengths)
+
+
+def test_text_gru_packed_classifier():
+    """text_gru's model as written: pack_padded_sequence(enforce_sorted=False) -> bidirectional GRU ->
+    pad_packed_sequence (and its lengths checked against the input's) -> both directions' final states.
+    Inside the compiled step the packed batch stays padded (the lengths are a traced tensor), so new
+    lengths and a new longest length replay one program."""
     ember.manual_seed(0)
     V, emb, hidden = 20, 8, 12
     embed, gru, fc = nn.Embedding(V, emb, padding_idx=0), nn.GRU(emb, hidden, batch_first=True,
                                                                   bidirectional=True), nn.Linear(2 * hidden, 3)
     params = list(embed.parameters()) + list(gru.parameters()) + list(fc.parameters())
-    weight = ember.tensor([1.0, 0.5, 2.0])
+    rnn_utils = nn.utils.rnn
+    crit = nn.CrossEntropyLoss(weight=ember.tensor([1.0, 0.5, 2.0]))
 
-    def step(x, y):
-        _, h = gru(embed(x))
-        return F.cross_entropy(fc(ember.cat([h[-2], h[-1]], dim=1)), y, weight=weight)
+    def step(x, lengths, y):
+        packed = rnn_utils.pack_padded_sequence(embed(x), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, h = gru(packed)
+        out, out_lens = rnn_utils.pad_packed_sequence(out, batch_first=True)
+        assert ember.equal(out_lens, lengths)
+        return crit(fc(ember.cat([h[-2], h[-1]], dim=1)), y) + out.pow(2).mean()
 
-    _run(step, params, lambda T: (ember.randint(0, V, (6, T)), ember.randint(0, 3, (6,))))
+    rng = np.random.default_rng(0)
+    _run(step, params, lambda T: _text_batch(rng, 6, T) + (ember.randint(0, 3, (6,)),),
+         lengths=(5, 7, 7, 9, 11, 6, 9))
+
+
+@pytest.mark.parametrize("read_rows", [False, True])
+def test_packed_lstm_variants_match_eager(read_rows):
+    """A sorted packed batch into a 2-layer bidirectional LSTM with initial states, unpacked time-major
+    to a fixed total_length; with ``read_rows`` the step also reads the packed rows (``.data``: the eager
+    layout, whose shape depends on the lengths' values, so each set of lengths is its own program)."""
+    ember.manual_seed(0)
+    lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True)
+    rnn_utils = nn.utils.rnn
+    h0, c0 = ember.randn(4, 3, 5), ember.randn(4, 3, 5)
+
+    def step(x, lengths):
+        packed = rnn_utils.pack_padded_sequence(x, lengths)
+        out, (h, c) = lstm(packed, (h0, c0))
+        padded, _ = rnn_utils.pad_packed_sequence(out, total_length=14, padding_value=-1.0)
+        loss = padded.tanh().sum() + h.pow(2).sum() + c.mean()
+        return loss + out.data.sum() if read_rows else loss
+
+    def make(T):
+        lengths = ember.tensor(sorted(np.random.default_rng(T).integers(1, T + 1, 3).tolist(), reverse=True))
+        return ember.randn(T, 3, 3), lengths
+
+    lengths = (5, 5, 9, 12)
+    if read_rows:
+        cstep = ember.compile(step)
+        for T in lengths:
+            args = make(T)
+            lstm.zero_grad(set_to_none=True)
+            eager = step(*args)
+            eager.backward()
+            want = [p.grad.numpy().copy() for p in lstm.parameters()]
+            lstm.zero_grad(set_to_none=True)
+            got = cstep(*args)
+            got.backward()
+            _close(got, eager, f"loss at length {T}", rtol=1e-4, atol=1e-5)
+            for p, w in zip(lstm.parameters(), want):
+                _close(p.grad, w, f"grad at length {T}", rtol=1e-4, atol=1e-5)
+        assert counters["fallbacks"] == 0, counters["fallback_reasons"]
+    else:
+        _run(step, list(lstm.parameters()), make, lengths=lengths)
 
 
 def test_variants_bidirectional_projection_layers_unbatched():
@@ -317,3 +377,20 @@ def test_dqn_step_with_changing_number_of_final_states():
                 ember.randn(k, 7))
 
     _run(step, list(policy_net.parameters()), make, lengths=(12, 14, 9, 15, 11))
+
+
+@pytest.mark.parametrize("lengths, enforce_sorted, message", [
+    ([3, 0, 2], False, "Length of all samples has to be greater than 0"),
+    ([2, 3, 1], True, "must be sorted in decreasing order"),
+    ([5, 3, 1], True, "exceeds the padded length"),
+])
+def test_packed_lengths_checked_under_compile_as_eagerly(lengths, enforce_sorted, message):
+    gru = nn.GRU(3, 4)
+
+    def step(x, lens):
+        _, h = gru(nn.utils.rnn.pack_padded_sequence(x, lens, enforce_sorted=enforce_sorted))
+        return h.sum()
+
+    for fn in (step, ember.compile(step)):
+        with pytest.raises(RuntimeError, match=message):
+            fn(ember.randn(4, 3, 3), ember.tensor(lengths))

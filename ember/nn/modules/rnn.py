@@ -247,6 +247,7 @@ class RNNBase(Module):
         as their ``batch_sizes``), so no length value is read; the output is padded-packed too."""
         from ..utils.rnn import PaddedPackedSequence
         x, sorted_indices, unsorted_indices = packed.padded, packed.sorted_indices, packed.unsorted_indices
+        on = (lambda t: None if t is None else t.to(x.device))      # (the indices stay with the lengths: CPU)
         is_lstm = self.mode == "LSTM"
         n = self.num_layers * (2 if self.bidirectional else 1)
         B = x.shape[1]
@@ -256,7 +257,7 @@ class RNNBase(Module):
             if is_lstm:
                 hx = (hx, _ember.zeros(n, B, self.hidden_size, dtype=x.dtype, device=x.device))
         else:
-            hx = self.permute_hidden(hx, sorted_indices)
+            hx = self.permute_hidden(hx, on(sorted_indices))
         self.check_input(x)
         h0, c0 = hx if is_lstm else (hx, None)
         self.check_hidden_size(h0, (n, B, real_hidden), "Expected hidden[0] size {}, got {}" if is_lstm else
@@ -268,7 +269,7 @@ class RNNBase(Module):
                 _check_hidden_dtype(x, s)
         out, h_n, c_n = self._run(x, h0, c0, packed.step_batch_sizes()._data)
         out = PaddedPackedSequence(out, packed.lengths, sorted_indices, unsorted_indices)
-        return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, unsorted_indices)
+        return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, on(unsorted_indices))
 
     def _zeros_hidden(self, input, size):
         mini_batch = input.size(0) if self.batch_first else input.size(1)

@@ -180,7 +180,7 @@ def _pack_captured(input, lengths, batch_first, enforce_sorted):
         sorted_indices = E.argsort(lens, descending=True, stable=True)
         unsorted_indices = invert_permutation(sorted_indices)
         lens = lens.index_select(0, sorted_indices)
-        input = input.index_select(batch_dim, sorted_indices)
+        input = input.index_select(batch_dim, sorted_indices.to(input.device))
     if batch_first:
         input = input.transpose(0, 1)
     return PaddedPackedSequence(input, lens, sorted_indices, unsorted_indices)
@@ -193,7 +193,7 @@ def _pad_captured(sequence, batch_first, padding_value, total_length):
     sequence.check()
     padded, lens = sequence.padded, sequence.lengths
     T = padded.shape[0]
-    steps = E.arange(T).unsqueeze(1) < lens.unsqueeze(0)                    # (T, B)
+    steps = E.arange(T, device=padded.device).unsqueeze(1) < lens.to(padded.device).unsqueeze(0)     # (T, B)
     mask = steps.reshape(tuple(steps.shape) + (1,) * (padded.dim() - 2))
     out = E.where(mask, padded, E.full((), padding_value, dtype=padded.dtype))
     longest = T if bool(lens[0] == T) else int(lens[0])
@@ -210,7 +210,7 @@ def _pad_captured(sequence, batch_first, padding_value, total_length):
         out = out.transpose(0, 1)
     idx = sequence.unsorted_indices
     if idx is not None:
-        out = out.index_select(0 if batch_first else 1, idx)
+        out = out.index_select(0 if batch_first else 1, idx.to(out.device))
         lens = lens.index_select(0, idx)
     return out, lens
 

@@ -73,6 +73,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
         tg = tg.reshape(1, -1)
     in_len = _lengths(input_lengths, "input_lengths", N)
     tgt_len = _lengths(target_lengths, "target_lengths", N)
+    if lp.device.type != "cpu":     # (targets and lengths may come on the CPU, as torch allows)
+        tg, in_len, tgt_len = (t.to(lp.device) for t in (tg, in_len, tgt_len))
     nll = apply(CTC_LOSS, (lp, tg, in_len, tgt_len), {"blank": int(blank), "zero_infinity": bool(zero_infinity)})
     if reduction == "none":
         return nll.squeeze(0) if unbatched else nll
@@ -81,36 +83,36 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     return (nll / tgt_len.clamp_min(1).to(lp._dtype)).mean()
 
 
-def _nll_graph(lp, tg, in_len, tgt_len, blank):
+def _nll_graph(lp, tg, in_len, tgt_len, blank, fill=0.0):
     """The per-sample negative log-likelihood with ember ops (the alpha recursion unrolled over time):
-    what ``create_graph`` differentiates. Samples with no alignment give a constant (their loss is
-    replaced by inf or 0), hence no gradient."""
+    what ``create_graph`` differentiates, and the ``ctc_loss`` kernels of a device (ember/devices/ctc.py).
+    The labels and lengths are read here (their index tensors are made on the host and moved next to
+    ``lp``); samples with no alignment give ``fill``, a constant (no gradient)."""
     E = _ember()
     T, N, _ = lp.shape
-    tl = tgt_len._data
+    dev = lp.device
+    il, tl = (np.asarray(t.detach().cpu().numpy(), np.int64).reshape(-1) for t in (in_len, tgt_len))
     L = int(tl.max(initial=0))
     S = 2 * L + 1
     ext_np = np.full((N, S), blank, np.int64)
-    ext_np[:, 1::2] = _padded_targets(np.asarray(tg._data), tl, N)[:, :L]
-    ext = E.tensor(ext_np)
-    pos = E.arange(S)
-    valid = pos < (tgt_len * 2 + 1).unsqueeze(1)
+    ext_np[:, 1::2] = _padded_targets(np.asarray(tg.detach().cpu().numpy()), tl, N)[:, :L]
+    valid_np = np.arange(S)[None, :] < (2 * tl + 1)[:, None]
     hop = np.zeros((N, S), bool)
     if S > 2:
         hop[:, 2:] = (ext_np[:, 2:] != blank) & (ext_np[:, 2:] != ext_np[:, :-2])
-    skip_t = E.tensor(hop) & valid
-    neg = E.full((N, S), _CTC_NEG, dtype=lp._dtype)
-    alpha = E.where((pos < 2) & valid, lp[0].gather(1, ext), neg)
-    running = (in_len > E.arange(T).unsqueeze(1)).unsqueeze(2)
+
+    def host(a):
+        return E.tensor(a).to(dev)
+    ext, valid, skip_t = host(ext_np), host(valid_np), host(hop & valid_np)
+    running = host((il[None, :] > np.arange(T)[:, None])[:, :, None])                # (T, N, 1)
+    neg = E.full((N, S), _CTC_NEG, dtype=lp._dtype, device=dev)
+    alpha = E.where(host((np.arange(S) < 2)[None, :] & valid_np), lp[0].gather(1, ext), neg)
     for t in range(1, T):
         prev1 = E.cat([neg[:, :1], alpha[:, :-1]], 1)
         prev2 = E.where(skip_t, E.cat([neg[:, :2], alpha[:, :-2]], 1), neg) if S > 2 else neg
         new = E.where(valid, E.logsumexp(E.stack([alpha, prev1, prev2]), 0) + lp[t].gather(1, ext), neg)
         alpha = E.where(running[t], new, alpha)
-    a_last = alpha.gather(1, (tgt_len * 2).unsqueeze(1)).squeeze(1)
-    a_before = alpha.gather(1, (tgt_len * 2 - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
-    a_before = E.where(tgt_len > 0, a_before, neg[:, 0])
+    a_last = alpha.gather(1, host(2 * tl[:, None]))[:, 0]
+    a_before = E.where(host(tl > 0), alpha.gather(1, host(np.maximum(2 * tl - 1, 0)[:, None]))[:, 0], neg[:, 0])
     nll = -E.logsumexp(E.stack([a_last, a_before]), 0)
-    return E.where(nll > -_CTC_NEG / 2, E.zeros_like(nll), nll)
-
-
+    return E.where(nll > -_CTC_NEG / 2, E.full_like(nll, fill), nll)

@@ -43,6 +43,8 @@ ON_DEVICE = [
     "tanh_layer", "tanh_layer_reverse", "relu_layer", "relu_layer_nobias", "gru_layer", "gru_layer_reverse",
     "gru_layer_nobias", "lstm_layer", "lstm_layer_reverse", "lstm_layer_nobias", "lstm_layer_proj",
     "lstm_layer_proj_reverse_nobias",
+    # ctc_loss and ctc_loss_backward (ember/devices/ctc.py)
+    "ctc_loss_mean", "ctc_loss_none_concat_targets", "ctc_loss_zero_infinity_sum",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): none left

@@ -307,8 +307,11 @@ class Tracer:
                 raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {filename}:{lineno}: "
                                       f"{br.reason}. Suggestion: {br.suggestion}")
             self.reasons.append(br)
-            self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", n_true,
-                                                f"{filename}:{lineno}")
+            # under dynamic shapes, a count equal to a symbolic size (the rows the masked values come in)
+            # is guarded as that size: dynamic.verify checks the guess against a trace at another size
+            e = self.sym.guess(n_true) if self.sym is not None and n_true >= 2 else None
+            seen = n_true if e is None else _symbolic.SymInt(n_true, e)
+            self.graphs[-1].ended_by = ReadNode(self.value_of(count), "int", seen, f"{filename}:{lineno}")
             self.graphs.append(Graph())
 
     def _attr_refs(self, op, attrs):

@@ -541,8 +541,8 @@ normal bernoulli bernoulli_p poisson binary_cross_entropy binary_cross_entropy_w
 conv_transpose2d conv2d_weight im2col col2im max_pool2d max_pool_scatter avg_pool2d avg_pool2d_backward
 adaptive_max_pool2d native_group_norm native_batch_norm cdist rnn_layer rnn_layer_backward lstm_layer
 lstm_layer_backward gru_layer gru_layer_backward norm count_nonzero nanmean bincount histc histogram
-searchsorted max_pool_gather random_draw conv3d conv_transpose3d conv3d_weight max_pool3d avg_pool3d
-avg_pool3d_backward adaptive_max_pool3d upsample_uint8
+ctc_loss ctc_loss_backward searchsorted max_pool_gather random_draw conv3d conv_transpose3d conv3d_weight
+max_pool3d avg_pool3d avg_pool3d_backward adaptive_max_pool3d upsample_uint8
 real imag view_as_real view_as_complex conj_physical angle complex polar sgn_complex fft_c2c fft_r2c fft_c2r
 """.split())
 

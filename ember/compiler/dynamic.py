@@ -263,6 +263,7 @@ def instantiate(p: Program, env: dict, memo=None) -> Program:
             m.source = None if n.source is None else val(n.source)
         elif t is ReadNode:
             m.value = val(n.value)
+            m.seen = x(n.seen)          # (a symbolic count: a boolean mask's, capture._guard_mask_counts)
         return m
 
     def x(a):

@@ -110,6 +110,8 @@ def _add_products(cands, shape, sym):
 
 def infer_outputs(state, op, ins, attrs, vals):
     """Give op output Values their symbolic dimensions (see the module docstring)."""
+    if getattr(op, "fake", None) is not None and _fake_sym(state, op, ins, attrs, vals):
+        return
     if op.name in _MATMULS and len(vals) == 1 and _matmul_sym(ins, vals[0]):
         return
     rule = _RULES.get(op.name)
@@ -173,6 +175,32 @@ def infer_outputs(state, op, ins, attrs, vals):
             for n, e in zip(v.shape, out):
                 if e is not None:
                     state.cands.setdefault(int(n), e)
+
+
+class _Shaped:
+    """A stand-in for a traced tensor argument of an op's ``fake`` rule: its symbolic shape."""
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def _fake_sym(state, op, ins, attrs, vals) -> bool:
+    """The outputs' symbolic shapes from the op's own shape rule (``OpDef.fake``), given the inputs'
+    symbolic shapes. False (the generic guesses apply) when the rule does not give the traced shapes."""
+    args = [_Shaped(tuple(_dims(i))) if isinstance(i, Value) else i for i in ins]
+    shapes = op.fake(*args, **attrs)
+    if len(shapes) != len(vals) or any(
+            len(s) != len(v.shape) or any(int(d) != n for d, n in zip(s, v.shape)) for s, v in zip(shapes, vals)):
+        return False
+    for s, v in zip(shapes, vals):
+        out = tuple(d.expr if type(d) is SymInt else None for d in s)
+        if any(e is not None for e in out):
+            v.sym = out
+            for n, e in zip(v.shape, out):
+                if e is not None:
+                    state.cands.setdefault(int(n), e)
+    return True
 
 
 def _dims(v):

@@ -59,6 +59,12 @@ def _record(name, seconds, **fields):
         pass
 
 
+def _prof_enabled() -> bool:
+    from ..profiler.profiler import _ACTIVE
+    p = _ACTIVE[0]
+    return p is not None and p._recording
+
+
 # ---- compiling a program ----------------------------------------------------------------------------------------
 
 class Compiled:
@@ -555,7 +561,12 @@ def run_extern(e, resolve) -> list:
     args = [resolve(a) if isinstance(a, P.PNode) else a for a in e.args]
     attrs = {k: resolve(v) if isinstance(v, P.PNode) else v for k, v in e.attrs.items()}
     op = e.op_node.op
-    res = op.kernel(*args, **attrs)
+    if _prof_enabled():
+        from ..profiler import record_range
+        with record_range("kernel", "ember::" + op.name, extern=True):     # (the op by name, as in eager)
+            res = op.kernel(*args, **attrs)
+    else:
+        res = op.kernel(*args, **attrs)
     out = []
     for buf, r in zip(e.outs, (res,) if op.nout == 1 else res):
         r = np.asarray(r)

@@ -62,8 +62,9 @@ def activate() -> None:
         from ..optim import optimizer as _optimizer
         from ..compiler import cl_optim
         _optimizer.DEVICE_STEP[0] = cl_optim.step_group
-        from . import recurrent
+        from . import recurrent, ctc
         recurrent.install(KERNELS)
+        ctc.install(KERNELS)
 
 
 def deactivate() -> bool:

@@ -37,10 +37,10 @@ class OpDef:
     """One operator: kernel, derivative, saved values, and decomposition slot."""
 
     __slots__ = ("name", "kernel", "backward", "save", "nout", "nondiff_outputs", "decomp",
-                 "_node_name", "node_cls", "differentiable", "meta", "doc", "prim")
+                 "_node_name", "node_cls", "differentiable", "meta", "doc", "prim", "fake")
 
     def __init__(self, name, kernel, backward=None, save="", nout=1, nondiff_outputs=(),
-                 differentiable=True, meta=None, decomp=None, prim=None):
+                 differentiable=True, meta=None, decomp=None, prim=None, fake=None):
         self.name = name
         self.kernel = kernel
         self.backward = backward
@@ -52,6 +52,9 @@ class OpDef:
         self.meta = meta
         self.decomp = decomp      # filled by ember.compiler: decomposition into primitives
         self.prim = prim          # name of the primitive this op *is*, if it is one
+        # the output shapes from the input shapes (``fake(*args, **attrs) -> [shape, ...]``, the tensor
+        # arguments as objects with ``shape``): under ember.compile's dynamic shapes they are symbolic
+        self.fake = fake
         self.node_name = _camel(name) + "Backward0"
 
     @property

@@ -101,6 +101,19 @@ def _select_grads(res, need):
     return tuple(r if n else None for r, n in zip(res, need))
 
 
+# The ``fake`` rules give each op's output shapes from its inputs' (symbolic under ember.compile's dynamic
+# shapes: the sequence length and batch of a layer's outputs follow its input's, whatever their values)
+
+def _seq(x, n):
+    """(T, B, n) for the time-major input ``x``."""
+    return (x.shape[0], x.shape[1], n)
+
+
+def _if(needed, t):
+    """The shape of a gradient the backward kernel computes only when ``needed`` (else an empty array)."""
+    return tuple(t.shape) if needed else (0,)
+
+
 # The NumPy kernels below are the hot path: preallocated outputs, in-place elementwise work, one GEMM per
 # step. The *_graph functions compute the same recurrences with ember ops; they run only under
 # create_graph=True, so that the gradients they return are themselves differentiable.
@@ -203,8 +216,16 @@ def _rnn_bw(ctx, g_out):
     return _select_grads(res, need)
 
 
-RNN_LAYER = register("rnn_layer", _rnn_kernel, _rnn_bw, save="io")
-RNN_LAYER_BW = register("rnn_layer_backward", _rnn_bw_kernel, nout=6, differentiable=False)
+def _rnn_fake(x, h0, w_ih, w_hh, b_ih, b_hh, **_):
+    return [_seq(x, w_ih.shape[0])]
+
+
+def _rnn_bw_fake(g_out, x, h0, w_ih, w_hh, out, need=(), **_):
+    return [_if(need[0], x), h0.shape, w_ih.shape, w_hh.shape, w_ih.shape[:1], w_ih.shape[:1]]
+
+
+RNN_LAYER = register("rnn_layer", _rnn_kernel, _rnn_bw, save="io", fake=_rnn_fake)
+RNN_LAYER_BW = register("rnn_layer_backward", _rnn_bw_kernel, nout=6, differentiable=False, fake=_rnn_bw_fake)
 
 
 # ---- LSTM ---------------------------------------------------------------------------------------------
@@ -319,8 +340,21 @@ def _lstm_bw(ctx, g_out, g_cn, *_):
     return _select_grads(res, need)
 
 
-LSTM_LAYER = register("lstm_layer", _lstm_kernel, _lstm_bw, save="io", nout=5, nondiff_outputs=(2, 3, 4))
-LSTM_LAYER_BW = register("lstm_layer_backward", _lstm_bw_kernel, nout=8, differentiable=False)
+def _lstm_fake(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, **_):
+    H = c0.shape[1]
+    return [_seq(x, h0.shape[1]), c0.shape, _seq(x, w_ih.shape[0]), _seq(x, H), _seq(x, H if w_hr is not None
+                                                                                     else h0.shape[1])]
+
+
+def _lstm_bw_fake(g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, *_, need=(), **__):
+    g = w_ih.shape[:1]
+    return [_if(need[0], x), h0.shape, c0.shape, w_ih.shape, w_hh.shape, g, g,
+            _if(w_hr is not None and need[7], w_hr)]
+
+
+LSTM_LAYER = register("lstm_layer", _lstm_kernel, _lstm_bw, save="io", nout=5, nondiff_outputs=(2, 3, 4),
+                      fake=_lstm_fake)
+LSTM_LAYER_BW = register("lstm_layer_backward", _lstm_bw_kernel, nout=8, differentiable=False, fake=_lstm_bw_fake)
 
 
 # ---- GRU ----------------------------------------------------------------------------------------------
@@ -425,8 +459,17 @@ def _gru_bw(ctx, g_out, *_):
     return _select_grads(res, need)
 
 
-GRU_LAYER = register("gru_layer", _gru_kernel, _gru_bw, save="io", nout=3, nondiff_outputs=(1, 2))
-GRU_LAYER_BW = register("gru_layer_backward", _gru_bw_kernel, nout=6, differentiable=False)
+def _gru_fake(x, h0, w_ih, w_hh, b_ih, b_hh, **_):
+    H = h0.shape[1]
+    return [_seq(x, H), _seq(x, w_ih.shape[0]), _seq(x, H)]
+
+
+def _gru_bw_fake(g_out, x, h0, w_ih, w_hh, *_, need=(), **__):
+    return [_if(need[0], x), h0.shape, w_ih.shape, w_hh.shape, w_ih.shape[:1], w_hh.shape[:1]]
+
+
+GRU_LAYER = register("gru_layer", _gru_kernel, _gru_bw, save="io", nout=3, nondiff_outputs=(1, 2), fake=_gru_fake)
+GRU_LAYER_BW = register("gru_layer_backward", _gru_bw_kernel, nout=6, differentiable=False, fake=_gru_bw_fake)
 
 
 def _graph_grads(fn, inputs, grads, need):
@@ -449,17 +492,23 @@ def run_layer(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, batch_size
     running per step, for packed sequences).
 
     Returns (output (T, B, H_out), h_n (B, H_out), c_n (B, H) or None)."""
-    last = 0 if reverse else x.shape[0] - 1
     attrs = {"reverse": reverse, "batch_sizes": batch_sizes}
     if mode == "LSTM":
         out, c_n, *_ = apply(LSTM_LAYER, (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), attrs)
-        return out, out[last], c_n
+        return out, _last(out, reverse), c_n
     if mode == "GRU":
         out = apply(GRU_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), attrs)[0]
-        return out, out[last], None
+        return out, _last(out, reverse), None
     attrs["nonlinearity"] = "tanh" if mode == "RNN_TANH" else "relu"
     out = apply(RNN_LAYER, (x, h0, w_ih, w_hh, b_ih, b_hh), attrs)
-    return out, out[last], None
+    return out, _last(out, reverse), None
+
+
+def _last(out, reverse):
+    """The state after the last processed step: ``out[0]`` (reverse) or ``out[-1]``, taken as the slice
+    ``out[-1:]`` so that under ember.compile the key stays the same whatever the length (an int index is
+    normalised to ``T - 1``, which would tie the program to one length)."""
+    return out[0] if reverse else out[-1:][0]
 
 
 def _packed_index(batch_sizes):

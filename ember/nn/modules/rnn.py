@@ -217,7 +217,9 @@ class RNNBase(Module):
 
     def _forward_packed(self, packed, hx):
         """A PackedSequence: run on the padded (T, B, *) layout with per-step batch sizes, repack."""
-        from ..utils.rnn import PackedSequence
+        from ..utils.rnn import PackedSequence, PaddedPackedSequence
+        if type(packed) is PaddedPackedSequence:
+            return self._forward_padded_packed(packed, hx)
         data, batch_sizes, sorted_indices, unsorted_indices = packed
         bs = tuple(int(b) for b in batch_sizes.tolist())
         is_lstm = self.mode == "LSTM"
@@ -238,6 +240,36 @@ class RNNBase(Module):
         out, h_n, c_n = self._run(_packed_to_padded(data, bs), h0, c0, bs)
         out = PackedSequence(_padded_to_packed(out, bs), batch_sizes, sorted_indices, unsorted_indices)
         return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, unsorted_indices)
+
+    def _forward_padded_packed(self, packed, hx):
+        """A PaddedPackedSequence (made while ember.compile captures): the layers run on its padded batch,
+        the per-step batch sizes a traced tensor computed from the lengths (the layer ops take its buffer
+        as their ``batch_sizes``), so no length value is read; the output is padded-packed too."""
+        from ..utils.rnn import PaddedPackedSequence
+        x, sorted_indices, unsorted_indices = packed.padded, packed.sorted_indices, packed.unsorted_indices
+        on = (lambda t: None if t is None else t.to(x.device))      # (the indices stay with the lengths: CPU)
+        is_lstm = self.mode == "LSTM"
+        n = self.num_layers * (2 if self.bidirectional else 1)
+        B = x.shape[1]
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            hx = _ember.zeros(n, B, real_hidden, dtype=x.dtype, device=x.device)
+            if is_lstm:
+                hx = (hx, _ember.zeros(n, B, self.hidden_size, dtype=x.dtype, device=x.device))
+        else:
+            hx = self.permute_hidden(hx, on(sorted_indices))
+        self.check_input(x)
+        h0, c0 = hx if is_lstm else (hx, None)
+        self.check_hidden_size(h0, (n, B, real_hidden), "Expected hidden[0] size {}, got {}" if is_lstm else
+                               "Expected hidden size {}, got {}")
+        if is_lstm:
+            self.check_hidden_size(c0, (n, B, self.hidden_size), "Expected hidden[1] size {}, got {}")
+        for s in (h0, c0):
+            if s is not None:
+                _check_hidden_dtype(x, s)
+        out, h_n, c_n = self._run(x, h0, c0, packed.step_batch_sizes()._data)
+        out = PaddedPackedSequence(out, packed.lengths, sorted_indices, unsorted_indices)
+        return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, on(unsorted_indices))
 
     def _zeros_hidden(self, input, size):
         mini_batch = input.size(0) if self.batch_first else input.size(1)
@@ -288,7 +320,7 @@ class RNNBase(Module):
 
 
 def _is_packed(x):
-    return type(x).__name__ == "PackedSequence"
+    return type(x).__name__ in ("PackedSequence", "PaddedPackedSequence")
 
 
 def _mini_batch(module, input, batch_sizes):

@@ -8,6 +8,13 @@ with other lengths retraces), and the index tensors derived from them are consta
 A PackedSequence holds the time-major concatenation of a batch sorted by decreasing length:
 ``data[sum(batch_sizes[:t]) : sum(batch_sizes[:t+1])]`` are the ``batch_sizes[t]`` sequences still
 running at time step ``t``.
+
+While ``ember.compile`` captures, ``pack_padded_sequence`` given the lengths as a tensor returns a
+``PaddedPackedSequence`` instead: the same sequences kept as the length-sorted, time-major padded batch
+plus the lengths tensor, whose shapes do not depend on the lengths' values. The recurrent layers and
+``pad_packed_sequence`` work on that form directly (the lengths enter the layer ops as a traced tensor),
+so a compiled program serves every set of lengths; reading ``data`` or ``batch_sizes`` (or unpacking the
+tuple) makes the packed rows then, with the guarded read of the lengths the eager layout needs.
 """
 from __future__ import annotations
 
@@ -26,6 +33,11 @@ __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_
 def _ops():
     import ember
     return ember
+
+
+def _capturing() -> bool:
+    from ...library import _capturing as capturing
+    return capturing()
 
 
 class PackedSequence_(NamedTuple):
@@ -98,6 +110,109 @@ class PackedSequence(PackedSequence_):
 
     def is_pinned(self) -> bool:
         return False
+
+
+class PaddedPackedSequence(PackedSequence):
+    """A PackedSequence made while ember.compile captures (see the module docstring): ``padded`` (T, B, *)
+    sorted by decreasing length and time-major, ``lengths`` (B,) int64 in that order. The packed fields
+    are made from them when first read."""
+
+    def __new__(cls, padded, lengths, sorted_indices=None, unsorted_indices=None):
+        self = tuple.__new__(cls, (None, None, sorted_indices, unsorted_indices))
+        self.__dict__.update(padded=padded, lengths=lengths, _packed=None, _checked=False)
+        return self
+
+    def check(self) -> None:
+        """The lengths are positive, decreasing and at most the padded length (one guarded check; when
+        they are not, making the eager layout raises torch's error)."""
+        if self._checked:
+            return
+        lens = self.lengths
+        bad = (lens[-1:] <= 0) | (lens[:1] > self.padded.shape[0]) | (lens[:-1] < lens[1:]).any().reshape(1)
+        if bool(bad.any()):
+            self.packed()
+        self.__dict__["_checked"] = True
+
+    def packed(self) -> PackedSequence:
+        """The eager layout (reads the lengths: a guarded read under ember.compile)."""
+        if self._packed is None:
+            p = pack_padded_sequence(self.padded, _lengths_array(self.lengths), enforce_sorted=True)
+            self._packed = PackedSequence(p.data, p.batch_sizes, tuple.__getitem__(self, 2),
+                                          tuple.__getitem__(self, 3))
+        return self._packed
+
+    data = property(lambda self: self.packed().data)
+    batch_sizes = property(lambda self: self.packed().batch_sizes)
+
+    def __iter__(self):
+        return iter(tuple.__iter__(self.packed()))
+
+    def __getitem__(self, i):
+        return tuple.__getitem__(self.packed(), i)
+
+    def __reduce__(self):
+        return (PackedSequence, tuple(self))
+
+    def _replace(self, **kw):
+        return self.packed()._replace(**kw)
+
+    def _asdict(self):
+        return self.packed()._asdict()
+
+    def step_batch_sizes(self) -> Tensor:
+        """(T,) int64: how many sequences run at each step of ``padded`` (0 past the longest)."""
+        E = _ops()
+        self.check()
+        T = self.padded.shape[0]
+        return (E.arange(T).unsqueeze(1) < self.lengths.unsqueeze(0)).sum(1)
+
+
+def _pack_captured(input, lengths, batch_first, enforce_sorted):
+    """``pack_padded_sequence`` while ember.compile captures, lengths given as a tensor: the padded form
+    (no read of the lengths' values; their check waits for the first use, ``PaddedPackedSequence.check``)."""
+    E = _ops()
+    lens = lengths.reshape(-1).long()
+    batch_dim = 0 if batch_first else 1
+    if input.dim() < 2 or lens.shape[0] != input.shape[batch_dim] or lens.shape[0] == 0:
+        return None
+    sorted_indices = unsorted_indices = None
+    if not enforce_sorted:
+        sorted_indices = E.argsort(lens, descending=True, stable=True)
+        unsorted_indices = invert_permutation(sorted_indices)
+        lens = lens.index_select(0, sorted_indices)
+        input = input.index_select(batch_dim, sorted_indices.to(input.device))
+    if batch_first:
+        input = input.transpose(0, 1)
+    return PaddedPackedSequence(input, lens, sorted_indices, unsorted_indices)
+
+
+def _pad_captured(sequence, batch_first, padding_value, total_length):
+    """``pad_packed_sequence`` of a PaddedPackedSequence: zero (``padding_value``) past each length; the
+    time dim is the longest length (the padded one when they are equal: a guarded check)."""
+    E = _ops()
+    sequence.check()
+    padded, lens = sequence.padded, sequence.lengths
+    T = padded.shape[0]
+    steps = E.arange(T, device=padded.device).unsqueeze(1) < lens.to(padded.device).unsqueeze(0)     # (T, B)
+    mask = steps.reshape(tuple(steps.shape) + (1,) * (padded.dim() - 2))
+    out = E.where(mask, padded, E.full((), padding_value, dtype=padded.dtype))
+    longest = T if bool(lens[0] == T) else int(lens[0])
+    if total_length is not None:
+        if total_length < longest:
+            raise ValueError("Expected total_length to be at least the length of the longest sequence in input, but "
+                             f"got total_length={total_length} and max sequence length being {longest}")
+        longest = total_length
+    if longest < T:
+        out = out.narrow(0, 0, longest)
+    elif longest > T:       # (a slice of a fill of the whole length: its size follows T under ember.compile)
+        out = E.cat([out, E.full((longest,) + tuple(out.shape[1:]), padding_value, dtype=out.dtype)[T:]], 0)
+    if batch_first:
+        out = out.transpose(0, 1)
+    idx = sequence.unsorted_indices
+    if idx is not None:
+        out = out.index_select(0 if batch_first else 1, idx.to(out.device))
+        lens = lens.index_select(0, idx)
+    return out, lens
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
@@ -199,6 +314,10 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,  # n
     permutation recorded in the result.
     """
     E = _ops()
+    if isinstance(lengths, Tensor) and isinstance(input, Tensor) and _capturing():
+        packed = _pack_captured(input, lengths, batch_first, enforce_sorted)
+        if packed is not None:
+            return packed
     lens = _lengths_array(lengths)
     sorted_indices = unsorted_indices = None
     batch_dim = 0 if batch_first else 1
@@ -249,6 +368,8 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,  # n
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
                         total_length: int | None = None) -> tuple:
     """Undo :func:`pack_padded_sequence`: returns ``(padded, lengths)`` in the original batch order."""
+    if type(sequence) is PaddedPackedSequence:
+        return _pad_captured(sequence, batch_first, padding_value, total_length)
     E = _ops()
     bsz = _lengths_array(sequence.batch_sizes)
     max_seq_length = bsz.size

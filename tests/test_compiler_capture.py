@@ -356,7 +356,9 @@ def test_compiled_optimizer_step_alone_replays_with_new_grads(backend, opt_name)
             ls.append(float(loss))
         losses.append(ls)
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
-    assert counters["captures"] == 2 and counters["fallbacks"] == 0
+    # Adam's state is made before the first step's trace reads it: that trace serves every step. SGD's
+    # momentum buffer starts as a copy of the first gradient (another program): traced once more.
+    assert counters["captures"] == (2 if opt_name == "SGD" else 1) and counters["fallbacks"] == 0
 
 
 def test_batchnorm_cumulative_average_replays_without_breaks():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -123,6 +124,21 @@ class Tracer:
     def add_guard(self, description: str, fn):
         """Guard on Python state the trace depended on (checked before every replay)."""
         self.extra_guards.append((description, fn, fn()))
+
+    @contextmanager
+    def untraced(self):
+        """Run code whose tensors are state made outside the traced program: its ops are not recorded
+        and the tensors it makes are used by reference afterwards, like parameters (optimizer state
+        created on a first step, so that the trace serves the later steps as well)."""
+        before = set(self.created_arrays)
+        self.reading += 1
+        try:
+            yield
+        finally:
+            self.reading -= 1
+            for k in set(self.created_arrays) - before:
+                del self.created_arrays[k]
+                self.safe_arrays.discard(k)
 
     # ---- values --------------------------------------------------------------------------------
     def _new_value(self, kind, t: Tensor, ref=None) -> Value:

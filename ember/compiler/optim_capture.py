@@ -22,11 +22,17 @@ def _guard_state(tr, opt, p):
                  lambda: pref() is not None and pref()._grad is not None)
 
 
-def _params_with_grad(tr, opt, group):
+def _params_with_grad(tr, opt, group, init=None):
     """(parameter, its gradient, negated under ``maximize``) for the group's parameters that have one,
-    each after its state guard is recorded."""
+    each after its state guard is recorded. ``init(opt, p, group)``, when given, makes the empty state of
+    a parameter with a gradient before its guard, outside the trace: the trace then reads and updates
+    the state by reference, as on every later step, and serves those steps too (no second trace once
+    the state exists)."""
     maximize = group["maximize"]
     for p in group["params"]:
+        if init is not None and p.grad is not None and not opt.state[p]:
+            with tr.untraced():
+                init(opt, p, group)
         _guard_state(tr, opt, p)
         if p.grad is not None:
             yield p, (-p.grad if maximize else p.grad)
@@ -51,23 +57,26 @@ def _sgd(tr, opt, group):
     return True
 
 
+def _adam_state(opt, p, group):
+    """The state eager Adam creates on a parameter's first step (zeros; the step count a float32 0-dim
+    tensor, on a device parameter's device: a compiled step then runs wholly there; eager keeps it on the
+    CPU, and both read and advance it wherever it is)."""
+    from ..ops.creation import zeros
+    from .. import dtypes as _dt
+    st = opt.state[p]
+    st["step"] = zeros((), dtype=_dt.float32, device=p.device)
+    st["exp_avg"] = zeros_like(p)
+    st["exp_avg_sq"] = zeros_like(p)
+    if group["amsgrad"]:
+        st["max_exp_avg_sq"] = zeros_like(p)
+
+
 def _adam(tr, opt, group):
     lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     amsgrad = group["amsgrad"]
     decoupled = type(opt).__name__ == "AdamW" or group.get("decoupled_weight_decay", False)
-    for p, g in _params_with_grad(tr, opt, group):
+    for p, g in _params_with_grad(tr, opt, group, _adam_state):
         st = opt.state[p]
-        if not st:
-            # the same layout eager Adam creates (made outside the graph: they are state, not values)
-            from ..ops.creation import zeros
-            from .. import dtypes as _dt
-            # (on a device parameter's device: a compiled step then runs wholly there; eager keeps it on
-            # the CPU, and both read and advance it wherever it is)
-            st["step"] = zeros((), dtype=_dt.float32, device=p.device)
-            st["exp_avg"] = zeros_like(p)
-            st["exp_avg_sq"] = zeros_like(p)
-            if amsgrad:
-                st["max_exp_avg_sq"] = zeros_like(p)
         step_t = st["step"]
         step_t.add_(1)
         if wd != 0:

@@ -276,17 +276,19 @@ class Optimizer:
         """Reset the gradients of all optimized tensors: to None (default) or to zeros in place."""
         for group in self.param_groups:
             for p in group["params"]:
+                if set_to_none:
+                    # assigned even when it is None already: a capture (ember.compile) then records that
+                    # the function clears the gradient, so the first step's trace serves the later steps
+                    p.grad = None
+                    continue
                 g = p.grad
                 if g is not None:
-                    if set_to_none:
-                        p.grad = None
+                    if g.grad_fn is not None:
+                        g.detach_()
                     else:
-                        if g.grad_fn is not None:
-                            g.detach_()
-                        else:
-                            g._rg = False
-                        g._data[...] = 0
-                        g._bump()
+                        g._rg = False
+                    g._data[...] = 0
+                    g._bump()
 
     # ---- state dict (torch's layout: params become integer ids) ------------------------------------
     def state_dict(self) -> dict:

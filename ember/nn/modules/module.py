@@ -406,15 +406,14 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.parameters():
-            if p.grad is not None:
-                if set_to_none:
-                    p.grad = None
+            if set_to_none:
+                p.grad = None     # even when None already (see Optimizer.zero_grad: one trace serves all steps)
+            elif p.grad is not None:
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
                 else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+                    p.grad.requires_grad_(False)
+                p.grad.zero_()
 
     def apply(self, fn) -> "Module":
         for m in self.children():

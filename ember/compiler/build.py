@@ -50,7 +50,8 @@ Disk cache
     host CPU (``-march=native`` code must not run on another CPU sharing the cache directory).
     Builds go to a private temporary directory inside the cache, and finished files are moved into
     place with ``os.replace``, so a reader never sees half a file. A striped ``flock`` lets only one process
-    build a given key; the others wait and then load its result. An entry whose sidecar is missing or
+    build a given key; the others wait and then load its result. Within a process, a lock per key does
+    the same for threads, and builds of different keys run at the same time (each compiler is a process). An entry whose sidecar is missing or
     disagrees with the ``.so`` (truncated file, wrong checksum, other schema) is rebuilt, and so is one
     that is not a regular file (a directory, a symlink, a fifo: it is replaced). A library is loaded once
     per process (an in-memory cache; ``clear_memory_cache()`` forgets it).
@@ -285,7 +286,19 @@ class CompiledLibrary:
 # ---- compile_source ----------------------------------------------------------------------------------
 
 _MEMORY: dict = {}              # key -> CompiledLibrary loaded by this process
-_BUILD_LOCK = threading.RLock()  # one build or load at a time within the process
+_BUILD_LOCK = threading.RLock()  # the runtime library's first build; clearing the memory cache
+_KEY_LOCKS: dict = {}           # key -> threading.Lock: one thread builds or loads a key, others wait
+_KEY_LOCKS_GUARD = threading.Lock()
+
+
+def _key_lock(key: str):
+    """The lock of one cache key in this process: builds of different keys run at the same time (each
+    compiler is a process of its own), a second request for a key waits for the first."""
+    with _KEY_LOCKS_GUARD:
+        lock = _KEY_LOCKS.get(key)
+        if lock is None:
+            lock = _KEY_LOCKS[key] = threading.Lock()
+        return lock
 
 
 def compile_source(source: str, *, name: str = "kernel", extra_flags: tuple = (),
@@ -323,7 +336,7 @@ def compile_source(source: str, *, name: str = "kernel", extra_flags: tuple = ()
     if lib is not None:
         STATS["memory_hits"] += 1
         return lib
-    with _BUILD_LOCK:
+    with _key_lock(key):
         lib = _MEMORY.get(key)
         if lib is None:
             _warn_if_omp_policy_late()

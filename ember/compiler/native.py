@@ -136,8 +136,8 @@ def _render(parts, options, name):
     if uses_blas:
         head.append(_blas.find_blas().prelude)
         if getattr(options, "native_gemm", False):
-            from . import gemm as _gemm
-            head.append(_gemm.SGEMM_C)
+            from .shared_gemm import GEMM_STUB_C     # the GEMM itself is in its own library
+            head.append(GEMM_STUB_C)
     return "\n".join(head) + "\n" + "\n".join(bodies), uses_blas
 
 
@@ -158,10 +158,15 @@ def compile_programs(program, name, options):
 
 
 def _build_lib(src, name, uses_blas):
-    from . import build
+    from . import build, shared_gemm
     t0 = time.perf_counter()
+    gemm = shared_gemm.uses_gemm(src)
+    if gemm:
+        shared_gemm.prefetch()       # its build (when not cached) runs beside this one
     lib = build.compile_source(src, name=f"ember_{_safe(name)}", link_blas=uses_blas,
                                extra_flags=("-ffp-contract=off",))
+    if gemm:
+        shared_gemm.bind(lib)
     dt = time.perf_counter() - t0
     _record("compile::cache_hit" if lib.cache_hit else "compile::cc", dt, graph=name, key=lib.key[:16])
     return lib

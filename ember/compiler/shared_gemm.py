@@ -1,0 +1,72 @@
+"""Generated graph libraries call ember's GEMM in its own shared library, built once, instead of each
+compiling a copy of it.
+
+Why: the GEMM with its work pool (gemm_c.py, pool_c.py) is ~700 lines of C that took ~0.8 s of every
+graph build (the small GPT's step: 3.9 s with it, 3.1 s without, gcc -O3), and a process that compiled
+several graphs ran a pool per graph. ``ember.compiler.gemm.library()`` already builds the GEMM alone
+(``ember_sgemm``, cached on disk like any kernel; eager matmuls use it), so a graph library now holds
+:data:`GEMM_STUB_C` in its place: a function pointer, NULL until :func:`bind` sets it to that library's
+``ember_sgemm`` after loading, and ``EM_SGEMM_OR(blas, ...)`` calling it (the BLAS statement runs while
+the pointer is NULL, on CPUs without the GEMM, and when a packing buffer cannot be allocated, as before).
+The pointer is a static of each graph library, set through its exported ``ember_bind_sgemm``, so
+libraries never share or interpose it.
+
+A cold graph build starts the GEMM library's build in a background thread (:func:`prefetch`), so both C
+compilers run at once; :func:`bind` waits for it (``build.compile_source`` lets one thread build a key
+while the others wait for that key only).
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+__all__ = ["GEMM_STUB_C", "uses_gemm", "prefetch", "bind"]
+
+GEMM_STUB_C = r"""/* ember's GEMM, called in its own library (ember.compiler.shared_gemm) */
+typedef int (*em_sgemm_fn)(int, long, int, int, long, long, long, const float *, long, long, const float *,
+                           long, long, float *, long, long);
+static em_sgemm_fn em_sgemm_ptr = 0;
+void ember_bind_sgemm(void *fn) { em_sgemm_ptr = (em_sgemm_fn)fn; }
+#define EM_SGEMM_OR(blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) \
+  do { if (!em_sgemm_ptr || !em_sgemm_ptr(0, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc)) { blas; } } \
+  while (0)
+"""
+
+_BIND_SYMBOL = "ember_bind_sgemm"
+_PREFETCH: dict = {}        # "thread" -> the background build (started once per process)
+
+
+def uses_gemm(source: str) -> bool:
+    """Whether a generated source calls ember's GEMM (then its library is needed)."""
+    return "EM_SGEMM_OR(" in source and _BIND_SYMBOL in source
+
+
+def _library():
+    """The GEMM library's ``ember_sgemm`` address, or None where the CPU has no such GEMM or it does
+    not build (then the graphs run the BLAS)."""
+    from . import gemm
+    try:
+        lib, fn, have, _ = gemm.library()
+    except Exception:        # (a compile error is the GEMM's own tests' business; the BLAS still works)
+        return None
+    return ctypes.cast(fn, ctypes.c_void_p).value if have else None
+
+
+def prefetch() -> None:
+    """Start building (or loading) the GEMM library in a background thread, if not done yet."""
+    from . import gemm
+    if gemm._LIB or "thread" in _PREFETCH:
+        return
+    t = threading.Thread(target=_library, name="ember-gemm-build", daemon=True)
+    _PREFETCH["thread"] = t
+    t.start()
+
+
+def bind(lib) -> None:
+    """Point a loaded graph library (a ``build.CompiledLibrary``) at the GEMM library, if it calls it
+    (waiting, passively, for a build of it in progress)."""
+    try:
+        setter = lib.get(_BIND_SYMBOL, (ctypes.c_void_p,), None)
+    except AttributeError:
+        return
+    setter(_library())

@@ -301,9 +301,13 @@ def _key_lock(key: str):
         return lock
 
 
-def compile_source(source: str, *, name: str = "kernel", extra_flags: tuple = (),
+def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
                    link_blas: bool = False) -> CompiledLibrary:
     """Compile one C translation unit into a shared library (or take it from the cache) and load it.
+
+    ``source`` is the C text, or a list of translation units (the first defines what the others
+    declare extern): they are compiled at the same time, as many as this process may use cores
+    (``EMBER_BUILD_JOBS`` overrides), and linked into one library (see ``units.py``).
 
     ``link_blas=True`` adds the BLAS include and link flags (see ``ember.compiler.blas``; put
     ``blas.BLAS.prelude`` at the top of the source to call ``cblas_sgemm`` by its plain name).
@@ -327,8 +331,12 @@ def compile_source(source: str, *, name: str = "kernel", extra_flags: tuple = ()
         blas_id = [info.lib_path, info.version]
     cflags.extend(str(f) for f in extra_flags)
     stem_name = _safe_name(name)
+    units = [source] if isinstance(source, str) else [str(u) for u in source]
+    if not units:
+        raise ValueError(f"compile_source({name!r}): no source")
     key = hashlib.sha256(json.dumps({
-        "schema": CACHE_SCHEMA, "name": stem_name, "source": source, "cc": [list(argv), cc_path, cc_version],
+        "schema": CACHE_SCHEMA, "name": stem_name, "cc": [list(argv), cc_path, cc_version],
+        **({"source": units[0]} if len(units) == 1 else {"units": units}),
         "cflags": cflags, "ldflags": ldflags, "two_step": fast, "blas": blas_id, "host": _host_fingerprint(),
     }, sort_keys=True).encode()).hexdigest()
 
@@ -340,7 +348,7 @@ def compile_source(source: str, *, name: str = "kernel", extra_flags: tuple = ()
         lib = _MEMORY.get(key)
         if lib is None:
             _warn_if_omp_policy_late()
-            lib = _load_or_build(source, stem_name, key, argv, cflags, ldflags, two_step=fast,
+            lib = _load_or_build(units, stem_name, key, argv, cflags, ldflags, two_step=fast,
                                  meta_extra={"compiler": cc_path, "compiler_version": cc_version,
                                              "blas": blas_id})
             _MEMORY[key] = lib
@@ -366,10 +374,10 @@ def _remove_private_dirs() -> None:
 atexit.register(_remove_private_dirs)
 
 
-def _load_or_build(source, stem_name, key, argv, cflags, ldflags, *, two_step, meta_extra) -> CompiledLibrary:
+def _load_or_build(units, stem_name, key, argv, cflags, ldflags, *, two_step, meta_extra) -> CompiledLibrary:
     kernels, distrust = _kernels_dir()
     if kernels is None:
-        return _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta_extra, distrust)
+        return _build_private(units, stem_name, key, argv, cflags, ldflags, two_step, meta_extra, distrust)
     paths = _entry_paths(kernels, key, stem_name)
     lib, why = _try_load(paths, key)
     if lib is None:
@@ -379,12 +387,12 @@ def _load_or_build(source, stem_name, key, argv, cflags, ldflags, *, two_step, m
                 try:
                     tmp = tempfile.mkdtemp(prefix=".build-", dir=kernels)
                 except OSError as e:    # a read-only cache: its entries load, new ones are not stored
-                    return _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta_extra,
+                    return _build_private(units, stem_name, key, argv, cflags, ldflags, two_step, meta_extra,
                                           f"cannot write the kernel directory {kernels}: {e}")
                 STATS["disk_misses"] += 1
                 log("kernels", f"build {stem_name}: cache miss ({why})")
                 try:
-                    seconds = _build(source, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra,
+                    seconds = _build(units, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra,
                                      os.path.join(os.path.dirname(kernels), "failed"))
                     # the library first, its sidecar last: a reader that sees the new sidecar sees the new
                     # library. Whatever is in the way (a directory, a fifo, someone else's file) is replaced.
@@ -400,7 +408,7 @@ def _load_or_build(source, stem_name, key, argv, cflags, ldflags, *, two_step, m
     return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], True, 0.0)
 
 
-def _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta_extra, distrust):
+def _build_private(units, stem_name, key, argv, cflags, ldflags, two_step, meta_extra, distrust):
     """Build into a fresh private temporary directory and load from there: the cache is not trusted."""
     if distrust not in _DISTRUST_LOGGED:
         _DISTRUST_LOGGED.add(distrust)
@@ -419,7 +427,7 @@ def _build_private(source, stem_name, key, argv, cflags, ldflags, two_step, meta
     _PRIVATE_DIRS.append(tmp)
     STATS["disk_misses"] += 1
     paths = _entry_paths(tmp, key, stem_name)
-    seconds = _build(source, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra, None)
+    seconds = _build(units, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra, None)
     lib = _load_built(paths)
     log("kernels", f"build {stem_name}: compiled in {seconds:.3f}s -> {paths['so']} (not cached)")
     return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], False, seconds)
@@ -432,38 +440,87 @@ def _load_built(paths: dict) -> ctypes.CDLL:
         raise CompileError(f"built {paths['so']} but could not load it: {e}", source_path=paths["c"]) from e
 
 
-def _run_compiler(cmd: list, cwd: str, stem: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LC_ALL": "C"}    # English diagnostics, whatever the user's locale
+def _jobs() -> int:
+    """How many compilers run at once: ``EMBER_BUILD_JOBS``, else the cores this process may use."""
     try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
-    except OSError as e:
-        raise CompileError(f"could not run the C compiler for {stem}: {e}", command=tuple(cmd)) from e
+        n = int(os.environ.get("EMBER_BUILD_JOBS", "0"))
+    except ValueError:
+        n = 0
+    if n <= 0:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+    return max(1, n)
 
 
-def _build(source, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, failed_dir) -> float:
-    """Compile ``stem.c`` into ``stem.so`` and write ``stem.json`` in the private directory ``tmp``; the
-    files are readable and writable by this user only. A failed compilation keeps the source in
-    ``failed_dir`` (None: a new private temporary directory)."""
+def _run_compilers(commands: list, cwd: str, stem: str) -> list:
+    """Run the compiler commands, up to ``_jobs()`` at a time (waiting passively on each), and return
+    ``[(command, exit code, stderr)]`` in order; after a failure the ones not started are skipped."""
+    env = {**os.environ, "LC_ALL": "C"}    # English diagnostics, whatever the user's locale
+    jobs, results, running, failed = _jobs(), [None] * len(commands), [], False
+    pending = list(enumerate(commands))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs and not failed:
+                i, cmd = pending.pop(0)
+                err = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+                try:
+                    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+                except OSError as e:
+                    err.close()
+                    raise CompileError(f"could not run the C compiler for {stem}: {e}", command=tuple(cmd)) from e
+                running.append((i, cmd, proc, err))
+            if not running:
+                break
+            i, cmd, proc, err = running.pop(0)
+            code = proc.wait()
+            err.seek(0)
+            results[i] = (cmd, code, err.read())
+            err.close()
+            failed |= code != 0
+    finally:
+        for _, _, proc, err in running:     # (an exception above: nothing is left running)
+            proc.kill()
+            proc.wait()
+            err.close()
+    return [r for r in results if r is not None]
+
+
+def _build(units, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, failed_dir) -> float:
+    """Compile the translation units into ``stem.so`` and write ``stem.json`` (and ``stem.c``, the units
+    one after the other) in the private directory ``tmp``; the files are readable and writable by this
+    user only. A failed compilation keeps the failing unit's source in ``failed_dir`` (None: a new
+    private temporary directory)."""
     src, so = stem + ".c", stem + ".so"    # relative names keep the binary independent of `tmp`
     with open(_create_private(os.path.join(tmp, src)), "w", encoding="utf-8") as f:
-        f.write(source)
-    if two_step:
-        # compile with the flags, link without -ffast-math (see the module docstring: crtfastmath.o)
-        obj = stem + ".o"
-        commands = [[*argv, *cflags, "-c", "-o", obj, src],
-                    [*argv, *[f for f in cflags if f != "-ffast-math"], "-o", so, obj, *ldflags]]
+        f.write(units[0] if len(units) == 1 else "".join(
+            f"/* ==== translation unit {i} of {len(units)} ==== */\n{u}" for i, u in enumerate(units)))
+    names = [src] if len(units) == 1 else [f"{stem}-u{i}.c" for i in range(len(units))]
+    if len(units) > 1:
+        for name, text in zip(names, units):
+            with open(_create_private(os.path.join(tmp, name)), "w", encoding="utf-8") as f:
+                f.write(text)
+    if two_step or len(units) > 1:
+        # compile with the flags (each unit in a process of its own), link without -ffast-math (see the
+        # module docstring: crtfastmath.o)
+        objs = [name[:-2] + ".o" for name in names]
+        stages = [[[*argv, *cflags, "-c", "-o", o, c] for c, o in zip(names, objs)],
+                  [[*argv, *[f for f in cflags if f != "-ffast-math"], "-o", so, *objs, *ldflags]]]
     else:
-        commands = [[*argv, *cflags, "-o", so, src, *ldflags]]
+        stages = [[[*argv, *cflags, "-o", so, src, *ldflags]]]
     start = time.perf_counter()
-    for cmd in commands:
-        proc = _run_compiler(cmd, tmp, stem)
-        if proc.returncode != 0:
+    for stage in stages:
+        for cmd, code, stderr in _run_compilers(stage, tmp, stem):
+            if code == 0:
+                continue
             seconds = time.perf_counter() - start
             STATS["compiles"] += 1
             STATS["compile_seconds"] += seconds
-            kept = _keep_failed_source(os.path.join(tmp, src), stem, failed_dir)
-            stderr = proc.stderr.strip()
-            raise CompileError(f"C compilation of {stem} failed (exit {proc.returncode}); source kept at "
+            unit = next((c for c in names if c in cmd), src)
+            kept = _keep_failed_source(os.path.join(tmp, unit), unit[:-2], failed_dir)
+            stderr = stderr.strip()
+            raise CompileError(f"C compilation of {stem} failed (exit {code}); source kept at "
                                f"{kept}\ncommand: {shlex.join(cmd)}\n{stderr}",
                                stderr=stderr, command=tuple(cmd), source_path=kept)
     seconds = time.perf_counter() - start
@@ -472,7 +529,7 @@ def _build(source, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, 
     built = os.path.join(tmp, so)
     os.chmod(built, 0o700)     # the compiler's mode went through the umask: group-writable under 002
     meta = {"schema": CACHE_SCHEMA, "key": key, "name": stem, "sha256": _sha256_file(built),
-            "size": os.path.getsize(built), "command": shlex.join(commands[-1]),
+            "size": os.path.getsize(built), "command": shlex.join(stages[-1][-1]), "units": len(units),
             "compile_seconds": round(seconds, 4), "created": time.time(), **meta_extra}
     with open(_create_private(os.path.join(tmp, stem + ".json")), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1)

@@ -138,6 +138,8 @@ def _render(parts, options, name):
         if getattr(options, "native_gemm", False):
             from .shared_gemm import GEMM_STUB_C     # the GEMM itself is in its own library
             head.append(GEMM_STUB_C)
+    from .units import HEAD_END        # (_build_lib splits the kernels after it into parallel builds)
+    head.append(HEAD_END)
     return "\n".join(head) + "\n" + "\n".join(bodies), uses_blas
 
 
@@ -163,7 +165,8 @@ def _build_lib(src, name, uses_blas):
     gemm = shared_gemm.uses_gemm(src)
     if gemm:
         shared_gemm.prefetch()       # its build (when not cached) runs beside this one
-    lib = build.compile_source(src, name=f"ember_{_safe(name)}", link_blas=uses_blas,
+    from .units import split
+    lib = build.compile_source(split(src), name=f"ember_{_safe(name)}", link_blas=uses_blas,
                                extra_flags=("-ffp-contract=off",))
     if gemm:
         shared_gemm.bind(lib)

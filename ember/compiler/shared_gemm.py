@@ -8,8 +8,9 @@ several graphs ran a pool per graph. ``ember.compiler.gemm.library()`` already b
 :data:`GEMM_STUB_C` in its place: a function pointer, NULL until :func:`bind` sets it to that library's
 ``ember_sgemm`` after loading, and ``EM_SGEMM_OR(blas, ...)`` calling it (the BLAS statement runs while
 the pointer is NULL, on CPUs without the GEMM, and when a packing buffer cannot be allocated, as before).
-The pointer is a static of each graph library, set through its exported ``ember_bind_sgemm``, so
-libraries never share or interpose it.
+The pointer is a hidden (not exported) variable of each graph library, set through its exported
+``ember_bind_sgemm``, so libraries never share or interpose it; a library split into several
+translation units (units.py) defines it in the first.
 
 A cold graph build starts the GEMM library's build in a background thread (:func:`prefetch`), so both C
 compilers run at once; :func:`bind` waits for it (``build.compile_source`` lets one thread build a key
@@ -25,8 +26,12 @@ __all__ = ["GEMM_STUB_C", "uses_gemm", "prefetch", "bind"]
 GEMM_STUB_C = r"""/* ember's GEMM, called in its own library (ember.compiler.shared_gemm) */
 typedef int (*em_sgemm_fn)(int, long, int, int, long, long, long, const float *, long, long, const float *,
                            long, long, float *, long, long);
-static em_sgemm_fn em_sgemm_ptr = 0;
+#ifndef EM_UNIT_EXTERN
+__attribute__((visibility("hidden"))) em_sgemm_fn em_sgemm_ptr = 0;
 void ember_bind_sgemm(void *fn) { em_sgemm_ptr = (em_sgemm_fn)fn; }
+#else
+extern __attribute__((visibility("hidden"))) em_sgemm_fn em_sgemm_ptr;   /* (units.py: defined in unit 0) */
+#endif
 #define EM_SGEMM_OR(blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) \
   do { if (!em_sgemm_ptr || !em_sgemm_ptr(0, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc)) { blas; } } \
   while (0)

@@ -1,0 +1,72 @@
+"""Split a generated graph source into translation units that the C compiler builds in parallel.
+
+Why: one big translation unit is one compiler process, and it is most of a cold compile (the small
+GPT's training step: 65 kernel functions, ~1.7 s of gcc -O3 spread evenly over them, ~35 ms each).
+``build.compile_source`` compiles a list of units at the same time (as many processes as this process
+may use cores) and links them into one library, so the wall time divides by the cores.
+
+How: ``native`` renders one source whose shared head (the primitives, OpenMP, BLAS and GEMM preludes)
+ends with :data:`HEAD_END`. The kernel functions after it (``static void kernN(...) { ... }``, the
+format ``render_c.render_program`` writes; a function is moved only when its braces balance) are dealt
+to units by size; each other unit gets the head and its kernels, made hidden non-static functions; unit
+0 keeps the rest (the entry points, timing tables, extern glue) with a prototype in place of each moved
+kernel. Units after the first define ``EM_UNIT_EXTERN``, so a head's data (the GEMM pointer) is defined
+once. The split depends only on the source, never on the core count: the cache key is the same on
+every machine and under any ``taskset``.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["HEAD_END", "UNIT_CHARS", "MAX_UNITS", "split"]
+
+HEAD_END = "/* ember: end of the head every translation unit repeats (ember.compiler.units) */"
+UNIT_CHARS = 12000      # about this much kernel text per unit (~0.4 s of gcc -O3 here)
+MAX_UNITS = 4
+
+_KERNEL = re.compile(r"^static void (kern\d+)\(([^)]*)\) \{\n(.*?)\n\}$", re.M | re.S)
+_HIDDEN = '__attribute__((visibility("hidden"))) void'
+
+
+def _kernels(body: str) -> list:
+    """(definition text, name, params) of the kernel functions in ``body`` whose braces balance."""
+    out = []
+    for m in _KERNEL.finditer(body):
+        text = m.group(0)
+        if text.count("{") == text.count("}") and body.count(text) == 1:
+            out.append((text, m.group(1), m.group(2)))
+    return out
+
+
+def split(source: str):
+    """``source`` itself (a str) when it is small or has no head marker, else a list of units."""
+    at = source.find(HEAD_END)
+    if at < 0:
+        return source
+    cut = at + len(HEAD_END)
+    head, body = source[:cut] + "\n", source[cut:]
+    kernels = _kernels(body)
+    size = sum(len(k[0]) for k in kernels)
+    n = min(MAX_UNITS, -(-size // UNIT_CHARS))
+    if n < 2:
+        return source
+    # largest first into the lightest unit; unit 0 starts with the entries' weight (a third of their text)
+    load = [(len(body) - size) // 3] + [0] * (n - 1)
+    mine: list = [[] for _ in range(n)]
+    for k in sorted(kernels, key=lambda k: -len(k[0])):
+        u = load.index(min(load))
+        load[u] += len(k[0])
+        mine[u].append(k)
+    units = []
+    for u in range(1, n):
+        if not mine[u]:
+            continue
+        defs = "\n\n".join(_HIDDEN + text[len("static void"):] for text, _, _ in sorted(mine[u], key=_order))
+        units.append("#define EM_UNIT_EXTERN 1\n" + head + "\n" + defs + "\n")
+        for text, name, params in mine[u]:
+            body = body.replace(text, f"{_HIDDEN} {name}({params});", 1)
+    return [head + body] + units
+
+
+def _order(k) -> int:
+    return int(k[1][len("kern"):])

@@ -13,6 +13,7 @@ dispatcher's back. See ``UnsupportedTrace``.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from contextlib import contextmanager
@@ -47,13 +48,20 @@ class GraphBreakError(RuntimeError):
     """Raised under ``fullgraph=True`` when the function needs a graph break."""
 
 
+_IN_EMBER: dict = {}    # code filename -> whether the file is in the ember package (asked once per file)
+
+
 def user_frame() -> tuple:
     """(filename, lineno) of the innermost stack frame outside the ember package."""
     f = sys._getframe(1)
+    inside = _IN_EMBER
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_EMBER_DIR + os.sep):
-            return (f.f_code.co_filename, f.f_lineno)
+        name = f.f_code.co_filename
+        ours = inside.get(name)
+        if ours is None:
+            ours = inside[name] = os.path.abspath(name).startswith(_EMBER_DIR + os.sep)
+        if not ours:
+            return (name, f.f_lineno)
         f = f.f_back
     return ("<unknown>", 0)
 
@@ -130,14 +138,15 @@ class Tracer:
         """Run code whose tensors are state made outside the traced program: its ops are not recorded
         and the tensors it makes are used by reference afterwards, like parameters (optimizer state
         created on a first step, so that the trace serves the later steps as well)."""
-        before = set(self.created_arrays)
+        made = self.created_arrays
+        n = len(made)             # (only this method deletes entries: new ones are the ones after n)
         self.reading += 1
         try:
             yield
         finally:
             self.reading -= 1
-            for k in set(self.created_arrays) - before:
-                del self.created_arrays[k]
+            for k in list(itertools.islice(made, n, None)):
+                del made[k]
                 self.safe_arrays.discard(k)
 
     # ---- values --------------------------------------------------------------------------------

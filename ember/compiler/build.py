@@ -51,7 +51,9 @@ Disk cache
     Builds go to a private temporary directory inside the cache, and finished files are moved into
     place with ``os.replace``, so a reader never sees half a file. A striped ``flock`` lets only one process
     build a given key; the others wait and then load its result. Within a process, a lock per key does
-    the same for threads, and builds of different keys run at the same time (each compiler is a process). An entry whose sidecar is missing or
+    the same for threads, and builds of different keys run at the same time (each compiler is a
+    process). A source given as several translation units is compiled unit by unit, as many compilers
+    at once as the process may use cores, then linked. An entry whose sidecar is missing or
     disagrees with the ``.so`` (truncated file, wrong checksum, other schema) is rebuilt, and so is one
     that is not a regular file (a directory, a symlink, a fifo: it is replaced). A library is loaded once
     per process (an in-memory cache; ``clear_memory_cache()`` forgets it).

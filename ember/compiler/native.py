@@ -1,9 +1,10 @@
 """The native backend (``backend="inductor"``): captured programs run as generated C.
 
 ``build_runner(program, mode=, name=)`` runs the pipeline below on the forward program and its
-ahead-of-time backward, renders both into ONE C translation unit, builds it through ``build.py``
-(disk cache keyed on the source) and returns a :class:`NativeRunner`, a callable with the contract of
-``runtime.Interpreter.__call__`` (``runner(tensors, grad_enabled)``). It returns None when the
+ahead-of-time backward, renders both into ONE C source, builds it through ``build.py`` (disk cache
+keyed on the source; the kernels are compiled as several translation units at once, ``units.py``;
+float32 GEMMs call ember's GEMM library, ``shared_gemm.py``) and returns a :class:`NativeRunner`, a
+callable with the contract of ``runtime.Interpreter.__call__`` (``runner(tensors, grad_enabled)``). It returns None when the
 program cannot run natively (the reason is logged under ``EMBER_LOGS=kernels``): the caller then
 uses the interpreter.
 
@@ -15,8 +16,8 @@ The pipeline, each step a pure function of the previous one's result::
     build      C source -> shared library  (build.py: cc + disk cache)
 
 The C build happens on the runner's first call whose guards hold (a trace that never replays, like the
-first step of a training loop before the optimizer state exists, costs no compilation); until then, and
-if the build fails, the interpreter runs the program.
+first step of a training loop with SGD momentum, whose buffer starts as a copy of the gradient, costs
+no compilation); until then, and if the build fails, the interpreter runs the program.
 
 At run time the runner binds the inputs (arguments, parameters and other lifted tensors, constants),
 allocates the escaping buffers (outputs, new ``.grad`` tensors, values the backward reads), and calls

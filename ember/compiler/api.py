@@ -249,6 +249,8 @@ class CompiledFunction:
             counters["recompile_reasons"].append(self.last_failed_guard)
         counters["captures"] += 1
         t0 = time.perf_counter()
+        if self.backend == "inductor" and not self.entries:
+            _prefetch_gemm()
         tracer = Tracer(fullgraph=self.fullgraph)
         dims, ranges = self._symbolic_dims(sig, args, kwargs)
         if dims:
@@ -480,6 +482,15 @@ def _paths(args, kwargs):
     if kwargs:
         _flatten(kwargs, ("kw",), flat)
     return [(t, p) for p, t in flat if isinstance(t, Tensor)]
+
+
+def _prefetch_gemm() -> None:
+    """Start loading (or, with an empty cache, building) ember's GEMM library in the background while
+    the first trace runs: the native build of the trace calls it (shared_gemm.py), and its compiler
+    then runs beside the Python of the trace instead of beside the graph's own compilers."""
+    from . import gemm, shared_gemm
+    if gemm.enabled():
+        shared_gemm.prefetch()
 
 
 def _prof_enabled() -> bool:

@@ -62,7 +62,9 @@ def prefetch() -> None:
     from . import gemm
     if gemm._LIB or "thread" in _PREFETCH:
         return
-    t = threading.Thread(target=_library, name="ember-gemm-build", daemon=True)
+    # (not a daemon: an exit waits for the build, which then lands in the cache instead of leaving a
+    # half-built directory there)
+    t = threading.Thread(target=_library, name="ember-gemm-build")
     _PREFETCH["thread"] = t
     t.start()
 

@@ -33,7 +33,7 @@ def cache(tmp_path, monkeypatch):
 
 # ---- one trace serves the first and the later steps -----------------------------------------------------
 
-def _train(opt_name, compiled, steps=4, zero_grad=True):
+def _train(opt_name, compiled, steps=4, zero_grad="optimizer"):
     ember.manual_seed(0)
     m = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 3))
     opt = (ember.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) if opt_name == "AdamW" else
@@ -41,8 +41,10 @@ def _train(opt_name, compiled, steps=4, zero_grad=True):
     x, y = ember.randn(10, 6), ember.randn(10, 3)
 
     def step(model, opt, x, y):
-        if zero_grad:
+        if zero_grad == "optimizer":
             opt.zero_grad()
+        elif zero_grad == "module":
+            model.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
@@ -52,10 +54,10 @@ def _train(opt_name, compiled, steps=4, zero_grad=True):
     return losses, [p.detach().numpy().copy() for p in m.parameters()], opt
 
 
-@pytest.mark.parametrize("opt_name", ["AdamW", "Adam"])
-def test_adam_training_step_is_traced_once(opt_name):
-    eager, eager_params, _ = _train(opt_name, False)
-    got, params, opt = _train(opt_name, True)
+@pytest.mark.parametrize("opt_name,zero_grad", [("AdamW", "optimizer"), ("Adam", "optimizer"), ("AdamW", "module")])
+def test_adam_training_step_is_traced_once(opt_name, zero_grad):
+    eager, eager_params, _ = _train(opt_name, False, zero_grad=zero_grad)
+    got, params, opt = _train(opt_name, True, zero_grad=zero_grad)
     np.testing.assert_allclose(got, eager, rtol=1e-5)
     for a, b in zip(params, eager_params):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -66,8 +68,8 @@ def test_adam_training_step_is_traced_once(opt_name):
 
 def test_step_without_zero_grad_still_accumulates():
     """Without zero_grad the first step finds .grad None and the next ones accumulate: a second trace."""
-    eager, eager_params, _ = _train("AdamW", False, zero_grad=False)
-    got, params, _ = _train("AdamW", True, zero_grad=False)
+    eager, eager_params, _ = _train("AdamW", False, zero_grad=None)
+    got, params, _ = _train("AdamW", True, zero_grad=None)
     np.testing.assert_allclose(got, eager, rtol=1e-5)
     for a, b in zip(params, eager_params):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

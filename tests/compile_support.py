@@ -17,6 +17,17 @@ def _reset(tmp_path_factory, monkeypatch):
     ember.compiler.reset()
 
 
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh disk cache and an empty in-memory library cache for one test (``ember.compiler.build``)."""
+    from ember.compiler import build
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EMBER_FAST_MATH", raising=False)
+    build.clear_memory_cache()
+    yield tmp_path
+    build.clear_memory_cache()
+
+
 def _t(a, rg=False):
     """An ember tensor owning a copy of ``a`` (a leaf requiring grad when ``rg``)."""
     t = ember.from_numpy(np.array(a, copy=True))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from ember.compiler import blas, build
+from compile_support import cache  # noqa: F401  (a fresh disk cache per test)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,16 +54,6 @@ CHILD = textwrap.dedent(f"""
     print(json.dumps({{"stats": build.STATS, "value": f(14), "hit": lib.cache_hit, "path": lib.path}}))
 """)
 CHILD_SRC = "int triple(int x) { return 3 * x; }\n"
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A fresh disk cache and an empty in-memory cache for each test."""
-    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("EMBER_FAST_MATH", raising=False)
-    build.clear_memory_cache()
-    yield tmp_path
-    build.clear_memory_cache()
 
 
 @pytest.fixture(scope="module")

@@ -17,21 +17,27 @@ import pytest
 import ember
 import ember.nn as nn
 from ember.compiler import build, counters, gemm, shared_gemm, units
-from compile_support import _reset  # noqa: F401  (fresh compiler state and a private cache per test)
+from compile_support import _reset, cache  # noqa: F401  (fresh compiler state; a private cache per test)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("EMBER_FAST_MATH", raising=False)
-    build.clear_memory_cache()
-    yield tmp_path
-    build.clear_memory_cache()
-
-
 # ---- one trace serves the first and the later steps -----------------------------------------------------
+
+def _step_fn(loss_of, zero_grad="optimizer"):
+    """A training step: clear the gradients (through the optimizer, the module, or not at all), the
+    loss, backward, the update; returns the loss."""
+    def step(model, opt, x, y):
+        if zero_grad == "optimizer":
+            opt.zero_grad()
+        elif zero_grad == "module":
+            model.zero_grad()
+        loss = loss_of(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
 
 def _train(opt_name, compiled, steps=4, zero_grad="optimizer"):
     ember.manual_seed(0)
@@ -40,15 +46,7 @@ def _train(opt_name, compiled, steps=4, zero_grad="optimizer"):
            ember.optim.Adam(m.parameters(), lr=1e-2, amsgrad=True))
     x, y = ember.randn(10, 6), ember.randn(10, 3)
 
-    def step(model, opt, x, y):
-        if zero_grad == "optimizer":
-            opt.zero_grad()
-        elif zero_grad == "module":
-            model.zero_grad()
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss.detach()
+    step = _step_fn(lambda out, y: ((out - y) ** 2).mean(), zero_grad)
     f = ember.compile(step) if compiled else step
     losses = [float(f(m, opt, x, y)) for _ in range(steps)]
     return losses, [p.detach().numpy().copy() for p in m.parameters()], opt
@@ -235,14 +233,7 @@ def _mlp_step(split_chars, monkeypatch):
     m = nn.Sequential(nn.Linear(64, 96), nn.GELU(), nn.LayerNorm(96), nn.Linear(96, 10))
     opt = ember.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
     x, y = ember.randn(64, 64), ember.randint(0, 10, (64,))
-
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-    f = ember.compile(step)
+    f = ember.compile(_step_fn(nn.functional.cross_entropy))
     losses = [float(f(m, opt, x, y)) for _ in range(4)]
     return f, losses, [p.detach().numpy().copy() for p in m.parameters()]
 

@@ -137,6 +137,8 @@ def _alloc_failed(op, e):
             f"Could not run '{op.name}' with arguments from the 'SparseCPU' backend: ember runs '{op.name}' only "
             "on strided tensors, and an argument has layout ember.sparse_coo (call .to_dense() first, or use "
             "the ops ember.sparse lists)") from None
+    if isinstance(e, NotImplementedError):
+        return                                  # an op's own "not implemented for <dtype>": goes on as it is
     from ..memory import _alloc_failed as failed
     err = failed(e, op=op.name)
     if err is not None:

@@ -1,6 +1,6 @@
 """Suite ``device``: ember's OpenCL device in eager mode, against ember on the CPU and torch (CPU).
 
-Three measurements, interleaved per case as usual (medians of ``--repeat`` samples):
+Four measurements, interleaved per case as usual (medians of ``--repeat`` samples):
 
 1. **Launch overhead** of an eager device op: ``a + b`` on 1,000 floats. Variants: ``ember.opencl``
    (32 adds back to back, then one synchronize: the cost per op when the queue is kept busy; divided
@@ -19,6 +19,9 @@ Three measurements, interleaved per case as usual (medians of ``--repeat`` sampl
    the same weights and data. The report gives the eager device/CPU ratio, the compiled device/CPU
    ratio and, per step, the CPU fallbacks by op (the ops without a device kernel yet), the kernel
    launches and the copies.
+4. **Recurrent layers**: forward and backward (of the output's sum) of one ``nn.LSTM``, ``nn.GRU`` and
+   ``nn.RNN`` layer over a whole sequence (``RNN_SHAPE``), on the device (synchronized at the end), on
+   the CPU and in torch.
 
 ``--quick`` keeps it small for CI: two copy sizes, batch 16 for the MLP and CNN and a one-layer GPT
 (32 wide, context 16, batch 2). The first run builds the device kernels (about a second each; the
@@ -46,6 +49,8 @@ QUICK_COPY_SIZES = [64 << 10, 1 << 20]
 MODEL_SPECS = [("mlp", 64, "sgd"), ("cnn", 64, "sgd"), ("gpt", 16, "adamw")]
 QUICK_MODEL_SPECS = [("mlp", 16, "sgd"), ("cnn", 16, "sgd"), ("gpt", 2, "adamw")]
 QUICK_GPT = M.GPTConfig(n_layer=1, n_embd=32, n_head=2, block_size=16)
+RNN_SHAPE = dict(steps=32, batch=16, input=32, hidden=64)       # (T, B, I, H) of the recurrent-layer rows
+QUICK_RNN_SHAPE = dict(steps=8, batch=4, input=8, hidden=16)
 
 _STATE: dict = {"models": {}, "notes": [], "device": None, "host_us": {}}
 
@@ -259,6 +264,44 @@ def model_results(repeat: int, specs, cfg, torch=None) -> list:
     return out
 
 
+# ---- 4. recurrent layers ----------------------------------------------------------------------------------------
+
+def rnn_name(kind: str, shape: dict) -> str:
+    return f"{kind.lower()}_t{shape['steps']}_b{shape['batch']}_h{shape['hidden']}_fwd_bwd"
+
+
+def rnn_results(repeat: int, shape: dict, torch=None, kinds=("LSTM", "GRU", "RNN")) -> list:
+    """Forward and backward (of the output's sum) of one recurrent layer over a whole sequence: on the
+    device (synchronized at the end), on the CPU, and in torch."""
+    T, B, I, H = shape["steps"], shape["batch"], shape["input"], shape["hidden"]
+    out = []
+    for kind in kinds:
+        ember.manual_seed(0)
+        cpu = getattr(ember.nn, kind)(I, H)
+        dev = copy.deepcopy(cpu).to("opencl")
+        x = ember.randn(T, B, I)
+        xd = x.to("opencl")
+
+        def run(m, xx, sync=None):
+            def call():
+                for p in m.parameters():
+                    p.grad = None
+                m(xx)[0].sum().backward()
+                if sync is not None:
+                    sync()
+            return call
+        variants = {"ember.opencl": run(dev, xd, ember.opencl.synchronize), "ember": run(cpu, x)}
+        if torch is not None:
+            tm = getattr(torch.nn, kind)(I, H)
+            tm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in cpu.state_dict().items()})
+            variants["torch"] = run(tm, torch.tensor(x.numpy()))
+        name = rnn_name(kind, shape)
+        _progress(f"{name}: first device calls (builds the kernels not cached yet)")
+        variants["ember.opencl"]()
+        out += run_case(Case(name, "device", variants, unit="ms", per="call"), repeat=repeat)
+    return out
+
+
 # ---- the suite ------------------------------------------------------------------------------------------------
 
 def results(repeat: int = 15, name_filter=None, threads: int = 1, quick: bool = False) -> list:
@@ -293,6 +336,10 @@ def results(repeat: int = 15, name_filter=None, threads: int = 1, quick: bool = 
         out += [r for r in copy_results(repeat, sizes) if wanted(r.name)]
     specs = [s for s in (QUICK_MODEL_SPECS if quick else MODEL_SPECS) if wanted(model_name(*s))]
     out += model_results(repeat, specs, QUICK_GPT if quick else M.GPTConfig(), torch)
+    rshape = QUICK_RNN_SHAPE if quick else RNN_SHAPE
+    kinds = [k for k in ("LSTM", "GRU", "RNN") if wanted(rnn_name(k, rshape))]
+    if kinds:
+        out += rnn_results(repeat, rshape, torch, kinds)
     return out
 
 
@@ -350,6 +397,16 @@ def report(results, file=None) -> dict:
                   f"{med.get('torch', float('nan')):9.2f} {row['opencl_vs_cpu'] or float('nan'):10.2f}x {comp:9.2f}x "
                   f"{row['launches'] or 0:9d} {cp.get('h2d', {}).get('count', 0):4d} "
                   f"{cp.get('d2h', {}).get('count', 0):4d}  {sum(fb.values())}: {fbs}", file=file)
+    rnns = [(name, rs) for name, rs in by_case.items() if name.endswith("_fwd_bwd")]
+    if rnns:
+        print(f"\n{'recurrent layer':28s} {'opencl ms':>10s} {'cpu ms':>9s} {'torch ms':>9s} {'opencl/cpu':>11s}",
+              file=file)
+        doc["rnn"] = {}
+        for name, rs in rnns:
+            med = {k: r.median * 1e3 for k, r in rs.items()}
+            doc["rnn"][name] = med
+            print(f"{name:28s} {med['ember.opencl']:10.2f} {med.get('ember', float('nan')):9.2f} "
+                  f"{med.get('torch', float('nan')):9.2f} {med['ember.opencl'] / med['ember']:10.1f}x", file=file)
     if _STATE["notes"]:
         print("\nnotes:", file=file)
         for n in _STATE["notes"]:

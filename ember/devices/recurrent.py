@@ -1,47 +1,213 @@
 """The recurrent layer ops (``rnn_layer``, ``lstm_layer``, ``gru_layer`` and their ``*_backward``) on the
-device, written with ember ops on device tensors so every step runs as device kernels.
+device: per time step ONE compiled program (its GEMMs and one fused gate kernel), enqueued with no
+Python between its kernels.
 
-Forward: the input projection of the whole sequence as one matrix product, then per time step one
-``h @ W_hh.T`` and the gate arithmetic; the results are the CPU kernel's outputs, the saved ones
-included (gate activations, cell states, unprojected states), with the same values in the rows that a
-packed sequence's shorter batch leaves idle, so either side's backward can read them.
+Forward: the input projection of the whole sequence is one matrix product (ember ops); then each time
+step runs a *step program*: ``h @ W_hh.T`` (a generated GEMM) and the gate nonlinearities with the
+cell/state update in one elementwise kernel that writes straight into the layer's outputs at step
+``t`` (the output sequence, the saved gate activations, cell states, unprojected states: views of
+preallocated (T, B, ...) device buffers passed to the program). The results are the CPU kernel's
+outputs, saved ones included, with the same values in the rows a packed sequence's shorter batch
+leaves idle (so either side's backward can read them).
 
-Backward: the CPU kernel's backpropagation through time, step by step with ember ops, reading the
-saved activations (rows a packed batch leaves idle carry their gradients unchanged); the weight
-gradients are one matrix product each over the whole sequence. (Under ``create_graph`` the layer's
-derivative rule does not call these ops: it differentiates the ember-op recurrence, on the device too.)
+Backward: backpropagation through time with one step program per step (the gate derivatives in one
+kernel writing the step's rows of the stacked gate gradients, then ``dG @ W_hh``), the running state
+gradients in two ping-pong buffers; the weight gradients are one matrix product each over the whole
+sequence. (Under ``create_graph`` the layer's derivative rule does not call these ops: it
+differentiates the ember-op recurrence, on the device too.)
 
-Registered in ``dispatch.KERNELS`` by :func:`install` (called when the device dispatcher activates).
+A step program is the step's body written in ember ops with in-place writes into its arguments,
+traced on zero CPU tensors (``compiler.capture.Tracer``) and compiled by ``compiler.cl_runner.CLRunner``
+(the path ``compiler/cl_optim.py`` takes for optimizer steps); it is cached per layer kind, shapes,
+active rows, dtype, device and options. When a program cannot be built for the device the op returns
+None and the dispatcher falls back to the CPU, counted.
+
+The interface relied on (``ember/nn/functional/recurrent.py``): the ops' positional arguments and
+outputs (the CPU kernels'), the attributes ``reverse``, ``batch_sizes``, ``nonlinearity`` and ``need``,
+and the helpers ``_steps``, ``_prev`` and ``_active``. Registered in ``dispatch.KERNELS`` by
+:func:`install` (called when the device dispatcher activates).
 """
 from __future__ import annotations
+
+import numpy as np
 
 import ember as E
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import no_grad
 from ..nn.functional import recurrent as _rec
 
+_PROGRAMS: dict = {}         # (body name, shapes, static options, dtype, device) -> CLRunner or None
+STATS = {"programs": 0, "steps": 0}
+
 
 def _t(a):
     return None if a is None else wrap(a) if not isinstance(a, Tensor) else a
 
 
-def _data(*ts):
-    return tuple(t._data for t in ts)
+def _c(t):
+    """``t`` contiguous (a step program reads views of it every step: copy a strided one once)."""
+    return None if t is None else t if t.is_contiguous() else t.contiguous()
 
 
-def _rows(new, old, b):
-    """``new`` for the ``b`` running rows, ``old`` for the rest (a packed batch's finished rows)."""
-    return new if b == old.shape[0] else E.cat([new, old[b:]])
+# ---- step programs ------------------------------------------------------------------------------------
+
+def _program(body, arrays, static):
+    """The compiled step program of ``body(*tensors, **static)`` for these argument arrays (None entries
+    are passed as None), or None when it cannot run on the device."""
+    from ..compiler.decompose import Declined
+    live = [a for a in arrays if a is not None]
+    dt, dev = live[0].dtype, live[0].device
+    key = (body.__name__, tuple(None if a is None else a.shape for a in arrays), tuple(sorted(static.items())),
+           np.dtype(dt).str, dev)
+    hit = _PROGRAMS.get(key, False)
+    if hit is not False:
+        return hit
+    from ..compiler.capture import Tracer
+    from ..compiler.cl_runner import CLRunner
+    from ..compiler.cl_device import runtime
+    from .. import dtypes as _dt
+    edt = _dt.from_numpy_dtype(np.dtype(dt))
+    zs = [None if a is None else wrap(np.zeros(a.shape, dt), edt) for a in arrays]
+    tr = Tracer()
+    with no_grad(), np.errstate(all="ignore"), tr:
+        for i, z in enumerate(z for z in zs if z is not None):
+            tr.add_arg(z, (i,))
+        body(*zs, **static)
+    runner = None
+    if tr.unsupported is None:
+        try:
+            runner = CLRunner(tr.program(None), name=f"{body.__name__}", rt=runtime(dev), require_native=True)
+            STATS["programs"] += 1
+        except Declined:
+            runner = None
+    _PROGRAMS[key] = runner
+    return runner
 
 
-def _stack(items):
-    """``E.stack(items)`` for any number of steps: one buffer, a copy per step (the device's cat/stack
-    kernels take at most 8 inputs)."""
-    first = items[0]
-    out = E.empty((len(items),) + tuple(first.shape), dtype=first.dtype, device=first.device)
-    for k, it in enumerate(items):
-        out[k].copy_(it)
-    return out
+def _stepper(body, example, static):
+    """``run(*tensors)``: the step program for ``example``'s argument shapes; None when there is none."""
+    runner = _program(body, [None if t is None else t._data for t in example], static)
+    if runner is None:
+        return None
+
+    def run(*ts):
+        runner([t._data for t in ts if t is not None], grad_enabled=False)
+        STATS["steps"] += 1
+    return run
+
+
+def _idle(dst, src, b):
+    """Rows ``b:`` of a step's output: ``src``'s (a packed batch's finished rows), or zeros."""
+    if b < dst.shape[0]:
+        if src is None:
+            dst[b:].zero_()
+        else:
+            dst[b:].copy_(src[b:])
+
+
+def _write_cols(dst, parts, b):
+    """``dst[:b]`` = the column blocks ``parts`` side by side: one write (one kernel; writes of column
+    blocks of one buffer would not share a kernel)."""
+    dst[:b].copy_(E.cat(parts, 1))
+
+
+# ---- step bodies (ember ops, traced) -------------------------------------------------------------------
+
+def rnn_step(xw_t, h_prev, w_hh, out_t, *, b, relu):
+    a = xw_t[:b] + E.matmul(h_prev[:b], w_hh.T)
+    out_t[:b].copy_(E.relu(a) if relu else E.tanh(a))
+    _idle(out_t, h_prev, b)
+
+
+def rnn_step_backward(g_t, dh_in, h_t, w_hh, dg_t, dh_out, *, b, relu):
+    dh = dh_in + g_t
+    h = h_t[:b]
+    dg_t[:b].copy_(dh[:b] * (h > 0).to(h.dtype) if relu else dh[:b] * (1 - h * h))
+    _idle(dg_t, None, b)
+    dh_out[:b].copy_(E.matmul(dg_t[:b], w_hh))
+    _idle(dh_out, dh, b)
+
+
+def lstm_step(xw_t, h_prev, c_prev, w_hh, w_hr, acts_t, c_t, out_t, hp_t, *, b, H):
+    a = xw_t[:b] + E.matmul(h_prev[:b], w_hh.T)
+    i, f, o = E.sigmoid(a[:, :H]), E.sigmoid(a[:, H:2 * H]), E.sigmoid(a[:, 3 * H:])
+    g = E.tanh(a[:, 2 * H:3 * H])
+    _write_cols(acts_t, (i, f, g, o), b)
+    c_t[:b].copy_(f * c_prev[:b] + i * g)
+    hp = acts_t[:b, 3 * H:] * E.tanh(c_t[:b])        # (read back: the kernel writing c_t computes it once)
+    if w_hr is None:
+        out_t[:b].copy_(hp)
+    else:
+        hp_t[:b].copy_(hp)
+        out_t[:b].copy_(E.matmul(hp_t[:b], w_hr.T))
+        _idle(hp_t, None, b)
+    _idle(acts_t, xw_t, b)
+    _idle(c_t, c_prev, b)
+    _idle(out_t, h_prev, b)
+
+
+def lstm_step_backward(g_t, dh_in, dc_in, acts_t, c_t, c_prev, w_hh, w_hr, dg_t, dh_out, dc_out, dhs_t, *, b, H):
+    dh = dh_in + g_t
+    if w_hr is not None:
+        dhs_t[:b].copy_(dh[:b])
+        _idle(dhs_t, None, b)
+        dhp = E.matmul(dhs_t[:b], w_hr)
+    else:
+        dhp = dh[:b]
+    a = acts_t[:b]
+    i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+    tc = E.tanh(c_t[:b])
+    dcb = dc_in[:b] + dhp * o * (1 - tc * tc)
+    _write_cols(dg_t, (dcb * g * i * (1 - i), dcb * c_prev[:b] * f * (1 - f), dcb * i * (1 - g * g),
+                       dhp * tc * o * (1 - o)), b)
+    _idle(dg_t, None, b)
+    dc_out[:b].copy_(dcb * f)
+    _idle(dc_out, dc_in, b)
+    dh_out[:b].copy_(E.matmul(dg_t[:b], w_hh))
+    _idle(dh_out, dh, b)
+
+
+def gru_step(xw_t, h_prev, w_hh, b_hh, acts_t, ghn_t, out_t, *, b, H):
+    hb, xt = h_prev[:b], xw_t[:b]
+    gh = E.matmul(hb, w_hh.T)
+    if b_hh is not None:
+        gh = gh + b_hh
+    rz = E.sigmoid(xt[:, :2 * H] + gh[:, :2 * H])
+    r, z = rz[:, :H], rz[:, H:]
+    n = E.tanh(xt[:, 2 * H:] + r * gh[:, 2 * H:])
+    _write_cols(acts_t, (rz, n), b)
+    ghn_t[:b].copy_(gh[:, 2 * H:])
+    n, z = acts_t[:b, 2 * H:], acts_t[:b, H:2 * H]    # (read back: computed once, by the kernel writing acts_t)
+    out_t[:b].copy_(n + z * (hb - n))
+    _idle(acts_t, None, b)
+    _idle(ghn_t, None, b)
+    _idle(out_t, h_prev, b)
+
+
+def gru_step_backward(g_t, dh_in, acts_t, ghn_t, h_prev, w_hh, dgx_t, dgh_t, dh_out, *, b, H):
+    dh = dh_in + g_t
+    dhb = dh[:b]
+    a = acts_t[:b]
+    r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
+    dan = dhb * (1 - z) * (1 - n * n)
+    dar = dan * ghn_t[:b] * r * (1 - r)
+    daz = (h_prev[:b] - n) * dhb * z * (1 - z)
+    _write_cols(dgx_t, (dar, daz, dan), b)
+    _write_cols(dgh_t, (dar, daz, dan * r), b)
+    _idle(dgx_t, None, b)
+    _idle(dgh_t, None, b)
+    dh_out[:b].copy_(dhb * z + E.matmul(dgh_t[:b], w_hh))
+    _idle(dh_out, dh, b)
+
+
+# ---- the layers ---------------------------------------------------------------------------------------
+
+def _empty(shape, like):
+    return E.empty(shape, dtype=like.dtype, device=like.device)
+
+
+def _zeros(shape, like):
+    return E.zeros(shape, dtype=like.dtype, device=like.device)
 
 
 def _project(x, w_ih, *biases):
@@ -52,21 +218,38 @@ def _project(x, w_ih, *biases):
     return xw
 
 
-# ---- forward ------------------------------------------------------------------------------------------
+def _loop(body, T, rev, bs, B, step_args, static):
+    """Run ``body``'s step program for every time step in processing order; ``step_args(t, p, k)``
+    gives the step's tensors (``p``: the previous step's time index or None, ``k``: the step count).
+    False when a step has no device program (the caller falls back)."""
+    runners: dict = {}
+    for k, t in enumerate(_rec._steps(T, rev)):
+        b = _rec._active(bs, t, B)
+        args = step_args(t, _rec._prev(t, T, rev), k)
+        run = runners.get(b, False)
+        if run is False:
+            run = runners[b] = _stepper(body, args, dict(static, b=b))
+        if run is None:
+            return False
+        run(*args)
+    return True
+
 
 def _rnn_fwd(op, args, attrs):
     x, h0, w_ih, w_hh, b_ih, b_hh = (_t(a) for a in args)
-    act = E.tanh if attrs.get("nonlinearity", "tanh") == "tanh" else E.relu
+    relu = attrs.get("nonlinearity", "tanh") != "tanh"
     bs, rev = attrs.get("batch_sizes"), attrs.get("reverse", False)
     with no_grad():
         xw = _project(x, w_ih, b_ih, b_hh)
         T, B = x.shape[:2]
-        outs, h = [None] * T, h0
-        for t in _rec._steps(T, rev):
-            b = _rec._active(bs, t, B)
-            h = _rows(act(xw[t, :b] + E.matmul(h[:b], w_hh.T)), h, b)
-            outs[t] = h
-        return _stack(outs)._data
+        h0, w_hh = _c(h0), _c(w_hh)
+        out = _empty((T, B, w_hh.shape[0]), xw)
+
+        def step(t, p, k):
+            return xw[t], (h0 if p is None else out[p]), w_hh, out[t]
+        if not _loop(rnn_step, T, rev, bs, B, step, {"relu": relu}):
+            return None
+        return out._data
 
 
 def _lstm_fwd(op, args, attrs):
@@ -76,24 +259,18 @@ def _lstm_fwd(op, args, attrs):
         xw = _project(x, w_ih, b_ih, b_hh)
         T, B = x.shape[:2]
         H = w_hh.shape[0] // 4
-        outs, accs, cs, hps = ([None] * T for _ in range(4))
-        h, c = h0, c0
-        for t in _rec._steps(T, rev):
-            b = _rec._active(bs, t, B)
-            a = xw[t, :b] + E.matmul(h[:b], w_hh.T)
-            i, f, o = E.sigmoid(a[:, :H]), E.sigmoid(a[:, H:2 * H]), E.sigmoid(a[:, 3 * H:])
-            g = E.tanh(a[:, 2 * H:3 * H])
-            c_new = f * c[:b] + i * g
-            hp = o * E.tanh(c_new)
-            accs[t] = _rows(E.cat([i, f, g, o], 1), xw[t], b)
-            h_new = hp if w_hr is None else E.matmul(hp, w_hr.T)
-            if w_hr is not None:
-                hps[t] = _rows(hp, E.zeros((B, H), dtype=hp.dtype, device=hp.device), b)
-            h, c = _rows(h_new, h, b), _rows(c_new, c, b)
-            outs[t], cs[t] = h, c
-        out = _stack(outs)
-        hp_all = out if w_hr is None else _stack(hps)
-        return _data(out, c.clone(), _stack(accs), _stack(cs), hp_all)
+        h0, c0, w_hh, w_hr = _c(h0), _c(c0), _c(w_hh), _c(w_hr)
+        out = _empty((T, B, h0.shape[1]), xw)
+        acts, c_all = _empty((T, B, 4 * H), xw), _empty((T, B, H), xw)
+        hp_all = out if w_hr is None else _empty((T, B, H), xw)
+
+        def step(t, p, k):
+            return (xw[t], h0 if p is None else out[p], c0 if p is None else c_all[p], w_hh, w_hr,
+                    acts[t], c_all[t], out[t], None if w_hr is None else hp_all[t])
+        if not _loop(lstm_step, T, rev, bs, B, step, {"H": H}):
+            return None
+        last = _rec._steps(T, rev)[-1]
+        return out._data, c_all[last].clone()._data, acts._data, c_all._data, hp_all._data
 
 
 def _gru_fwd(op, args, attrs):
@@ -103,28 +280,17 @@ def _gru_fwd(op, args, attrs):
         xw = _project(x, w_ih, b_ih)
         T, B = x.shape[:2]
         H = w_hh.shape[0] // 3
-        zeros = E.zeros((B, 3 * H), dtype=xw.dtype, device=xw.device)
-        outs, accs, ghns = ([None] * T for _ in range(3))
-        h = h0
-        for t in _rec._steps(T, rev):
-            b = _rec._active(bs, t, B)
-            hb, xt = h[:b], xw[t, :b]
-            gh = _project(hb, w_hh, b_hh)
-            rz = E.sigmoid(xt[:, :2 * H] + gh[:, :2 * H])
-            r, z = rz[:, :H], rz[:, H:]
-            n = E.tanh(xt[:, 2 * H:] + r * gh[:, 2 * H:])
-            accs[t] = _rows(E.cat([rz, n], 1), zeros, b)
-            ghns[t] = _rows(gh[:, 2 * H:], zeros[:, :H], b)
-            h = _rows(n + z * (hb - n), h, b)
-            outs[t] = h
-        return _data(_stack(outs), _stack(accs), _stack(ghns))
+        h0, w_hh, b_hh = _c(h0), _c(w_hh), _c(b_hh)
+        out, acts, ghn = _empty((T, B, H), xw), _empty((T, B, 3 * H), xw), _empty((T, B, H), xw)
+
+        def step(t, p, k):
+            return xw[t], (h0 if p is None else out[p]), w_hh, b_hh, acts[t], ghn[t], out[t]
+        if not _loop(gru_step, T, rev, bs, B, step, {"H": H}):
+            return None
+        return out._data, acts._data, ghn._data
 
 
-# ---- backward: backpropagation through time with ember ops, reading the saved activations ---------------
-
-def _zeros(shape, like):
-    return E.zeros(shape, dtype=like.dtype, device=like.device)
-
+# ---- backward: backpropagation through time, reading the saved activations -----------------------------
 
 def _hprev(out, h0, rev):
     """The state each step started from, in time order (T, B, H)."""
@@ -145,23 +311,30 @@ def _out(res, like):
     return tuple((r if r is not None else empty)._data for r in res)
 
 
+def _pingpong(first, like):
+    """The running state gradient of step k: read from ``bufs[k % 2]`` (``first`` at step 0), written to
+    ``bufs[(k + 1) % 2]``."""
+    bufs = [_empty(like.shape, like), _empty(like.shape, like)]
+    return (lambda k: first if k == 0 else bufs[k % 2]), (lambda k: bufs[(k + 1) % 2])
+
+
 def _rnn_bw(op, args, attrs):
     g_out, x, h0, w_ih, w_hh, out = (_t(a) for a in args)
     relu = attrs.get("nonlinearity", "tanh") != "tanh"
     rev, bs, need = attrs.get("reverse", False), attrs.get("batch_sizes"), attrs["need"]
     with no_grad():
         T, B = x.shape[:2]
-        dh, dGs = _zeros(h0.shape, out), [None] * T
-        for t in _rec._steps(T, not rev):
-            b = _rec._active(bs, t, B)
-            dh = dh + g_out[t]
-            h = out[t, :b]
-            da = dh[:b] * (h > 0).to(h.dtype) if relu else dh[:b] * (1 - h * h)
-            dGs[t] = _rows(da, _zeros(h0.shape, out), b)
-            dh = _rows(E.matmul(da, w_hh), dh, b)
-        flat, dx, dw_ih, dw_hh = _weight_grads(_stack(dGs), x, w_ih, _hprev(out, h0, rev), need[0])
+        g_out, out, w_hh = _c(g_out), _c(out), _c(w_hh)
+        dG = _empty((T, B, h0.shape[1]), out)
+        dh_in, dh_out = _pingpong(_zeros(h0.shape, out), h0)
+
+        def step(t, p, k):
+            return g_out[t], dh_in(k), out[t], w_hh, dG[t], dh_out(k)
+        if not _loop(rnn_step_backward, T, not rev, bs, B, step, {"relu": relu}):
+            return None
+        flat, dx, dw_ih, dw_hh = _weight_grads(dG, x, w_ih, _hprev(out, h0, rev), need[0])
         db = flat.sum(0)
-        return _out((dx, dh, dw_ih, dw_hh, db, db), x)
+        return _out((dx, dh_out(T - 1), dw_ih, dw_hh, db, db), x)
 
 
 def _lstm_bw(op, args, attrs):
@@ -170,35 +343,25 @@ def _lstm_bw(op, args, attrs):
     with no_grad():
         T, B = x.shape[:2]
         H = c_all.shape[-1]
-        dh, dc = _zeros(h0.shape, out), g_cn
-        dGs, dHs = [None] * T, [None] * T
-        zG = _zeros((B, 4 * H), out)
-        for t in _rec._steps(T, not rev):
-            b = _rec._active(bs, t, B)
-            dh = dh + g_out[t]
-            if w_hr is not None:
-                dHs[t] = _rows(dh[:b], _zeros(h0.shape, out), b)
-                dhp = E.matmul(dh[:b], w_hr)
-            else:
-                dhp = dh[:b]
-            a = acts[t, :b]
-            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-            p = _rec._prev(t, T, rev)
-            c_prev = (c0 if p is None else c_all[p])[:b]
-            tc = E.tanh(c_all[t, :b])
-            dcb = dc[:b] + dhp * o * (1 - tc * tc)
-            d = E.cat([dcb * g * i * (1 - i), dcb * c_prev * f * (1 - f), dcb * i * (1 - g * g),
-                       dhp * tc * o * (1 - o)], 1)
-            dGs[t] = _rows(d, zG, b)
-            dc = _rows(dcb * f, dc, b)
-            dh = _rows(E.matmul(d, w_hh), dh, b)
-        flat, dx, dw_ih, dw_hh = _weight_grads(_stack(dGs), x, w_ih, _hprev(out, h0, rev), need[0])
+        g_out, acts, c_all, c0, w_hh, w_hr = _c(g_out), _c(acts), _c(c_all), _c(c0), _c(w_hh), _c(w_hr)
+        dG = _empty((T, B, 4 * H), out)
+        dHs = None if w_hr is None else _empty((T, B, h0.shape[1]), out)
+        dh_in, dh_out = _pingpong(_zeros(h0.shape, out), h0)
+        dc_in, dc_out = _pingpong(_c(g_cn), c0)
+
+        def step(t, p, k):
+            c_prev = c0 if _rec._prev(t, T, rev) is None else c_all[_rec._prev(t, T, rev)]
+            return (g_out[t], dh_in(k), dc_in(k), acts[t], c_all[t], c_prev, w_hh, w_hr, dG[t], dh_out(k),
+                    dc_out(k), None if dHs is None else dHs[t])
+        if not _loop(lstm_step_backward, T, not rev, bs, B, step, {"H": H}):
+            return None
+        flat, dx, dw_ih, dw_hh = _weight_grads(dG, x, w_ih, _hprev(out, h0, rev), need[0])
         db = flat.sum(0)
         dw_hr = None
         if w_hr is not None and need[7]:
             n = T * B
-            dw_hr = E.matmul(_stack(dHs).reshape(n, w_hr.shape[0]).T, hp_all.reshape(n, H))
-        return _out((dx, dh, dc, dw_ih, dw_hh, db, db, dw_hr), x)
+            dw_hr = E.matmul(dHs.reshape(n, w_hr.shape[0]).T, hp_all.reshape(n, H))
+        return _out((dx, dh_out(T - 1), dc_out(T - 1), dw_ih, dw_hh, db, db, dw_hr), x)
 
 
 def _gru_bw(op, args, attrs):
@@ -207,28 +370,19 @@ def _gru_bw(op, args, attrs):
     with no_grad():
         T, B = x.shape[:2]
         H = ghn_all.shape[-1]
-        dh = _zeros(h0.shape, out)
-        zG = _zeros((B, 3 * H), out)
-        dGx, dGh = [None] * T, [None] * T
-        for t in _rec._steps(T, not rev):
-            b = _rec._active(bs, t, B)
-            dh = dh + g_out[t]
-            dhb = dh[:b]
-            a = acts[t, :b]
-            r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
-            p = _rec._prev(t, T, rev)
-            h_prev = (h0 if p is None else out[p])[:b]
-            dan = dhb * (1 - z) * (1 - n * n)
-            dar = dan * ghn_all[t, :b] * r * (1 - r)
-            daz = (h_prev - n) * dhb * z * (1 - z)
-            dx_t = E.cat([dar, daz, dan], 1)
-            dh_t = E.cat([dar, daz, dan * r], 1)
-            dGx[t], dGh[t] = _rows(dx_t, zG, b), _rows(dh_t, zG, b)
-            dh = _rows(dhb * z + E.matmul(dh_t, w_hh), dh, b)
-        flat_x, dx, dw_ih, _ = _weight_grads(_stack(dGx), x, w_ih, None, need[0])
-        flat_h = _stack(dGh).reshape(T * B, 3 * H)
+        g_out, out, acts, ghn_all, h0, w_hh = _c(g_out), _c(out), _c(acts), _c(ghn_all), _c(h0), _c(w_hh)
+        dGx, dGh = _empty((T, B, 3 * H), out), _empty((T, B, 3 * H), out)
+        dh_in, dh_out = _pingpong(_zeros(h0.shape, out), h0)
+
+        def step(t, p, k):
+            h_prev = h0 if _rec._prev(t, T, rev) is None else out[_rec._prev(t, T, rev)]
+            return g_out[t], dh_in(k), acts[t], ghn_all[t], h_prev, w_hh, dGx[t], dGh[t], dh_out(k)
+        if not _loop(gru_step_backward, T, not rev, bs, B, step, {"H": H}):
+            return None
+        flat_x, dx, dw_ih, _ = _weight_grads(dGx, x, w_ih, None, need[0])
+        flat_h = dGh.reshape(T * B, 3 * H)
         dw_hh = E.matmul(flat_h.T, _hprev(out, h0, rev).reshape(T * B, H))
-        return _out((dx, dh, dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)), x)
+        return _out((dx, dh_out(T - 1), dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)), x)
 
 
 def install(kernels: dict) -> None:

@@ -45,6 +45,11 @@ ON_DEVICE = [
     "lstm_layer_proj_reverse_nobias",
     # ctc_loss and ctc_loss_backward (ember/devices/ctc.py)
     "ctc_loss_mean", "ctc_loss_none_concat_targets", "ctc_loss_zero_infinity_sum",
+    # 3-d convolution and pooling, adaptive max pooling (2-d and 3-d)
+    "nn_conv3d", "nn_conv3d_same_unbatched", "nn_conv_transpose3d", "nn_max_pool3d", "nn_max_pool3d_ceil_dil",
+    "nn_max_pool3d_dd", "nn_avg_pool3d", "nn_avg_pool3d_ceil_nopad", "nn_avg_pool3d_divisor", "nn_avg_pool3d_dd",
+    "nn_adaptive_max_pool2d", "nn_adaptive_max_pool2d_dd", "nn_adaptive_max_pool1d", "nn_adaptive_max_pool3d",
+    "nn_adaptive_max_pool3d_dd",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): none left

@@ -78,83 +78,94 @@ def _win(b, x, axis, k, lout, index_map, fill):
     return b.where(b.reshape(ok, flat), val, fill, dtype=x.dtype)
 
 
-def _cols(b, x, k, out_hw, maps, fill):
-    """(N, C, kh, kw, Ho, Wo): the windows of (N, C, H, W) ``x`` under the row and column maps."""
+def _cols(b, x, k, outs, maps, fill):
+    """(N, C, *k, *outs): the windows of (N, C, *spatial) ``x`` under the per-dim index maps."""
     N, C = x.shape[:2]
-    (kh, kw), (Ho, Wo) = k, out_hw
+    nsp = len(k)
     if 0 in x.shape[2:]:
         raise Unsupported("empty spatial dims")
-    a = _win(b, x, 2, kh, Ho, maps[0], fill)
-    a = _win(b, a, 3, kw, Wo, maps[1], fill)
-    return b.permute(b.reshape(a, (N, C, kh, Ho, kw, Wo)), (0, 1, 2, 4, 3, 5))
+    a = x
+    for i in range(nsp):
+        a = _win(b, a, 2 + i, k[i], outs[i], maps[i], fill)
+    a = b.reshape(a, (N, C) + tuple(v for kk, o in zip(k, outs) for v in (kk, o)))
+    return b.permute(a, (0, 1) + tuple(2 + 2 * i for i in range(nsp)) + tuple(3 + 2 * i for i in range(nsp)))
 
 
 def _geo(at):
     return at["stride"], at["pad"], at["dil"], at["groups"]
 
 
-def _conv_cols(b, x, k, out_hw, s, pads, d, transposed=False, fill=0.0):
-    """The (N, C, kh, kw, Ho, Wo) windows of ``x`` for stride ``s``, padding ``pads`` = (top, left) and
-    dilation ``d``: forward windows, or the transposed ones (an input gradient)."""
-    if 0 in x.shape[:2] + tuple(out_hw):
+def _conv_cols(b, x, k, outs, s, pads, d, transposed=False, fill=0.0):
+    """The (N, C, *k, *outs) windows of ``x`` for strides ``s``, paddings before each dim ``pads`` and
+    dilations ``d``: forward windows, or the transposed ones (an input gradient)."""
+    if 0 in x.shape[:2] + tuple(outs):
         raise Unsupported("empty convolution or pooling")
     mk = _transposed_map if transposed else _forward_map
-    n_h, n_w = (x.shape[2], x.shape[3])
-    return _cols(b, x, k, out_hw, (mk(s[0], pads[0], d[0], n_h), mk(s[1], pads[1], d[1], n_w)), fill)
+    maps = tuple(mk(s[i], pads[i], d[i], x.shape[2 + i]) for i in range(len(k)))
+    return _cols(b, x, k, outs, maps, fill)
 
 
 def _add_bias(b, r, bias):
     if bias is None:
         return r
-    return b.ew("add", r, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+    return b.ew("add", r, b.reshape(bias, (1, bias.shape[0]) + (1,) * (len(r.shape) - 2)))
 
 
-@decomp_device("conv2d")
-def _conv2d(b, n, args, at):
+def _prod(xs) -> int:
+    return int(np.prod(xs, dtype=np.int64))
+
+
+def _befores(p, nsp):
+    """The padding before each spatial dim (``pad`` is (before0, after0, before1, ...))."""
+    return tuple(p[2 * i] for i in range(nsp))
+
+
+@decomp_device("conv2d", "conv3d")
+def _conv(b, n, args, at):
     x, w, bias = args
     _float(x, w, bias)
-    N, (O, Cg, kh, kw) = x.shape[0], w.shape
+    N, O, Cg, k = x.shape[0], w.shape[0], w.shape[1], w.shape[2:]
     s, p, d, G = _geo(at)
-    Ho, Wo = _out(n)[0][2:]
-    cols = _conv_cols(b, x, (kh, kw), (Ho, Wo), s, (p[0], p[2]), d)
-    L, CK = Ho * Wo, Cg * kh * kw
+    outs = _out(n)[0][2:]
+    cols = _conv_cols(b, x, k, outs, s, _befores(p, len(k)), d)
+    L, CK = _prod(outs), Cg * _prod(k)
     cols = b.reshape(b.permute(b.reshape(cols, (N, G, CK, L)), (1, 2, 0, 3)), (G, CK, N * L))
     r = b.matmul(b.reshape(w, (G, O // G, CK)), cols)                  # (G, O/G, N*L)
     r = b.permute(b.reshape(r, (G, O // G, N, L)), (2, 0, 1, 3))
-    return [_finish(b, n, _add_bias(b, b.reshape(r, (N, O, Ho, Wo)), bias))]
+    return [_finish(b, n, _add_bias(b, b.reshape(r, (N, O) + tuple(outs)), bias))]
 
 
-@decomp_device("conv_transpose2d")
-def _conv_transpose2d(b, n, args, at):
+@decomp_device("conv_transpose2d", "conv_transpose3d")
+def _conv_transpose(b, n, args, at):
     y, w, bias = args
     _float(y, w, bias)
-    (N, O), (_, Cg, kh, kw) = y.shape[:2], w.shape
+    (N, O), Cg, k = y.shape[:2], w.shape[1], w.shape[2:]
     s, p, d, G = _geo(at)
-    H, W = _out(n)[0][2:]
-    t = _conv_cols(b, y, (kh, kw), (H, W), s, (p[0], p[2]), d, transposed=True)
-    OK = O // G * kh * kw
-    t = b.reshape(b.permute(b.reshape(t, (N, G, OK, H * W)), (1, 2, 0, 3)), (G, OK, N * H * W))
-    wt = b.reshape(b.permute(b.reshape(w, (G, O // G, Cg, kh, kw)), (0, 2, 1, 3, 4)), (G, Cg, OK))
-    r = b.matmul(wt, t)                                                # (G, Cg, N*H*W)
-    r = b.permute(b.reshape(r, (G, Cg, N, H, W)), (2, 0, 1, 3, 4))
-    return [_finish(b, n, _add_bias(b, b.reshape(r, (N, G * Cg, H, W)), bias))]
+    outs = _out(n)[0][2:]
+    t = _conv_cols(b, y, k, outs, s, _befores(p, len(k)), d, transposed=True)
+    OK, L = O // G * _prod(k), _prod(outs)
+    t = b.reshape(b.permute(b.reshape(t, (N, G, OK, L)), (1, 2, 0, 3)), (G, OK, N * L))
+    wt = b.reshape(b.permute(b.reshape(w, (G, O // G, Cg, _prod(k))), (0, 2, 1, 3)), (G, Cg, OK))
+    r = b.matmul(wt, t)                                                # (G, Cg, N*L)
+    r = b.permute(b.reshape(r, (G, Cg, N, L)), (2, 0, 1, 3))
+    return [_finish(b, n, _add_bias(b, b.reshape(r, (N, G * Cg) + tuple(outs)), bias))]
 
 
-@decomp_device("conv2d_weight")
-def _conv2d_weight(b, n, args, at):
+@decomp_device("conv2d_weight", "conv3d_weight")
+def _conv_weight(b, n, args, at):
     x, g = args
     _float(x, g)
-    (N, C), (_, O, Ho, Wo) = x.shape[:2], g.shape
+    (N, C), O, outs = x.shape[:2], g.shape[1], g.shape[2:]
     s, p, d, G = _geo(at)
-    kh, kw = at["kernel"]
-    if 0 in (O, Ho, Wo):
+    k = tuple(at["kernel"])
+    if 0 in (O,) + tuple(outs):
         raise Unsupported("empty convolution")
-    cols = _conv_cols(b, x, (kh, kw), (Ho, Wo), s, (p[0], p[2]), d)
-    L, CK = Ho * Wo, C // G * kh * kw
+    cols = _conv_cols(b, x, k, outs, s, _befores(p, len(k)), d)
+    L, CK = _prod(outs), C // G * _prod(k)
     cols = b.reshape(b.permute(b.reshape(cols, (N, G, CK, L)), (1, 0, 3, 2)), (G, N * L, CK))
     gg = b.reshape(b.permute(b.reshape(g, (N, G, O // G, L)), (1, 2, 0, 3)), (G, O // G, N * L))
     r = b.matmul(gg, cols)                                             # (G, O/G, CK)
-    return [_finish(b, n, b.reshape(r, (O, C // G, kh, kw)))]
+    return [_finish(b, n, b.reshape(r, (O, C // G) + k))]
 
 
 # ---- pooling --------------------------------------------------------------------------------------------
@@ -167,24 +178,70 @@ def _lowest(dt):
     raise Unsupported(f"max pooling of {dt}")
 
 
-@decomp_device("max_pool2d")
-def _max_pool2d(b, n, args, at):
+def _plane_index(b, shp, starts, js, d, sizes):
+    """The flat in-plane index ``sum_i (starts_i + js_i * d_i) * stride_i`` of an (N, C, *outs) grid."""
+    idx, st = None, 1
+    for i in reversed(range(len(sizes))):
+        pos = b.ew("add", starts[i], b.ew("mul", js[i], d[i]))
+        term = b.ew("mul", pos, st)
+        idx = term if idx is None else b.ew("add", idx, term)
+        st *= sizes[i]
+    return b.broadcast_to(idx, shp)
+
+
+def _unravel(b, flat, k):
+    """Per-dim offsets (row-major) of a flat position in a window of shape ``k``."""
+    js = []
+    for kk in reversed(k):
+        q = _idiv(b, flat, kk)
+        js.append(b.ew("sub", flat, b.ew("mul", q, kk)))
+        flat = q
+    return js[::-1]
+
+
+def _window_max(b, n, x, cols, k, starts, d):
+    """(values, flat in-plane arg-max indices) over the windows ``cols`` (N, C, *k, *outs)."""
+    N, C = x.shape[:2]
+    nsp = len(k)
+    outs = cols.shape[2 + nsp:]
+    win = b.reshape(b.permute(cols, (0, 1) + tuple(range(2 + nsp, 2 + 2 * nsp)) + tuple(range(2, 2 + nsp))),
+                    (N, C) + tuple(outs) + (_prod(k),))
+    vals = b.reduce("max", win, (2 + nsp,))
+    arg = b.reduce("argmax", win, (2 + nsp,))
+    idx = _plane_index(b, (N, C) + tuple(outs), starts, _unravel(b, arg, k), d, x.shape[2:])
+    return [_finish(b, n, vals, 0), _finish(b, n, idx, 1)]
+
+
+@decomp_device("max_pool2d", "max_pool3d")
+def _max_pool(b, n, args, at):
     x = args[0]
     k, s, p, d = at["k"], at["s"], at["p"], at["d"]
-    N, C, H, W = x.shape
-    Ho, Wo = _out(n)[0][2:]
-    cols = _conv_cols(b, x, k, (Ho, Wo), s, p, d, fill=_lowest(x.dtype))
-    K = k[0] * k[1]
-    win = b.reshape(b.permute(cols, (0, 1, 4, 5, 2, 3)), (N, C, Ho, Wo, K))
-    vals = b.reduce("max", win, (4,))
-    arg = b.reduce("argmax", win, (4,))
-    i = _idiv(b, arg, k[1])
-    j = b.ew("sub", arg, b.ew("mul", i, k[1]))
-    shp = (N, C, Ho, Wo)
-    h = b.ew("add", b.ew("sub", b.ew("mul", b.iota(shp, 2), s[0]), p[0]), b.ew("mul", i, d[0]))
-    w = b.ew("add", b.ew("sub", b.ew("mul", b.iota(shp, 3), s[1]), p[1]), b.ew("mul", j, d[1]))
-    idx = b.ew("add", b.ew("mul", h, W), w)
-    return [_finish(b, n, vals, 0), _finish(b, n, idx, 1)]
+    shp = _out(n)[0]
+    cols = _conv_cols(b, x, k, shp[2:], s, p, d, fill=_lowest(x.dtype))
+    starts = [b.ew("sub", b.ew("mul", b.iota(shp, 2 + i), s[i]), p[i]) for i in range(len(k))]
+    return _window_max(b, n, x, cols, k, starts, d)
+
+
+def _adaptive_map(n, no):
+    """torch's adaptive windows: output ``o`` reads [floor(o*n/no), ceil((o+1)*n/no))."""
+    def f(b, j, o):
+        start = _idiv(b, b.ew("mul", o, n), no)
+        src = b.ew("add", start, j)
+        return src, b.ew("lt", src, _idiv(b, b.ew("add", b.ew("mul", o, n), n + no - 1), no))
+    return f
+
+
+@decomp_device("adaptive_max_pool2d", "adaptive_max_pool3d")
+def _adaptive_max_pool(b, n, args, at):
+    x = args[0]
+    shp = _out(n)[0]
+    outs, sizes = shp[2:], x.shape[2:]
+    if 0 in shp or 0 in sizes:
+        raise Unsupported("empty pooling")
+    k = tuple(max(-(-(o + 1) * m // no) - (o * m) // no for o in range(no)) for m, no in zip(sizes, outs))
+    cols = _cols(b, x, k, outs, tuple(_adaptive_map(m, no) for m, no in zip(sizes, outs)), _lowest(x.dtype))
+    starts = [_idiv(b, b.ew("mul", b.iota(shp, 2 + i), sizes[i]), outs[i]) for i in range(len(k))]
+    return _window_max(b, n, x, cols, k, starts, (1,) * len(k))
 
 
 @decomp_device("max_pool_gather")
@@ -203,7 +260,7 @@ def _max_pool_scatter(b, n, args, at):
     g, idx = args
     _float(g)
     N, C = g.shape[:2]
-    HW = int(at["in_hw"][0]) * int(at["in_hw"][1])
+    HW = _prod(tuple(int(v) for v in at["in_hw"]))
     L = g.numel // max(N * C, 1)
     if 0 in (N, C, L, HW):
         raise Unsupported("empty pooling")
@@ -213,43 +270,48 @@ def _max_pool_scatter(b, n, args, at):
     return [_finish(b, n, b.reshape(r, (N, C) + tuple(at["in_hw"])))]
 
 
-def _avg_divisor(b, shp, H, W, at):
-    """torch's per-window divisor over (N, C, Ho, Wo) (``divisor_override``, ``count_include_pad``)."""
+def _avg_divisor(b, shp, sizes, at):
+    """torch's per-window divisor over (N, C, *outs) (``divisor_override``, ``count_include_pad``)."""
     if at["div"]:
         return float(at["div"])
     k, s, p = at["k"], at["s"], at["p"]
+    r = None
+    for i, m in enumerate(sizes):
+        start = b.ew("sub", b.ew("mul", b.iota(shp, 2 + i), s[i]), p[i])
+        end = b.ew("min", b.ew("add", start, k[i]), m + p[i])
+        v = b.ew("sub", end, start) if at["cip"] else b.ew("sub", b.ew("min", end, m), b.ew("max", start, 0))
+        r = v if r is None else b.ew("mul", r, v)
+    return r
 
-    def dim(axis, n, kk, ss, pp):
-        start = b.ew("sub", b.ew("mul", b.iota(shp, axis), ss), pp)
-        end = b.ew("min", b.ew("add", start, kk), n + pp)
-        if at["cip"]:
-            return b.ew("sub", end, start)
-        return b.ew("sub", b.ew("min", end, n), b.ew("max", start, 0))
-    return b.ew("mul", dim(2, H, k[0], s[0], p[0]), dim(3, W, k[1], s[1], p[1]))
 
-
-def _divided(b, a, out_shape, in_hw, at):
-    """``a`` (N, C, Ho, Wo) divided by the windows' divisors (``in_hw``: the pooled input's H, W)."""
+def _divided(b, a, out_shape, in_sizes, at):
+    """``a`` (N, C, *outs) divided by the windows' divisors (``in_sizes``: the pooled input's sizes)."""
     _float(a)
-    div = _avg_divisor(b, out_shape, in_hw[0], in_hw[1], at)
+    div = _avg_divisor(b, out_shape, in_sizes, at)
     return b.ew("div", a, div if isinstance(div, float) else b.cast(div, a.dtype))
 
 
-@decomp_device("avg_pool2d")
-def _avg_pool2d(b, n, args, at):
+def _k_axes(k):
+    return tuple(range(2, 2 + len(k)))
+
+
+@decomp_device("avg_pool2d", "avg_pool3d")
+def _avg_pool(b, n, args, at):
     x = args[0]
     _float(x)
     out_shape = _out(n)[0]
-    cols = _conv_cols(b, x, at["k"], out_shape[2:], at["s"], at["p"], (1, 1))
-    return [_finish(b, n, _divided(b, b.reduce("sum", cols, (2, 3)), out_shape, x.shape[2:], at))]
+    k = at["k"]
+    cols = _conv_cols(b, x, k, out_shape[2:], at["s"], at["p"], (1,) * len(k))
+    return [_finish(b, n, _divided(b, b.reduce("sum", cols, _k_axes(k)), out_shape, x.shape[2:], at))]
 
 
-@decomp_device("avg_pool2d_backward")
-def _avg_pool2d_backward(b, n, args, at):
+@decomp_device("avg_pool2d_backward", "avg_pool3d_backward")
+def _avg_pool_backward(b, n, args, at):
     g = args[0]
-    in_hw = tuple(at["in_hw"])
-    if 0 in g.shape + in_hw:
+    in_sizes = tuple(at["in_hw"])
+    if 0 in g.shape + in_sizes:
         raise Unsupported("empty pooling")
-    gd = _divided(b, g, g.shape, in_hw, at)
-    t = _conv_cols(b, gd, at["k"], in_hw, at["s"], at["p"], (1, 1), transposed=True)
-    return [_finish(b, n, b.reduce("sum", t, (2, 3)))]
+    k = at["k"]
+    gd = _divided(b, g, g.shape, in_sizes, at)
+    t = _conv_cols(b, gd, k, in_sizes, at["s"], at["p"], (1,) * len(k), transposed=True)
+    return [_finish(b, n, b.reduce("sum", t, _k_axes(k)))]

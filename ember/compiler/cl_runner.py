@@ -326,7 +326,7 @@ class CLRunner:
             dt = np.dtype(b.dtype)
             fresh.append((int(np.prod(shape, dtype=np.int64)) * dt.itemsize, shape, _cstr(shape), dt))
         outs = []
-        for v in self.program.outputs:
+        for v in self.program.outputs or ():
             if not isinstance(v, Value):
                 return None
             n = part.pg.outputs[v.id]

@@ -35,6 +35,7 @@ import ember as E
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import no_grad
 from ..nn.functional import recurrent as _rec
+from .opencl import DeviceArray
 
 _PROGRAMS: dict = {}         # (body name, shapes, static options, dtype, device) -> CLRunner or None
 STATS = {"programs": 0, "steps": 0}
@@ -85,15 +86,36 @@ def _program(body, arrays, static):
 
 
 def _stepper(body, example, static):
-    """``run(*tensors)``: the step program for ``example``'s argument shapes; None when there is none."""
-    runner = _program(body, [None if t is None else t._data for t in example], static)
+    """``run(*arrays)``: the step program for ``example``'s argument shapes; None when there is none."""
+    runner = _program(body, example, static)
     if runner is None:
         return None
 
-    def run(*ts):
-        runner([t._data for t in ts if t is not None], grad_enabled=False)
+    lean = runner.eager_launcher()        # binds the arrays straight into the kernels' arguments
+    from . import opencl as _ocl
+
+    def run(*ds):
+        args = [d for d in ds if d is not None]
+        if lean is not None and not _ocl.KERNEL_HOOKS:      # (the general path reports to a profiler)
+            lean(args)
+        else:
+            runner(args, grad_enabled=False)
         STATS["steps"] += 1
     return run
+
+
+def _d(t):
+    return None if t is None else t._data
+
+
+def _at(t, i):
+    """The DeviceArray of ``t[i]`` for a contiguous device tensor ``t`` (no view op: a step's arguments)."""
+    d = t._data
+    inner = d.shape[1:]
+    n = 1
+    for s in inner:
+        n *= s
+    return DeviceArray(d.block, d.offset + i * n * d.dtype.itemsize, inner, d.strides[1:], d.dtype, d.device)
 
 
 def _idle(dst, src, b):
@@ -244,9 +266,10 @@ def _rnn_fwd(op, args, attrs):
         T, B = x.shape[:2]
         h0, w_hh = _c(h0), _c(w_hh)
         out = _empty((T, B, w_hh.shape[0]), xw)
+        dh0, dw_hh = _d(h0), _d(w_hh)
 
         def step(t, p, k):
-            return xw[t], (h0 if p is None else out[p]), w_hh, out[t]
+            return _at(xw, t), (dh0 if p is None else _at(out, p)), dw_hh, _at(out, t)
         if not _loop(rnn_step, T, rev, bs, B, step, {"relu": relu}):
             return None
         return out._data
@@ -263,10 +286,11 @@ def _lstm_fwd(op, args, attrs):
         out = _empty((T, B, h0.shape[1]), xw)
         acts, c_all = _empty((T, B, 4 * H), xw), _empty((T, B, H), xw)
         hp_all = out if w_hr is None else _empty((T, B, H), xw)
+        dh0, dc0, dw_hh, dw_hr = _d(h0), _d(c0), _d(w_hh), _d(w_hr)
 
         def step(t, p, k):
-            return (xw[t], h0 if p is None else out[p], c0 if p is None else c_all[p], w_hh, w_hr,
-                    acts[t], c_all[t], out[t], None if w_hr is None else hp_all[t])
+            return (_at(xw, t), dh0 if p is None else _at(out, p), dc0 if p is None else _at(c_all, p), dw_hh,
+                    dw_hr, _at(acts, t), _at(c_all, t), _at(out, t), None if w_hr is None else _at(hp_all, t))
         if not _loop(lstm_step, T, rev, bs, B, step, {"H": H}):
             return None
         last = _rec._steps(T, rev)[-1]
@@ -282,9 +306,11 @@ def _gru_fwd(op, args, attrs):
         H = w_hh.shape[0] // 3
         h0, w_hh, b_hh = _c(h0), _c(w_hh), _c(b_hh)
         out, acts, ghn = _empty((T, B, H), xw), _empty((T, B, 3 * H), xw), _empty((T, B, H), xw)
+        dh0, dw_hh, dbhh = _d(h0), _d(w_hh), _d(b_hh)
 
         def step(t, p, k):
-            return xw[t], (h0 if p is None else out[p]), w_hh, b_hh, acts[t], ghn[t], out[t]
+            return (_at(xw, t), (dh0 if p is None else _at(out, p)), dw_hh, dbhh, _at(acts, t), _at(ghn, t),
+                    _at(out, t))
         if not _loop(gru_step, T, rev, bs, B, step, {"H": H}):
             return None
         return out._data, acts._data, ghn._data
@@ -314,8 +340,8 @@ def _out(res, like):
 def _pingpong(first, like):
     """The running state gradient of step k: read from ``bufs[k % 2]`` (``first`` at step 0), written to
     ``bufs[(k + 1) % 2]``."""
-    bufs = [_empty(like.shape, like), _empty(like.shape, like)]
-    return (lambda k: first if k == 0 else bufs[k % 2]), (lambda k: bufs[(k + 1) % 2])
+    bufs = [_empty(like.shape, like)._data, _empty(like.shape, like)._data]
+    return (lambda k: first._data if k == 0 else bufs[k % 2]), (lambda k: bufs[(k + 1) % 2])
 
 
 def _rnn_bw(op, args, attrs):
@@ -327,14 +353,15 @@ def _rnn_bw(op, args, attrs):
         g_out, out, w_hh = _c(g_out), _c(out), _c(w_hh)
         dG = _empty((T, B, h0.shape[1]), out)
         dh_in, dh_out = _pingpong(_zeros(h0.shape, out), h0)
+        dw_hh = _d(w_hh)
 
         def step(t, p, k):
-            return g_out[t], dh_in(k), out[t], w_hh, dG[t], dh_out(k)
+            return _at(g_out, t), dh_in(k), _at(out, t), dw_hh, _at(dG, t), dh_out(k)
         if not _loop(rnn_step_backward, T, not rev, bs, B, step, {"relu": relu}):
             return None
         flat, dx, dw_ih, dw_hh = _weight_grads(dG, x, w_ih, _hprev(out, h0, rev), need[0])
         db = flat.sum(0)
-        return _out((dx, dh_out(T - 1), dw_ih, dw_hh, db, db), x)
+        return _out((dx, wrap(dh_out(T - 1)), dw_ih, dw_hh, db, db), x)
 
 
 def _lstm_bw(op, args, attrs):
@@ -348,11 +375,12 @@ def _lstm_bw(op, args, attrs):
         dHs = None if w_hr is None else _empty((T, B, h0.shape[1]), out)
         dh_in, dh_out = _pingpong(_zeros(h0.shape, out), h0)
         dc_in, dc_out = _pingpong(_c(g_cn), c0)
+        dc0, dw_hh, dw_hr = _d(c0), _d(w_hh), _d(w_hr)
 
         def step(t, p, k):
-            c_prev = c0 if _rec._prev(t, T, rev) is None else c_all[_rec._prev(t, T, rev)]
-            return (g_out[t], dh_in(k), dc_in(k), acts[t], c_all[t], c_prev, w_hh, w_hr, dG[t], dh_out(k),
-                    dc_out(k), None if dHs is None else dHs[t])
+            q = _rec._prev(t, T, rev)
+            return (_at(g_out, t), dh_in(k), dc_in(k), _at(acts, t), _at(c_all, t), dc0 if q is None else
+                    _at(c_all, q), dw_hh, dw_hr, _at(dG, t), dh_out(k), dc_out(k), None if dHs is None else _at(dHs, t))
         if not _loop(lstm_step_backward, T, not rev, bs, B, step, {"H": H}):
             return None
         flat, dx, dw_ih, dw_hh = _weight_grads(dG, x, w_ih, _hprev(out, h0, rev), need[0])
@@ -361,7 +389,7 @@ def _lstm_bw(op, args, attrs):
         if w_hr is not None and need[7]:
             n = T * B
             dw_hr = E.matmul(dHs.reshape(n, w_hr.shape[0]).T, hp_all.reshape(n, H))
-        return _out((dx, dh_out(T - 1), dc_out(T - 1), dw_ih, dw_hh, db, db, dw_hr), x)
+        return _out((dx, wrap(dh_out(T - 1)), wrap(dc_out(T - 1)), dw_ih, dw_hh, db, db, dw_hr), x)
 
 
 def _gru_bw(op, args, attrs):
@@ -373,16 +401,18 @@ def _gru_bw(op, args, attrs):
         g_out, out, acts, ghn_all, h0, w_hh = _c(g_out), _c(out), _c(acts), _c(ghn_all), _c(h0), _c(w_hh)
         dGx, dGh = _empty((T, B, 3 * H), out), _empty((T, B, 3 * H), out)
         dh_in, dh_out = _pingpong(_zeros(h0.shape, out), h0)
+        dh0, dw_hh = _d(h0), _d(w_hh)
 
         def step(t, p, k):
-            h_prev = h0 if _rec._prev(t, T, rev) is None else out[_rec._prev(t, T, rev)]
-            return g_out[t], dh_in(k), acts[t], ghn_all[t], h_prev, w_hh, dGx[t], dGh[t], dh_out(k)
+            q = _rec._prev(t, T, rev)
+            return (_at(g_out, t), dh_in(k), _at(acts, t), _at(ghn_all, t), dh0 if q is None else _at(out, q),
+                    dw_hh, _at(dGx, t), _at(dGh, t), dh_out(k))
         if not _loop(gru_step_backward, T, not rev, bs, B, step, {"H": H}):
             return None
         flat_x, dx, dw_ih, _ = _weight_grads(dGx, x, w_ih, None, need[0])
         flat_h = dGh.reshape(T * B, 3 * H)
         dw_hh = E.matmul(flat_h.T, _hprev(out, h0, rev).reshape(T * B, H))
-        return _out((dx, dh_out(T - 1), dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)), x)
+        return _out((dx, wrap(dh_out(T - 1)), dw_ih, dw_hh, flat_x.sum(0), flat_h.sum(0)), x)
 
 
 def install(kernels: dict) -> None:

@@ -50,13 +50,16 @@ ON_DEVICE = [
     "nn_max_pool3d_dd", "nn_avg_pool3d", "nn_avg_pool3d_ceil_nopad", "nn_avg_pool3d_divisor", "nn_avg_pool3d_dd",
     "nn_adaptive_max_pool2d", "nn_adaptive_max_pool2d_dd", "nn_adaptive_max_pool1d", "nn_adaptive_max_pool3d",
     "nn_adaptive_max_pool3d_dd",
+    # selections by rank and running max/min
+    "kthvalue", "median_all", "median_all_odd", "median_all_ties", "median_dim", "median_int", "median_nan",
+    "nanmedian", "cummax", "cummax_ties", "cummax_nan", "cummax_int",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): none left
 STILL_ON_CPU: dict = {}
 # ops outside the common-model list that still run on the CPU (case -> the op that falls back): their
 # fallback is counted and their values match (the list is exact: an op that gains a kernel fails here)
-OTHER_FALLBACKS = {"cummax": "cummax", "cummax_ties": "cummax"}
+OTHER_FALLBACKS: dict = {}
 
 
 @pytest.mark.parametrize("name", ON_DEVICE)

@@ -1,4 +1,5 @@
-"""Device-only decompositions of ``sort``, ``argsort`` and ``topk`` by ranking (no sorting network).
+"""Device-only decompositions of ``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median`` and
+``cummax``/``cummin`` by ranking (no sorting network).
 
 Element i's place in the (stable) sorted order is its rank: how many elements sort before it (strictly
 smaller -- larger when descending, NaN counting as the largest value -- or equal and earlier). Ranks
@@ -6,6 +7,10 @@ are one masked sum over an (L, L) view of the sorted dim; the position of rank r
 values are a gather at those positions. Quadratic work in the length of the dim, no host step: for the
 lengths models sort (top-k over a vocabulary row, a few thousand) one kernel each beats a CPU round
 trip. Longer dims stay CPU fallbacks; on the CPU these ops stay extern (NumPy sorts in n log n).
+
+kthvalue and median pick a position of the sorted order (median's per slice: torch's lower median, or
+the first NaN). cummax/cummin look back from each position over a window (one arg-max/min over an
+(L, L) view: quadratic too).
 """
 from __future__ import annotations
 
@@ -78,3 +83,106 @@ def _topk(b, n, args, at):
 def _argsort(b, n, args, at):
     _, idx = _sorted(b, n, args[0], at["axis"], at.get("descending", False))
     return [_finish(b, n, idx)]
+
+
+# ---- selections by rank: kthvalue, median; running max/min ----------------------------------------------
+
+def _picked(b, n, x, ax, pos, keepdims, outs=2):
+    """The values and indices at sorted positions ``pos`` (int64, size 1 along ``ax``) of ``x``."""
+    order = _order(b, x, ax, False)
+    idx = b.gather(order, pos, ax)
+    vals = b.gather(x, idx, ax)
+    if not keepdims:
+        shape = tuple(s for d, s in enumerate(idx.shape) if d != ax)
+        vals, idx = b.reshape(vals, shape), b.reshape(idx, shape)
+    return [_finish(b, n, vals, 0)] + ([_finish(b, n, idx, 1)] if outs == 2 else [])
+
+
+def _kept(x, ax):
+    return tuple(1 if d == ax else s for d, s in enumerate(x.shape))
+
+
+@decomp_device("kthvalue")
+def _kthvalue(b, n, args, at):
+    x = args[0]
+    if len(x.shape) == 0:
+        raise Unsupported("0-d kthvalue")
+    ax = at["axis"] % len(x.shape)
+    return _picked(b, n, x, ax, b.full(at["k"] - 1, _kept(x, ax), _I64), at["keepdims"])
+
+
+def _median_pos(b, x, ax, ignore_nan):
+    """torch's lower-median position in the stable sorted order (NaN last), per slice (size 1 at ``ax``)."""
+    L = x.shape[ax]
+    if x.dtype.kind != "f":
+        return b.full((L - 1) // 2, _kept(x, ax), _I64)
+    nans = b.reduce("sum", b.cast(b.ew("isnan", x), _I64), (ax,), keepdims=True)
+    if ignore_nan:
+        valid = b.ew("sub", L, nans)
+        return b.where(b.ew("gt", valid, 0), _floordiv2(b, b.ew("sub", valid, 1)), 0, dtype=_I64)
+    return b.where(b.ew("gt", nans, 0), b.ew("sub", L, nans), (L - 1) // 2, dtype=_I64)
+
+
+def _floordiv2(b, v):
+    """v // 2 for a non-negative int64 node."""
+    h = b.cast(b.ew("floor", b.ew("mul", b.cast(v, np.float32), 0.5)), _I64)
+    return b.ew("sub", h, b.cast(b.ew("gt", b.ew("mul", h, 2), v), _I64))
+
+
+@decomp_device("median_dim")
+def _median_dim(b, n, args, at):
+    x = args[0]
+    if len(x.shape) == 0:
+        raise Unsupported("0-d median")
+    ax = at["axis"] % len(x.shape)
+    return _picked(b, n, x, ax, _median_pos(b, x, ax, at.get("ignore_nan", False)), at["keepdims"])
+
+
+@decomp_device("median")
+def _median_all(b, n, args, at):
+    x = args[0]
+    if x.numel == 0:
+        raise Unsupported("median of an empty tensor")
+    flat = b.reshape(x, (x.numel,))
+    return _picked(b, n, flat, 0, _median_pos(b, flat, 0, at.get("ignore_nan", False)), False, outs=1)
+
+
+def _running(b, n, x, largest):
+    """cummax/cummin: for output i, the window x[i - m] (m = 0..L-1; m > i filled with the value that
+    never wins); the first arg-max/min over m is the LATEST position holding the running value (torch
+    moves the index to ties and NaNs), and the value is a gather there."""
+    nd = len(x.shape)
+    if nd == 0:
+        raise Unsupported("0-d cummax")
+    ax = n.attrs["axis"] % nd
+    L = x.shape[ax]
+    if x.numel == 0 or L > MAX_SORT:
+        raise Unsupported(f"cummax/cummin over {L} elements on the device (up to {MAX_SORT})")
+    key = b.cast(x, np.uint8) if x.dtype.kind == "b" else x
+    if key.dtype.kind == "f":
+        fill = -np.inf if largest else np.inf
+    elif key.dtype.kind in "iu":
+        info = np.iinfo(key.dtype)
+        fill = int(info.min if largest else info.max)
+    else:
+        raise Unsupported(f"cummax/cummin of {x.dtype}")
+    lead, rest = x.shape[:ax], x.shape[ax + 1:]
+    wide = lead + (L, L) + rest                              # (..., i, m, ...)
+    src = b.ew("sub", b.iota(wide, ax), b.iota(wide, ax + 1))
+    ok = b.ew("ge", src, 0)
+    flat = lead + (L * L,) + rest
+    vals = b.gather(key, b.reshape(b.ew("max", src, 0), flat), ax)
+    win = b.where(ok, b.reshape(vals, wide), fill, dtype=key.dtype)
+    m = b.reduce("argmax" if largest else "argmin", win, (ax + 1,))
+    idx = b.ew("sub", b.iota(m.shape, ax), m)
+    return [_finish(b, n, b.gather(x, idx, ax), 0), _finish(b, n, idx, 1)]
+
+
+@decomp_device("cummax")
+def _cummax(b, n, args, at):
+    return _running(b, n, args[0], True)
+
+
+@decomp_device("cummin")
+def _cummin(b, n, args, at):
+    return _running(b, n, args[0], False)

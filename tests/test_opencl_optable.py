@@ -53,13 +53,18 @@ ON_DEVICE = [
     # selections by rank and running max/min
     "kthvalue", "median_all", "median_all_odd", "median_all_ties", "median_dim", "median_int", "median_nan",
     "nanmedian", "cummax", "cummax_ties", "cummax_nan", "cummax_int",
+    # scatter_reduce (a masked reduction) and the legacy scatter reduce
+    "scatter_reduce_sum_incl", "scatter_reduce_sum_excl", "scatter_reduce_mean_incl", "scatter_reduce_mean_excl",
+    "scatter_reduce_amax_incl", "scatter_reduce_amax_excl", "scatter_reduce_amin_incl", "scatter_reduce_amin_excl",
+    "scatter_reduce_prod_incl", "scatter_reduce_prod_excl", "scatter_reduce_prod_zeros", "scatter_reduce_inplace_mean",
+    "scatter_legacy_reduce",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): none left
 STILL_ON_CPU: dict = {}
 # ops outside the common-model list that still run on the CPU (case -> the op that falls back): their
 # fallback is counted and their values match (the list is exact: an op that gains a kernel fails here)
-OTHER_FALLBACKS: dict = {}
+OTHER_FALLBACKS = {"scatter_reduce_int_mean": "scatter_reduce", "masked_scatter": "masked_scatter"}
 
 
 @pytest.mark.parametrize("name", ON_DEVICE)

@@ -1,5 +1,6 @@
 """Device-only decompositions of ``scatter_add``, ``index_add`` and ``scatter`` (the derivatives of
-``gather``, ``index_select`` and ``sort``/``topk``) into the ``scatter_add`` primitive.
+``gather``, ``index_select`` and ``sort``/``topk``) into the ``scatter_add`` primitive, and of
+``scatter_reduce`` as a masked reduction.
 
 The accumulations become ``out = x + zeros.index_add_(0, flat_index, src)`` over flattened views: the
 target of each source element is computed from ``iota`` s (its coordinates) with the index tensor's
@@ -70,8 +71,9 @@ MAX_SCATTER = 4096       # longest index of an overwriting scatter done on the d
 @decomp_device("scatter")
 def _scatter(b, n, args, at):
     x, index, src = args
-    if at.get("reduce") is not None:
-        raise Unsupported(f"scatter with reduce={at['reduce']!r}")
+    if at.get("reduce") is not None:          # the legacy reduce: scatter_reduce's sum/prod with self
+        d, src = _scatter_args(b, x, index, src, at)
+        return [_finish(b, n, _reduced(b, x, index, src, d, "sum" if at["reduce"] == "add" else "prod", True))]
     d, src = _scatter_args(b, x, index, src, at)
     R = index.numel
     if R > MAX_SCATTER:
@@ -108,3 +110,53 @@ def _index_add(b, n, args, at):
         flat = term if flat is None else b.ew("add", flat, term)
         stride *= x.shape[ax]
     return [_finish(b, n, _accumulate(b, x, b.reshape(flat, (src.numel,)), src))]
+
+
+MAX_SCATTER_REDUCE = 1 << 22     # most (target, source) pairs of a scatter_reduce compared on the device
+
+
+@decomp_device("scatter_reduce")
+def _scatter_reduce(b, n, args, at):
+    """``scatter_reduce`` as a masked reduction: for each target position along ``dim`` and each source
+    position, whether the index sends the source there (a compare over an (X, J) view: quadratic in
+    the scattered dim's lengths), then sum/prod/max/min over the sources and the combination with
+    ``x`` (``include_self``); ``mean`` divides by the count. Other dims of ``index`` must be ``x``'s."""
+    x, index, src = args
+    d, src = _scatter_args(b, x, index, src, at)
+    return [_finish(b, n, _reduced(b, x, index, src, d, at["reduce"], at["include_self"]))]
+
+
+def _reduced(b, x, index, src, d, red, incl):
+    if red == "mean" and x.dtype.kind != "f":
+        raise Unsupported("integer scatter_reduce mean (a floor division)")
+    shp = index.shape
+    if any(s != t for ax, (s, t) in enumerate(zip(shp, x.shape)) if ax != d):
+        raise Unsupported("an index smaller than the input outside the scattered dim")
+    X, J = x.shape[d], shp[d]
+    wide = shp[:d] + (X, J) + shp[d + 1:]
+    if int(np.prod(wide, dtype=np.int64)) > MAX_SCATTER_REDUCE:
+        raise Unsupported(f"scatter_reduce comparing {X} targets with {J} sources (a quadratic mask)")
+
+    def spread(v):
+        return b.expand(b.reshape(v, shp[:d] + (1, J) + shp[d + 1:]), wide)
+    hit = b.ew("eq", spread(b.cast(index, _I64)), b.iota(wide, d))
+    vals = spread(src)
+    count = b.reduce("sum", b.where(hit, 1, 0, dtype=_I64), (d + 1,))
+    if red in ("sum", "mean"):
+        r, combine = b.reduce("sum", b.where(hit, vals, 0, dtype=x.dtype), (d + 1,)), "add"
+    elif red == "prod":
+        r, combine = b.reduce("prod", b.where(hit, vals, 1, dtype=x.dtype), (d + 1,)), "mul"
+    else:
+        big = np.inf if x.dtype.kind == "f" else int(np.iinfo(x.dtype).max if red == "amin" else np.iinfo(x.dtype).min)
+        fill = -big if (red == "amax" and x.dtype.kind == "f") else big
+        combine = "max" if red == "amax" else "min"
+        r = b.reduce(combine, b.where(hit, vals, fill, dtype=x.dtype), (d + 1,))
+    has = b.ew("gt", count, 0)
+    if incl:
+        out = b.ew(combine, x, r, dtype=x.dtype)
+        if red == "mean":
+            out = b.ew("div", out, b.cast(b.ew("add", count, 1), x.dtype))
+    else:
+        out = b.ew("div", r, b.cast(b.ew("max", count, 1), x.dtype)) if red == "mean" else r
+        out = b.where(has, out, x, dtype=x.dtype)
+    return out

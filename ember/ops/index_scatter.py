@@ -267,8 +267,6 @@ def _scatter_reduce_bw(ctx, g):
     a = ctx.attrs
     dim, reduce, incl = a["dim"], a["reduce"], a["include_self"]
     x, index, src = ctx.inputs
-    idx = np.atleast_1d(index._data).astype(np.intp, copy=False)
-    c = _coords(idx, dim)
     need_x, need_s = ctx.edges[0] is not None, ctx.edges[2] is not None
     gx = gs = None
     if reduce in ("sum", "mean"):
@@ -304,6 +302,7 @@ def _scatter_reduce_bw(ctx, g):
         if need_s:
             gs = apply(GATHER, (gd, index), {"dim": dim}) * src_is
     elif reduce in ("amax", "amin"):
+        c = _coords(np.atleast_1d(index._data).astype(np.intp, copy=False), dim)
         r = _scatter_reduce_kernel(x._data, index._data, src._data, **a)   # 0-dim operands: NumPy masks
         r1 = np.atleast_1d(r)
         s_used = _corner(np.atleast_1d(src._data), idx.shape)
@@ -329,31 +328,29 @@ def _scatter_reduce_bw(ctx, g):
 def _prod_bw(ctx, g, x, index, src, dim, incl, need_x, need_s):
     gx = gs = None
     attrs = {"dim": dim, "reduce": "prod", "include_self": incl}
-    idx = np.atleast_1d(index._data).astype(np.intp, copy=False)
-    c = _coords(idx, dim)
     if src._data.shape != index._data.shape:
         src = getitem_basic(src, tuple(slice(0, n) for n in index._data.shape))
+    # (the zero masks are ember ops on the tensors: they run where the tensors live, device included)
     if need_x:
         # d(result)/d(self) = product of the scattered values (self's zeros replaced by 1 to get it)
-        xz = _const(x._data == 0)
+        with no_grad():
+            xz = x == 0
         masked_x = masked_fill(x, xz, 1)
         gx = g * apply(SCATTER_REDUCE, (masked_x, index, src), attrs) / masked_x
         if not incl:
             gx = apply(SCATTER, (gx, index, 0), {"dim": dim})
     if need_s:
         result = apply(SCATTER_REDUCE, (x, index, src), attrs)   # recomputed so double backward flows through it
-        s = src._data
-        s_zero = s == 0
-        nz = np.zeros(_nd1(x._data.shape), dtype=np.int64)
-        np.add.at(nz, c, np.atleast_1d(s_zero).astype(np.int64))
-        single = np.atleast_1d(s_zero) & (nz[c] == 1)
-        single = single.reshape(s.shape)
-        single_t = _const(single)
+        with no_grad():
+            s_zero = src == 0
+            zeros_here = apply(SCATTER_ADD, (_zeros(x._data.shape, _dt.int64), index, s_zero.to(_dt.int64)),
+                               {"dim": dim})
+            single = s_zero & (apply(GATHER, (zeros_here, index), {"dim": dim}) == 1)
         # the lone zero at a position: its derivative is the product of the others
-        masked_src_result = apply(SCATTER_REDUCE, (x, index, masked_fill(src, single_t, 1)), attrs)
+        masked_src_result = apply(SCATTER_REDUCE, (x, index, masked_fill(src, single, 1)), attrs)
         a_term = apply(GATHER, (g * masked_src_result, index), {"dim": dim})
-        b_term = apply(GATHER, (g * result, index), {"dim": dim}) / masked_fill(src, _const(s_zero), 1)
-        m = _const(single.astype(g._dtype.np))
+        b_term = apply(GATHER, (g * result, index), {"dim": dim}) / masked_fill(src, s_zero, 1)
+        m = single.to(g._dtype)
         gs = a_term * m + b_term * (1 - m)
     return gx, gs
 

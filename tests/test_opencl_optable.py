@@ -244,3 +244,30 @@ def test_recurrent_modules_packed_bidirectional_on_the_device(kind):
     assert ocl.fallback_counts() == {}
     for c, d in zip(*results):
         np.testing.assert_allclose(d.detach().cpu().numpy(), c.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,dim,dtype", [((3, 5000), 1, "float32"), ((9001,), 0, "float32"),
+                                             ((4100, 3), 0, "int64"), ((2, 140000), -1, "float32")])
+def test_long_cumsum_is_a_block_scan_on_the_device(shape, dim, dtype):
+    """Scans longer than one masked sum (2048) run as block scans with carries: no fallback, values and
+    the gradient (a reversed scan) match the CPU."""
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(shape) * 3).astype(dtype) if dtype != "int64" else rng.integers(-9, 9, shape)
+    x = ember.from_numpy(a)
+    xd = x.to("opencl")
+    grad = dtype == "float32"
+    if grad:
+        xd.requires_grad_()
+    ocl.reset_fallback_counts()
+    out = ember.cumsum(xd, dim)
+    if grad:
+        w = rng.standard_normal(shape).astype(np.float32)
+        (out * ember.from_numpy(w).to("opencl")).sum().backward()
+    assert ocl.fallback_counts() == {}
+    want = np.cumsum(a.astype(np.float64), axis=dim)
+    if grad:
+        np.testing.assert_allclose(out.detach().cpu().numpy(), want, rtol=1e-4, atol=1e-3)
+        want_g = np.flip(np.cumsum(np.flip(w.astype(np.float64), dim), axis=dim), dim)
+        np.testing.assert_allclose(xd.grad.cpu().numpy(), want_g, rtol=1e-4, atol=1e-3)
+    else:
+        np.testing.assert_array_equal(out.cpu().numpy(), want.astype(np.int64))

@@ -2,14 +2,58 @@
 
 A scan is not a primitive; on a device it is written as a masked sum, ``out[i] = sum_j x[j] * (j <= i)``
 over an (L, L) view of the scanned dim: quadratic work, but one reduction kernel with no host step,
-which beats a CPU round trip for the lengths models scan (sequence positions, a few thousand at most).
-Longer scans stay CPU fallbacks. On the CPU cumsum stays extern (NumPy's scan is linear).
+which beats a CPU round trip for the lengths models scan (sequence positions, a few thousand).
+
+Longer scans are blocked (a block scan with carries): the dim is padded to ``nb`` blocks of ``BLOCK``,
+each block is scanned by the masked sum, the blocks' totals are scanned the same way (recursively, so
+any length works) and each block adds the sum of the blocks before it. Work is about ``BLOCK`` per
+element per level, in a few reduction kernels. On the CPU cumsum stays extern (NumPy's scan is linear).
 """
 from __future__ import annotations
 
 from .decompose import decomp_device, Unsupported, _finish, _out
 
-MAX_SCAN = 2048          # longest scanned dim done as a masked sum on the device
+MAX_SCAN = 2048          # longest scanned dim done as one masked sum on the device
+BLOCK = 64               # block length of longer scans
+
+
+def _masked_scan(b, x, ax):
+    """Inclusive scan of ``x`` along ``ax`` as one masked sum over an (L, L) view."""
+    L = x.shape[ax]
+    wide = x.shape[:ax] + (L, L) + x.shape[ax + 1:]          # (..., i: output, j: input, ...)
+    xe = b.expand(b.reshape(x, x.shape[:ax] + (1, L) + x.shape[ax + 1:]), wide)
+    keep = b.ew("le", b.iota(wide, ax + 1), b.iota(wide, ax))
+    return b.reduce("sum", b.where(keep, xe, 0, dtype=x.dtype), (ax + 1,))
+
+
+def _scan(b, x, ax):
+    """Inclusive scan along ``ax``: one masked sum, or blocks plus the scan of their totals."""
+    L = x.shape[ax]
+    if L <= MAX_SCAN:
+        return _masked_scan(b, x, ax)
+    lead, rest = x.shape[:ax], x.shape[ax + 1:]
+    nb = -(-L // BLOCK)
+    P = nb * BLOCK
+    if P != L:                                               # pad with zeros to whole blocks
+        pshape = lead + (P,) + rest
+        pos = b.iota(pshape, ax)
+        x = b.where(b.ew("lt", pos, L), b.gather(x, b.ew("min", pos, L - 1), ax), 0, dtype=x.dtype)
+    inner = _masked_scan(b, b.reshape(x, lead + (nb, BLOCK) + rest), ax + 1)
+    nd = len(inner.shape)
+    starts = tuple(BLOCK - 1 if d == ax + 1 else 0 for d in range(nd))
+    totals = b.reshape(b.slice(inner, starts, (1,) * nd, lead + (nb, 1) + rest), lead + (nb,) + rest)
+    carry = b.ew("sub", _scan(b, totals, ax), totals)        # the sum of the blocks before each block
+    out = b.ew("add", inner, b.expand(b.reshape(carry, lead + (nb, 1) + rest), inner.shape))
+    out = b.reshape(out, lead + (P,) + rest)
+    if P != L:
+        out = b.slice(out, (0,) * len(out.shape), (1,) * len(out.shape), lead + (L,) + rest)
+    return out
+
+
+def _flip(b, x, ax):
+    nd = len(x.shape)
+    return b.slice(x, tuple(x.shape[ax] - 1 if d == ax else 0 for d in range(nd)),
+                   tuple(-1 if d == ax else 1 for d in range(nd)), x.shape)
 
 
 @decomp_device("cumsum")
@@ -23,11 +67,7 @@ def _cumsum(b, n, args, at):
     L = x.shape[ax]
     if L == 0 or x.numel == 0:
         raise Unsupported("empty cumsum")
-    if L > MAX_SCAN:
-        raise Unsupported(f"cumsum over {L} > {MAX_SCAN} elements (a quadratic masked sum on the device)")
     xc = b.cast(x, dt)
-    wide = x.shape[:ax] + (L, L) + x.shape[ax + 1:]          # (..., i: output, j: input, ...)
-    xe = b.expand(b.reshape(xc, x.shape[:ax] + (1, L) + x.shape[ax + 1:]), wide)
-    i, j = b.iota(wide, ax), b.iota(wide, ax + 1)
-    keep = b.ew("ge", j, i) if at.get("reverse", False) else b.ew("le", j, i)
-    return [_finish(b, n, b.reduce("sum", b.where(keep, xe, 0, dtype=dt), (ax + 1,)))]
+    if at.get("reverse", False):
+        return [_finish(b, n, _flip(b, _scan(b, _flip(b, xc, ax), ax), ax))]
+    return [_finish(b, n, _scan(b, xc, ax))]

@@ -6,7 +6,9 @@ smaller -- larger when descending, NaN counting as the largest value -- or equal
 are one masked sum over an (L, L) view of the sorted dim; the position of rank r is another, and the
 values are a gather at those positions. Quadratic work in the length of the dim, no host step: for the
 lengths models sort (top-k over a vocabulary row, a few thousand) one kernel each beats a CPU round
-trip. Longer dims stay CPU fallbacks; on the CPU these ops stay extern (NumPy sorts in n log n).
+trip. Longer dims (up to ``MAX_LONG_SORT``) are sorted in passes (``_order_long``): blocks of ``BLOCK``
+ranked that way, then log2(blocks) merge levels, each a binary search per element and a scatter. On
+the CPU these ops stay extern (NumPy sorts in n log n).
 
 kthvalue and median pick a position of the sorted order (median's per slice: torch's lower median, or
 the first NaN). cummax/cummin look back from each position over a window (one arg-max/min over an
@@ -41,10 +43,12 @@ def _before(b, xj, xi, j, i, descending):
 def _order(b, x, ax, descending):
     """int64 positions (along ``ax``) of the sorted order of ``x``."""
     L = x.shape[ax]
-    if x.numel == 0 or L > MAX_SORT:
-        raise Unsupported(f"sorting a dim of {L} elements on the device (ranked up to {MAX_SORT})")
+    if x.numel == 0:
+        raise Unsupported("sorting an empty tensor")
     if x.dtype.kind not in "fiub":
         raise Unsupported(f"sorting {x.dtype}")
+    if L > MAX_SORT:
+        return _order_long(b, x, ax, descending)
     lead, rest = x.shape[:ax], x.shape[ax + 1:]
     wide = lead + (L, L) + rest                      # (..., i, j, ...)
     xi = b.expand(b.reshape(x, lead + (L, 1) + rest), wide)
@@ -54,6 +58,92 @@ def _order(b, x, ax, descending):
     # (..., r, i, ...): the i whose rank is r
     rk = b.expand(b.reshape(rank, lead + (1, L) + rest), wide)
     return b.reduce("sum", b.where(b.ew("eq", rk, i), j, 0, dtype=_I64), (ax + 1,))
+
+
+# ---- longer dims: sorted blocks, then merges -------------------------------------------------------------
+
+BLOCK = 64               # block length ranked directly before merging (a power of two)
+MAX_LONG_SORT = 1 << 22  # longest dim sorted by merging on the device
+
+
+def _kv_before(b, kj, pj, ki, pi, L, descending):
+    """Whether (key ``kj``, position ``pj``) sorts before (``ki``, ``pi``): the key order, ties by
+    position (stable); positions >= L are padding, after everything."""
+    pad_j, pad_i = b.ew("ge", pj, L), b.ew("ge", pi, L)
+    real = _before(b, kj, ki, pj, pi, descending)
+    pads = b.ew("or", b.ew("and", pad_i, b.ew("not", pad_j)), b.ew("and", b.ew("and", pad_j, pad_i), b.ew("lt", pj, pi)))
+    return b.where(b.ew("or", pad_j, pad_i), pads, real, dtype=np.bool_)
+
+
+def _scattered(b, values, target, n):
+    """``out[target[i]] = values[i]`` for a permutation ``target`` of range(n) (a scatter-add into zeros)."""
+    return b.node("scatter_add", (b.reshape(values, (n, 1)), b.reshape(target, (n,))), {"rows": n, "skip": -1},
+                  (n, 1), values.dtype)
+
+
+def _order_long(b, x, ax, descending):
+    """The sorted order along a long ``ax``: blocks of ``BLOCK`` ranked by masked sums, then merged in
+    pairs (each element's place in the merged run is its place in its own run plus, by binary search,
+    how many elements of the other run sort before it; positions and keys are written there by
+    scatters), log2(blocks) merge levels. Keys are (value, position), so every comparison is strict and
+    the sort is stable."""
+    L = x.shape[ax]
+    if L > MAX_LONG_SORT:
+        raise Unsupported(f"sorting a dim of {L} elements on the device (up to {MAX_LONG_SORT})")
+    nd = len(x.shape)
+    perm = tuple(d for d in range(nd) if d != ax) + (ax,)
+    xt = b.permute(x, perm) if perm != tuple(range(nd)) else x
+    if xt.dtype.kind == "b":
+        xt = b.cast(xt, np.uint8)
+    outer = xt.shape[:-1]
+    R = int(np.prod(outer, dtype=np.int64))
+    x2 = b.reshape(xt, (R, L))
+    nb = 1
+    while nb * BLOCK < L:
+        nb *= 2
+    P = nb * BLOCK
+    pos = b.iota((R, P), 1)
+    keys = b.gather(x2, b.ew("min", pos, L - 1), 1)                     # (R, P): padded keys
+    # 1. each block of BLOCK positions sorted by rank: (R, nb, i, j)
+    wide = (R, nb, BLOCK, BLOCK)
+    k4 = b.reshape(keys, (R, nb, BLOCK))
+    ki, kj = (b.expand(b.reshape(k4, (R, nb, BLOCK, 1)), wide), b.expand(b.reshape(k4, (R, nb, 1, BLOCK)), wide))
+    base = b.ew("mul", b.iota(wide, 1), BLOCK)
+    gi, gj = b.ew("add", base, b.iota(wide, 2)), b.ew("add", base, b.iota(wide, 3))
+    rank = b.reduce("sum", b.where(_kv_before(b, kj, gj, ki, gi, L, descending), 1, 0, dtype=_I64), (3,))
+    target = b.ew("add", b.ew("mul", b.iota((R, nb, BLOCK), 0), P), b.ew("add", b.ew("mul", b.iota((R, nb, BLOCK), 1),
+                                                                                          BLOCK), rank))
+    cur = b.reshape(_scattered(b, b.reshape(pos, (R, nb, BLOCK)), target, R * P), (R, P))
+    ckey = b.reshape(_scattered(b, k4, target, R * P), (R, P))
+    # 2. merges of runs of length m into 2m
+    m = BLOCK
+    while m < P:
+        pairs = P // (2 * m)
+        shp = (R, pairs, 2 * m)
+        c3, k3 = b.reshape(cur, shp), b.reshape(ckey, shp)
+        at = b.iota(shp, 2)
+        side = b.cast(b.ew("ge", at, m), _I64)                 # 0: first run, 1: second
+        own = b.ew("sub", at, b.ew("mul", side, m))            # place in its own run
+        other = b.ew("mul", b.ew("sub", 1, side), m)           # where the other run starts
+        cnt = b.full(0, shp, _I64)
+        bit = m
+        while bit >= 1:
+            cand = b.ew("add", cnt, bit)
+            q = b.ew("add", other, b.ew("sub", b.ew("min", cand, m), 1))
+            ok = b.ew("and", b.ew("le", cand, m),
+                      _kv_before(b, b.gather(k3, q, 2), b.gather(c3, q, 2), k3, c3, L, descending))
+            cnt = b.where(ok, cand, cnt, dtype=_I64)
+            bit //= 2
+        target = b.ew("add", b.ew("add", b.ew("mul", b.iota(shp, 0), P),
+                                  b.ew("mul", b.iota(shp, 1), 2 * m)), b.ew("add", own, cnt))
+        cur = b.reshape(_scattered(b, c3, target, R * P), (R, P))
+        ckey = b.reshape(_scattered(b, k3, target, R * P), (R, P))
+        m *= 2
+    out = b.slice(cur, (0, 0), (1, 1), (R, L)) if P != L else cur
+    out = b.reshape(out, outer + (L,))
+    if perm != tuple(range(nd)):
+        out = b.permute(out, tuple(int(i) for i in np.argsort(perm)))
+    return out
 
 
 def _sorted(b, n, x, ax, descending, k=None):

@@ -301,3 +301,16 @@ def test_long_sort_merges_on_the_device(shape, dim, descending, dtype):
     np.testing.assert_array_equal(tv.cpu().numpy(), ctv.numpy())
     if dtype != "ties":              # (topk does not promise an order among equal values)
         np.testing.assert_array_equal(ti.cpu().numpy(), cti.numpy())
+
+
+@pytest.mark.parametrize("xs,isz", [((100, 3), (5000, 3)), ((6000,), (6000,))])
+def test_long_overwriting_scatter_on_the_device(xs, isz):
+    """A scatter longer than the quadratic count (4096) sorts its targets on the device; repeated
+    targets keep the last write (NumPy's and torch's CPU rule), untouched positions keep the input."""
+    rng = np.random.default_rng(2)
+    x, s = ember.randn(*xs), ember.randn(*isz)
+    i = ember.from_numpy(rng.integers(0, xs[0], isz))
+    ocl.reset_fallback_counts()
+    r = x.to("opencl").scatter(0, i.to("opencl"), s.to("opencl"))
+    assert ocl.fallback_counts() == {}
+    np.testing.assert_array_equal(r.cpu().numpy(), x.scatter(0, i, s).numpy())

@@ -6,8 +6,9 @@ The accumulations become ``out = x + zeros.index_add_(0, flat_index, src)`` over
 target of each source element is computed from ``iota`` s (its coordinates) with the index tensor's
 value in place of the scattered dim, so the primitive's row-wise accumulation does the rest.
 ``scatter`` (overwrite) keeps NumPy's rule for repeated targets, the last write wins: an element is
-written only when no later element has the same target (a quadratic masked count, so up to
-``MAX_SCATTER`` elements), and positions nobody writes keep ``x``. On the CPU these stay extern
+written only when no later element has the same target (a quadratic masked count up to
+``MAX_SCATTER`` elements; longer, a stable sort of the targets, the last of each run winning), and
+positions nobody writes keep ``x``. On the CPU these stay extern
 (NumPy's ``add.at`` / fancy assignment are as good as generated C).
 """
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _scatter_add(b, n, args, at):
     return [_finish(b, n, _accumulate(b, x, _scatter_targets(b, x, index, d), src))]
 
 
-MAX_SCATTER = 4096       # longest index of an overwriting scatter done on the device
+MAX_SCATTER = 4096       # longest index of an overwriting scatter done by a quadratic count
 
 
 @decomp_device("scatter")
@@ -76,14 +77,22 @@ def _scatter(b, n, args, at):
         return [_finish(b, n, _reduced(b, x, index, src, d, "sum" if at["reduce"] == "add" else "prod", True))]
     d, src = _scatter_args(b, x, index, src, at)
     R = index.numel
-    if R > MAX_SCATTER:
-        raise Unsupported(f"scatter of {R} > {MAX_SCATTER} elements (last-write-wins is a quadratic count)")
     t = _scatter_targets(b, x, index, d)
-    ti, tj = b.expand(b.reshape(t, (R, 1)), (R, R)), b.expand(b.reshape(t, (1, R)), (R, R))
-    later = b.ew("and", b.ew("eq", ti, tj), b.ew("gt", b.iota((R, R), 1), b.iota((R, R), 0)))
-    wins = b.ew("eq", b.reduce("sum", b.where(later, 1, 0, dtype=_I64), (1,)), 0)      # (R,)
+    src = b.reshape(src, (R,))
+    if R > MAX_SCATTER:
+        # longer: a stable sort of the targets; the last of each run of equal targets wins
+        from .decompose_sort import _order
+        order = _order(b, t, 0, False)
+        t = b.gather(t, order, 0)
+        src = b.gather(src, order, 0)
+        nxt = b.gather(t, b.ew("min", b.ew("add", b.iota((R,), 0), 1), R - 1), 0)
+        wins = b.ew("or", b.ew("eq", b.iota((R,), 0), R - 1), b.ew("ne", nxt, t))
+    else:
+        ti, tj = b.expand(b.reshape(t, (R, 1)), (R, R)), b.expand(b.reshape(t, (1, R)), (R, R))
+        later = b.ew("and", b.ew("eq", ti, tj), b.ew("gt", b.iota((R, R), 1), b.iota((R, R), 0)))
+        wins = b.ew("eq", b.reduce("sum", b.where(later, 1, 0, dtype=_I64), (1,)), 0)      # (R,)
     zero = b.full(0, x.shape, x.dtype)
-    vals = _accumulate(b, zero, t, b.where(wins, b.reshape(src, (R,)), 0, dtype=x.dtype))
+    vals = _accumulate(b, zero, t, b.where(wins, src, 0, dtype=x.dtype))
     hits = _accumulate(b, b.full(0, x.shape, _I64), t, b.where(wins, 1, 0, dtype=_I64))
     return [_finish(b, n, b.where(b.ew("gt", hits, 0), vals, x, dtype=x.dtype))]
 

@@ -58,6 +58,8 @@ ON_DEVICE = [
     "scatter_reduce_amax_incl", "scatter_reduce_amax_excl", "scatter_reduce_amin_incl", "scatter_reduce_amin_excl",
     "scatter_reduce_prod_incl", "scatter_reduce_prod_excl", "scatter_reduce_prod_zeros", "scatter_reduce_inplace_mean",
     "scatter_legacy_reduce",
+    # random draws compared on the device; max unpooling
+    "bernoulli_01", "bernoulli_method_01", "bernoulli_p", "nn_max_unpool1d", "nn_max_unpool2d", "nn_max_unpool3d",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): none left
@@ -314,3 +316,19 @@ def test_long_overwriting_scatter_on_the_device(xs, isz):
     r = x.to("opencl").scatter(0, i.to("opencl"), s.to("opencl"))
     assert ocl.fallback_counts() == {}
     np.testing.assert_array_equal(r.cpu().numpy(), x.scatter(0, i, s).numpy())
+
+
+def test_bernoulli_on_the_device_draws_the_cpu_numbers():
+    """Same seed, same 0/1 draws as on the CPU (the uniforms come from the same generator), no fallback,
+    and the (zero) gradient of the probabilities lives on the device."""
+    p = ember.rand(200, 300)
+    ember.manual_seed(3)
+    want = ember.bernoulli(p)
+    pd = p.to("opencl").requires_grad_()
+    ocl.reset_fallback_counts()
+    ember.manual_seed(3)
+    got = ember.bernoulli(pd)
+    got.sum().backward()
+    assert ocl.fallback_counts() == {}
+    np.testing.assert_array_equal(got.detach().cpu().numpy(), want.numpy())
+    assert pd.grad.device.type == "opencl" and not pd.grad.cpu().numpy().any()

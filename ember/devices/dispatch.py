@@ -62,9 +62,10 @@ def activate() -> None:
         from ..optim import optimizer as _optimizer
         from ..compiler import cl_optim
         _optimizer.DEVICE_STEP[0] = cl_optim.step_group
-        from . import recurrent, ctc
+        from . import recurrent, ctc, sampling
         recurrent.install(KERNELS)
         ctc.install(KERNELS)
+        sampling.install(KERNELS)
 
 
 def deactivate() -> bool:

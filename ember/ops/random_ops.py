@@ -288,8 +288,8 @@ for _n, _f in [("rand", rand), ("randn", randn), ("randint", randint), ("randper
 
 def _zero_grads(ctx, g):
     # sampling is not differentiable in its parameters: torch defines the gradient as zero
-    return tuple(wrap(np.zeros(ctx.in_shape(i), dtype=g._dtype.np), g._dtype) if e is not None else None
-                 for i, e in enumerate(ctx.edges))
+    # (made like ``g``: on its device)
+    return tuple(g.new_zeros(ctx.in_shape(i)) if e is not None else None for i, e in enumerate(ctx.edges))
 
 
 def _normal_kernel(mean, std, gen, shape, dt):

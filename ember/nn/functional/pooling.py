@@ -446,9 +446,11 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nsp, 
     i4, _ = _batched(indices, nsp)
     hw = (1,) + out if nsp == 1 else out
     n = int(np.prod(hw))
-    if i4._data.size and (i4._data.min() < 0 or i4._data.max() >= n):
-        raise RuntimeError(f"Found an invalid max index: {int(i4._data.max())} (output volumes are of size "
-                           f"{'x'.join(map(str, out))}")
+    if i4._data.size:
+        lo, hi = int(i4.min().item()), int(i4.max().item())       # (tensor ops: device indices too)
+        if lo < 0 or hi >= n:
+            raise RuntimeError(f"Found an invalid max index: {hi} (output volumes are of size "
+                               f"{'x'.join(map(str, out))}")
     return back(apply(MAX_SCATTER, (x, i4), {"in_hw": hw, "unique": False}))
 
 

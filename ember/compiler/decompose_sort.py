@@ -192,13 +192,17 @@ def _kept(x, ax):
     return tuple(1 if d == ax else s for d, s in enumerate(x.shape))
 
 
+def _selection(b, n, x, at, position):
+    """kthvalue/median_dim: the values and indices at sorted position ``position(x, ax)`` along ``axis``."""
+    if len(x.shape) == 0:
+        raise Unsupported(f"0-d {n.op.name}")
+    ax = at["axis"] % len(x.shape)
+    return _picked(b, n, x, ax, position(x, ax), at["keepdims"])
+
+
 @decomp_device("kthvalue")
 def _kthvalue(b, n, args, at):
-    x = args[0]
-    if len(x.shape) == 0:
-        raise Unsupported("0-d kthvalue")
-    ax = at["axis"] % len(x.shape)
-    return _picked(b, n, x, ax, b.full(at["k"] - 1, _kept(x, ax), _I64), at["keepdims"])
+    return _selection(b, n, args[0], at, lambda x, ax: b.full(at["k"] - 1, _kept(x, ax), _I64))
 
 
 def _median_pos(b, x, ax, ignore_nan):
@@ -221,11 +225,7 @@ def _floordiv2(b, v):
 
 @decomp_device("median_dim")
 def _median_dim(b, n, args, at):
-    x = args[0]
-    if len(x.shape) == 0:
-        raise Unsupported("0-d median")
-    ax = at["axis"] % len(x.shape)
-    return _picked(b, n, x, ax, _median_pos(b, x, ax, at.get("ignore_nan", False)), at["keepdims"])
+    return _selection(b, n, args[0], at, lambda x, ax: _median_pos(b, x, ax, at.get("ignore_nan", False)))
 
 
 @decomp_device("median")

@@ -60,7 +60,7 @@ ON_DEVICE = [
     "scatter_legacy_reduce",
     # random draws compared on the device; max unpooling
     "bernoulli_01", "bernoulli_method_01", "bernoulli_p", "nn_max_unpool1d", "nn_max_unpool2d", "nn_max_unpool3d",
-    "cumprod", "cumprod_zeros", "cumprod_int", "cumprod_inplace",
+    "cumprod", "cumprod_zeros", "cumprod_int", "cumprod_inplace", "logcumsumexp", "logcumsumexp_inf",
 ]
 
 # common-model ops with no device kernel yet (case -> the op that falls back): none left

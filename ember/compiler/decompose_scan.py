@@ -1,4 +1,5 @@
-"""Device-only decompositions of ``cumsum`` (and so of its derivative, a reversed cumsum) and ``cumprod``.
+"""Device-only decompositions of ``cumsum`` (and so of its derivative, a reversed cumsum), ``cumprod`` and
+``logcumsumexp``.
 
 A scan is not a primitive; on a device it is written as a masked sum, ``out[i] = sum_j x[j] * (j <= i)``
 over an (L, L) view of the scanned dim: quadratic work, but one reduction kernel with no host step,
@@ -88,3 +89,30 @@ def _cumsum(b, n, args, at):
 @decomp_device("cumprod")
 def _cumprod(b, n, args, at):
     return _scan_op(b, n, args[0], at, "prod")
+
+
+@decomp_device("logcumsumexp")
+def _logcumsumexp(b, n, args, at):
+    """``log(sum_{j<=i} exp(x_j))`` as two masked reductions over the (L, L) view: the running max ``M``,
+    then ``M + log(sum_{j<=i} exp(x_j - M))`` (stable; all ``-inf`` gives ``-inf``, a ``+inf`` gives
+    ``+inf``, NaN propagates). Dims up to ``MAX_SCAN``."""
+    x = args[0]
+    shape, dt = _out(n)
+    nd = len(x.shape)
+    if x.dtype.kind != "f" or x.dtype != dt or nd == 0 or x.numel == 0:
+        raise Unsupported("logcumsumexp of 0-d, empty or non-float32/64 input")
+    ax = at["axis"] % nd
+    L = x.shape[ax]
+    if L > MAX_SCAN:
+        raise Unsupported(f"logcumsumexp over {L} > {MAX_SCAN} elements")
+    wide = x.shape[:ax] + (L, L) + x.shape[ax + 1:]
+    xe = b.expand(b.reshape(x, x.shape[:ax] + (1, L) + x.shape[ax + 1:]), wide)
+    keep = b.ew("le", b.iota(wide, ax + 1), b.iota(wide, ax))
+    m = b.reduce("max", b.where(keep, xe, -float("inf"), dtype=dt), (ax + 1,), keepdims=True)
+    shift = b.where(b.ew("isinf", m), 0.0, m, dtype=dt)
+    s = b.reduce("sum", b.where(keep, b.ew("exp", b.ew("sub", xe, b.expand(shift, wide))), 0.0, dtype=dt), (ax + 1,))
+    shift = b.reshape(shift, x.shape)
+    m = b.reshape(m, x.shape)
+    out = b.ew("add", b.ew("log", s), shift)
+    out = b.where(b.ew("and", b.ew("isinf", m), b.ew("gt", m, 0)), float("inf"), out, dtype=dt)
+    return [_finish(b, n, out)]

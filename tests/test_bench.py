@@ -140,6 +140,10 @@ def test_device_suite_quick_smoke(tmp_path, capsys):
                                                           ("h2d_64KiB", "ember.opencl"), ("h2d_64KiB", "host memcpy")]
     bw = device.report(res)["bandwidth_MBps"]
     assert set(bw) == {"h2d_64KiB", "d2h_64KiB"} and all(v["ember.opencl"] > 0 for v in bw.values())
+    res = device.results(repeat=2, name_filter="lstm", quick=True)
+    assert {(r.name, r.variant) for r in res} >= {("lstm_t8_b4_h16_fwd_bwd", "ember.opencl"),
+                                                  ("lstm_t8_b4_h16_fwd_bwd", "ember")}
+    assert device.report(res)["rnn"]["lstm_t8_b4_h16_fwd_bwd"]["ember.opencl"] > 0
     js = tmp_path / "device.json"
     assert main(["device", "--quick", "--repeat", "2", "--filter", "mlp", "--json", str(js)]) == 0
     out = capsys.readouterr().out

@@ -224,6 +224,16 @@ def gru_step_backward(g_t, dh_in, acts_t, ghn_t, h_prev, w_hh, dgx_t, dgh_t, dh_
 
 # ---- the layers ---------------------------------------------------------------------------------------
 
+def _sizes(bs):
+    """A packed batch's per-step sizes as Python ints (they may come as an array, on the device too)."""
+    if bs is None:
+        return None
+    if type(bs) is DeviceArray:
+        from . import opencl as _ocl
+        bs = _ocl.to_numpy(bs)
+    return [int(v) for v in bs]
+
+
 def _empty(shape, like):
     return E.empty(shape, dtype=like.dtype, device=like.device)
 
@@ -260,7 +270,7 @@ def _loop(body, T, rev, bs, B, step_args, static):
 def _rnn_fwd(op, args, attrs):
     x, h0, w_ih, w_hh, b_ih, b_hh = (_t(a) for a in args)
     relu = attrs.get("nonlinearity", "tanh") != "tanh"
-    bs, rev = attrs.get("batch_sizes"), attrs.get("reverse", False)
+    bs, rev = _sizes(attrs.get("batch_sizes")), attrs.get("reverse", False)
     with no_grad():
         xw = _project(x, w_ih, b_ih, b_hh)
         T, B = x.shape[:2]
@@ -277,7 +287,7 @@ def _rnn_fwd(op, args, attrs):
 
 def _lstm_fwd(op, args, attrs):
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = (_t(a) for a in args)
-    bs, rev = attrs.get("batch_sizes"), attrs.get("reverse", False)
+    bs, rev = _sizes(attrs.get("batch_sizes")), attrs.get("reverse", False)
     with no_grad():
         xw = _project(x, w_ih, b_ih, b_hh)
         T, B = x.shape[:2]
@@ -299,7 +309,7 @@ def _lstm_fwd(op, args, attrs):
 
 def _gru_fwd(op, args, attrs):
     x, h0, w_ih, w_hh, b_ih, b_hh = (_t(a) for a in args)
-    bs, rev = attrs.get("batch_sizes"), attrs.get("reverse", False)
+    bs, rev = _sizes(attrs.get("batch_sizes")), attrs.get("reverse", False)
     with no_grad():
         xw = _project(x, w_ih, b_ih)
         T, B = x.shape[:2]
@@ -347,7 +357,7 @@ def _pingpong(first, like):
 def _rnn_bw(op, args, attrs):
     g_out, x, h0, w_ih, w_hh, out = (_t(a) for a in args)
     relu = attrs.get("nonlinearity", "tanh") != "tanh"
-    rev, bs, need = attrs.get("reverse", False), attrs.get("batch_sizes"), attrs["need"]
+    rev, bs, need = attrs.get("reverse", False), _sizes(attrs.get("batch_sizes")), attrs["need"]
     with no_grad():
         T, B = x.shape[:2]
         g_out, out, w_hh = _c(g_out), _c(out), _c(w_hh)
@@ -366,7 +376,7 @@ def _rnn_bw(op, args, attrs):
 
 def _lstm_bw(op, args, attrs):
     g_out, g_cn, x, h0, c0, w_ih, w_hh, w_hr, out, acts, c_all, hp_all = (_t(a) for a in args)
-    rev, bs, need = attrs.get("reverse", False), attrs.get("batch_sizes"), attrs["need"]
+    rev, bs, need = attrs.get("reverse", False), _sizes(attrs.get("batch_sizes")), attrs["need"]
     with no_grad():
         T, B = x.shape[:2]
         H = c_all.shape[-1]
@@ -394,7 +404,7 @@ def _lstm_bw(op, args, attrs):
 
 def _gru_bw(op, args, attrs):
     g_out, x, h0, w_ih, w_hh, out, acts, ghn_all = (_t(a) for a in args)
-    rev, bs, need = attrs.get("reverse", False), attrs.get("batch_sizes"), attrs["need"]
+    rev, bs, need = attrs.get("reverse", False), _sizes(attrs.get("batch_sizes")), attrs["need"]
     with no_grad():
         T, B = x.shape[:2]
         H = ghn_all.shape[-1]

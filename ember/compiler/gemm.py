@@ -47,7 +47,7 @@ def library():
         fn = lib.get("ember_sgemm", (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int, ctypes.c_long,
                                      ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
                                      ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long,
-                                     ctypes.c_long), ctypes.c_int)
+                                     ctypes.c_long, ctypes.c_int), ctypes.c_int)
         have = lib.get("ember_have_sgemm", (), ctypes.c_int)()
         width = lib.get("ember_simd_width", (), ctypes.c_int)()
         _LIB.append((lib, fn, bool(have), int(width)))
@@ -76,10 +76,12 @@ def _operand(x: np.ndarray, rows: int, cols: int):
     return None
 
 
-def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None,
+          accumulate: bool = False) -> np.ndarray:
     """``a @ b`` for float32 arrays of shape (M, K) / (K, N) or batches (nb, M, K) / (nb, K, N) through
     ember's GEMM on ``threads`` threads (0: OpenMP's setting). Each matrix may be transposed (a view);
-    other layouts are copied. Raises RuntimeError where the CPU has no such GEMM."""
+    other layouts are copied. ``accumulate=True`` adds the product to ``out`` (C-contiguous, required).
+    Raises RuntimeError where the CPU has no such GEMM."""
     _, fn, have, _ = library()
     if not have:
         raise RuntimeError("ember.compiler.gemm.sgemm: this CPU has neither AVX-512 nor AVX2+FMA")
@@ -100,9 +102,12 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
             lay = (0, max(c, 1))
         ops.append((x, lay, x.strides[0] // x.itemsize if nb > 1 else 0))
     (a3, (ta, lda), sa), (b3, (tb, ldb), sb) = ops
+    if accumulate and (out is None or out.dtype != np.float32 or not out.flags.c_contiguous
+                       or out.size != nb * M * N):
+        raise ValueError("sgemm: accumulate=True needs a C-contiguous float32 out of the product's size")
     c = np.empty((nb, M, N), np.float32) if out is None else out.reshape(nb, M, N)
     ok = fn(int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
-            c.ctypes.data, max(N, 1), M * N)
+            c.ctypes.data, max(N, 1), M * N, int(bool(accumulate)))
     if not ok:
         raise MemoryError("sgemm: could not allocate the packing buffers")
     return c if batched else c[0]

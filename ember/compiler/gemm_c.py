@@ -108,7 +108,7 @@ static float *em_workspace(size_t n) {
    k-major). A is a packed micro-panel (rs 1, cs MR) or row-major op(A) read in place (rs lda, cs 1); rows
    from mr on repeat row mr-1 (computed, never stored), so nothing past op(A)'s rows is read */
 static inline __attribute__((always_inline)) void
-em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp, float *restrict c, long ldc,
+em_tile_body(int kc, const float *restrict a, long rs, long cs, const float *restrict bp, float *restrict c, long ldc,
         int mr, int nr, int acc) {
   em_vf r[EM_MR][EM_NV];
   const float *ar[EM_MR];
@@ -148,6 +148,16 @@ em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict
     for (int i = 0; i < mr; i++)
       for (int j = 0; j < nr; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + t[i][j] : t[i][j];
   }
+}
+
+/* em_tile_body with the whole-tile case compiled apart (no clamped rows, no partial stores) */
+static inline __attribute__((always_inline)) void
+em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp, float *restrict c, long ldc,
+        int mr, int nr, int acc) {
+  if (mr == EM_MR && nr == EM_NR)
+    em_tile_body(kc, a, rs, cs, bp, c, ldc, EM_MR, EM_NR, acc);
+  else
+    em_tile_body(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
 }
 
 /* d[k * ldd + j] = s[j * ld + k] for an 8 x 8 block (AVX: unpack, shuffle, swap 128-bit halves) */
@@ -245,15 +255,21 @@ static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, lo
     for (long p = 0; p < np; p++) em_pack_b(bp + p * kc * EM_NR, tb, Bk, ldb, N, kc, p * EM_NR);
     for (long i0 = 0; i0 < M; i0 += EM_MC) {
       const int mc = M - i0 < EM_MC ? (int)(M - i0) : EM_MC;
-      if (ta) em_pack_at(ap, A + k0 * lda + i0, lda, mc, kc);
+      /* op(A) stored transposed: read in place while the block's lines stay in L1, else packed */
+      const int pack = ta && (long)kc * mc > 4096;
+      if (pack) em_pack_at(ap, A + k0 * lda + i0, lda, mc, kc);
       for (long p = 0; p < np; p++) {
         const long j0 = p * EM_NR;
         const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
         const float *bpp = bp + p * kc * EM_NR;
         float *cp = C + i0 * ldc + j0;
-        if (ta) {
+        if (pack) {
           for (int ir = 0; ir < mc; ir += EM_MR)
             em_tile(kc, ap + (long)ir * kc, 1, EM_MR, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
+        } else if (ta) {
+          const float *a0 = A + k0 * lda + i0;
+          for (int ir = 0; ir < mc; ir += EM_MR)
+            em_tile(kc, a0 + ir, 1, lda, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
         } else {
           const float *a0 = A + i0 * lda + k0;
           for (int ir = 0; ir < mc; ir += EM_MR)

@@ -3,7 +3,7 @@
 The peak: a loop of 12 independent fused multiply-add chains on registers of the width the GEMM uses
 (512-bit with AVX-512, else 256-bit), on one thread and on every thread of ``--threads``. Cases: the
 GEMMs of the benchmark's training steps (MLP at batch 512 forward and backward, the small GPT at batch
-16 x context 64, its attention as 64 batched 64x64x32 / 64x32x64 products), each on every thread count of
+16 x context 64, its attention as 64 batched 64x64x32 / 64x32x64 products, forward and backward), each on every thread count of
 ``--threads`` (``ember@Nt``) and NumPy's BLAS on one thread (``numpy``), interleaved. The report prints
 GFLOP/s and the share of the peak for the same thread count.
 """
@@ -26,8 +26,9 @@ SHAPES = [
     ("gpt_fc", 1, 1024, 512, 128, 0, 1),
     ("gpt_proj2", 1, 1024, 128, 512, 0, 1),
     ("gpt_fc_dw", 1, 512, 128, 1024, 1, 0),
-    ("attn_qk", 64, 64, 64, 32, 0, 1),
-    ("attn_av", 64, 64, 32, 64, 0, 0),
+    ("attn_qk", 64, 64, 64, 32, 0, 1),          # also the backward's dP = dO V^T
+    ("attn_av", 64, 64, 32, 64, 0, 0),          # also dQ = dS K
+    ("attn_dv", 64, 64, 32, 64, 1, 0),          # dV = P^T dO, dK = dS^T Q
     ("square_1024", 1, 1024, 1024, 1024, 0, 0),
 ]
 

@@ -57,6 +57,9 @@ __EM_POOL__
    4-13M multiply-adds) ran 1.2-4x slower on two threads than on one; from batch 512 (100M) two won. */
 #define EM_GEMM_PAR_MIN (1LL << 24)
 #endif
+#ifndef EM_ITEMS_PER_THREAD
+#define EM_ITEMS_PER_THREAD 4
+#endif
 #ifdef _OPENMP
 #define EM_MAXT() omp_get_max_threads()     /* ember.set_num_threads() sets OpenMP's count */
 #else
@@ -326,17 +329,24 @@ static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N,
   }
   em_gemm_job job = {ta, tb, acc, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 1, M, 1, N, 0};
   if (nb < 2L * nt) {
-    const long want = (4L * nt + nb - 1) / nb, np = (N + EM_NR - 1) / EM_NR;
-    long nch = want < np ? want : np;
-    const long ppc = (np + nch - 1) / nch;
-    nch = (np + ppc - 1) / ppc;
-    long ng = (want + nch - 1) / nch, rows = (M + EM_MR - 1) / EM_MR;   /* row groups of whole tiles */
-    if (ng > rows) ng = rows;
-    const long tpg = (rows + ng - 1) / ng;
-    job.rpg = tpg * EM_MR;
-    job.ng = (M + job.rpg - 1) / job.rpg;
-    job.cpc = ppc * EM_NR;
-    job.nch = nch;
+    /* about EM_ITEMS_PER_THREAD items per thread: of the splits into column chunks (whole panels) times
+       row groups (whole tiles), the one that re-reads least: every row group packs op(B) again
+       (N*K floats) and every column chunk reads op(A) again (M*K) */
+    const long want = (EM_ITEMS_PER_THREAD * nt + nb - 1) / nb, np = (N + EM_NR - 1) / EM_NR,
+               tiles = (M + EM_MR - 1) / EM_MR;
+    double best = -1.0;
+    for (long c = 1; c <= np && c <= want; c++) {
+      const long ppc = (np + c - 1) / c, nch = (np + ppc - 1) / ppc;
+      long ng = (want + nch - 1) / nch;
+      if (ng > tiles) ng = tiles;
+      const long rpg = (tiles + ng - 1) / ng * EM_MR;
+      ng = (M + rpg - 1) / rpg;
+      const double cost = (double)ng * N + (double)nch * M;
+      if (ng * nch * nb >= nt && (best < 0 || cost < best)) {
+        best = cost;
+        job.ng = ng, job.rpg = rpg, job.nch = nch, job.cpc = ppc * EM_NR;
+      }
+    }
   }
   em_pool_run(nt, nb * job.ng * job.nch, em_task_gemm, &job);
   return !atomic_load(&job.failed);

@@ -25,7 +25,7 @@ import numpy as np
 
 from .gemm_c import SGEMM_C, LIBRARY_C
 
-__all__ = ["MIN_WORK", "SGEMM_C", "enabled", "library", "available", "simd_width", "sgemm"]
+__all__ = ["MIN_WORK", "SGEMM_C", "enabled", "library", "available", "simd_width", "sgemm", "sgemm_call"]
 
 MIN_WORK = 1 << 15          # nb*M*N*K below this: the BLAS (a call's fixed cost is about 1 us)
 
@@ -82,6 +82,15 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
     ember's GEMM on ``threads`` threads (0: OpenMP's setting). Each matrix may be transposed (a view);
     other layouts are copied. ``accumulate=True`` adds the product to ``out`` (C-contiguous, required).
     Raises RuntimeError where the CPU has no such GEMM."""
+    run, c = sgemm_call(a, b, threads, out, accumulate)
+    run()
+    return c if a.ndim == 3 else c[0]
+
+
+def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None,
+               accumulate: bool = False):
+    """``(run, c)``: ``run()`` computes ``sgemm(a, b, ...)`` into ``c`` (shape (nb, M, N)) with one foreign
+    call whose arguments are worked out here once (the bench times ``run``, as generated code calls it)."""
     _, fn, have, _ = library()
     if not have:
         raise RuntimeError("ember.compiler.gemm.sgemm: this CPU has neither AVX-512 nor AVX2+FMA")
@@ -106,11 +115,14 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
                        or out.size != nb * M * N):
         raise ValueError("sgemm: accumulate=True needs a C-contiguous float32 out of the product's size")
     c = np.empty((nb, M, N), np.float32) if out is None else out.reshape(nb, M, N)
-    ok = fn(int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
+    args = (int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
             c.ctypes.data, max(N, 1), M * N, int(bool(accumulate)))
-    if not ok:
-        raise MemoryError("sgemm: could not allocate the packing buffers")
-    return c if batched else c[0]
+
+    def run(_alive=(a3, b3)):         # the default keeps the (possibly copied) operands alive
+        if not fn(*args):
+            raise MemoryError("sgemm: could not allocate the packing buffers")
+        return c
+    return run, c
 
 
 EAGER_MIN = 1 << 24         # nb*M*N*K from which eager matmuls use several threads (gemm_c.EM_GEMM_PAR_MIN)

@@ -2,19 +2,20 @@
 
 Why: the BLAS ember links (OpenBLAS from scipy-openblas32) runs its own pthread pool whose idle threads
 spin; on cores shared with anything else a two-thread call was measured 4-10x slower than one thread.
-ember's GEMM runs on the compiled kernels' OpenMP pool (passive waiting, work taken dynamically) and
-its packed-panel tile is as fast as the BLAS kernels or faster (numbers: ``python -m ember.bench gemm``).
+ember's GEMM runs on its own work pool (pool_c.py: passive waiting, work taken dynamically) and its
+tile is about as fast as the BLAS kernels, faster on small batched products (``python -m ember.bench gemm``).
 
 Where it runs: ``render_special.emit_gemm`` calls ``EM_SGEMM_OR`` for float32 GEMMs of at least
 ``MIN_WORK`` multiply-adds (all batches together) on CPUs with AVX-512 or AVX2+FMA (decided when the
-generated C is compiled with ``-march=native``: the kernel cache is keyed on the CPU). Elsewhere, and
-when its buffers cannot be allocated, the same call site runs the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
+generated C is compiled with ``-march=native``: the kernel cache is keyed on the CPU; checked again at run
+time with cpuid and XCR0). Elsewhere, and when its buffers cannot be allocated, the same call site runs
+the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
 off; ``mode="max-autotune"`` also times the BLAS variant. The thread count is OpenMP's
 (``ember.set_num_threads``), one thread below ``EM_GEMM_PAR_MIN`` (16M) multiply-adds. Accuracy: fused
 multiply-adds in K order within blocks of ``EM_KC`` (the tests compare against NumPy at 1e-5 relative).
 
 ``library()`` builds the GEMM alone with exported entry points; ``sgemm(a, b, ...)`` calls it on NumPy
-arrays (tests and the bench use it).
+arrays (tests and eager matmuls use it) and ``sgemm_call`` prepares such a call (the bench times it).
 """
 from __future__ import annotations
 

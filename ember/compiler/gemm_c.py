@@ -4,17 +4,29 @@
 (M, N, K), leading dimensions and batch strides are run-time arguments, so one compiled function serves
 every size (and dynamic shapes).
 
-Blocking (the usual packed-panel scheme): K is cut into blocks of ``EM_KC``; for each block op(B) is
-packed into panels of ``EM_NR`` columns (k-major, zero-padded), shared by all threads; the work items are
-(row block of ``EM_MC`` rows) x (chunk of column panels). A thread packs its row block of op(A) into
-micro-panels of ``EM_MR`` rows (kept when its next item has the same rows) and runs the register tile
-``EM_MR x EM_NR`` over each panel of its chunk. The items run on ember's work pool (pool_c.py): threads
-claim them one at a time and the call returns when all are done, so a thread whose core is busy with
-another process takes fewer items instead of holding everyone up. Batches of small GEMMs run one GEMM
-per item. The thread count is OpenMP's (``omp_get_max_threads()``, which ``ember.set_num_threads`` sets).
+Blocking (one thread, ``em_gemm_1t``): K is cut into nearly equal blocks of at most ``EM_KC`` (784 ->
+4 x 196, not 3 x 256 + 16); per block op(B) is packed into panels of ``EM_NR`` columns (k-major,
+zero-padded; vector copies, or 8x8 AVX transposes when B is stored transposed) and the register tile
+``EM_MR x EM_NR`` runs over row blocks of ``EM_MC`` rows, panel by panel. op(A) is not packed when stored
+row-major: the tile broadcasts its elements from the rows in place (rows past the edge repeat the last
+row, so nothing outside op(A) is read); stored transposed it is read in place while a row block's kc x mc
+floats fit L1 (attention's 64 x 64), else packed into k-major micro-panels. Small batched GEMMs thus pay
+only the B packing (attention's 64 x 64 x 32 products: 70-77% of the FMA peak).
+
+Threads (``em_sgemm_batched_acc``): a batch of at least two GEMMs per thread runs one GEMM per item;
+otherwise each GEMM is cut into about ``EM_ITEMS_PER_THREAD`` items per thread, the split into column
+chunks (whole panels) x row groups (whole tiles) that re-reads least (each row group packs op(B) again,
+each column chunk reads op(A) again). Every item is a single-threaded GEMM on its block with its own
+packing buffers, so items share nothing and need no barrier. They run on ember's work pool (pool_c.py):
+threads claim them one at a time and the call returns when all are done, so a thread whose core is busy
+with another process takes fewer items instead of holding everyone up. The thread count is OpenMP's
+(``omp_get_max_threads()``, which ``ember.set_num_threads`` sets).
 
 The register tile is written with GCC vector types: 16 floats (one zmm register) where ``__AVX512F__``
-is defined, 8 (one ymm) with AVX2+FMA; the same code in both. ``a * b + c`` becomes one fused
+is defined, 8 (one ymm) with AVX2+FMA; the same code in both (-march=native decides, and gcc enables
+AVX-512 only where the OS saves the zmm state). At run time ``em_sgemm_cpu_ok`` checks again (cpuid and
+XCR0) and, where the library cannot run its tile, every call returns 0 and the caller runs the BLAS;
+``tests/test_gemm_kernel.py`` compiles the 512-bit tile on any machine. ``a * b + c`` becomes one fused
 multiply-add (``-ffp-contract=fast``, implied by ``-std=gnu11``). Elsewhere nothing is compiled and
 ``EM_SGEMM_OR`` is the BLAS call alone. Packing buffers are per thread (thread-local, grown on demand and
 kept); when one cannot be allocated the functions return 0 and the caller runs the BLAS.

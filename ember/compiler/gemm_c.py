@@ -165,14 +165,23 @@ em_tile_body(int kc, const float *restrict a, long rs, long cs, const float *res
   }
 }
 
-/* em_tile_body with the whole-tile case compiled apart (no clamped rows, no partial stores) */
-static inline __attribute__((always_inline)) void
-em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp, float *restrict c, long ldc,
-        int mr, int nr, int acc) {
+/* em_tile_body with the whole-tile case compiled apart (no clamped rows, no partial stores); one copy
+   of each serves every layout of op(A) (rs, cs at run time: one more add per k, fewer lines to compile) */
+static __attribute__((noinline)) void em_tile_whole(int kc, const float *restrict a, long rs, long cs,
+                                                    const float *restrict bp, float *restrict c, long ldc, int acc) {
+  em_tile_body(kc, a, rs, cs, bp, c, ldc, EM_MR, EM_NR, acc);
+}
+static __attribute__((noinline)) void em_tile_edge(int kc, const float *restrict a, long rs, long cs,
+                                                   const float *restrict bp, float *restrict c, long ldc, int mr,
+                                                   int nr, int acc) {
+  em_tile_body(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
+}
+static inline void em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp,
+                           float *restrict c, long ldc, int mr, int nr, int acc) {
   if (mr == EM_MR && nr == EM_NR)
-    em_tile_body(kc, a, rs, cs, bp, c, ldc, EM_MR, EM_NR, acc);
+    em_tile_whole(kc, a, rs, cs, bp, c, ldc, acc);
   else
-    em_tile_body(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
+    em_tile_edge(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
 }
 
 /* d[k * ldd + j] = s[j * ld + k] for an 8 x 8 block (AVX: unpack, shuffle, swap 128-bit halves) */

@@ -2,9 +2,11 @@
 place or packed, op(B) packed by copies or 8x8 transposes (with and without a k remainder), edge tiles,
 strided operands, K over several blocks, accumulation into C, batches and the split of one GEMM into row
 groups x column chunks on several threads. Also: the AVX-512 tile, which this CPU may not run, compiles."""
+import json
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -129,3 +131,26 @@ def test_avx512_tile_compiles(tmp_path):
     assert re.search(r"vfmadd\w*ps\s+[^\n]*%ymm", asm) and "%zmm" not in asm
     asm = _compile_only(tmp_path, ("-mno-avx2",))
     assert "vfmadd" not in asm and "ember_sgemm" in asm
+
+
+@needs_gemm
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs at least two CPUs this process may use")
+def test_pool_threads_keep_off_the_callers_cpu():
+    """After a GEMM on two threads the pool's helper may run anywhere the process may, except the CPU its
+    caller ran on (read from /proc: the helper is the task whose affinity is one CPU smaller)."""
+    code = ("import json, os, numpy as np\n"
+            "from ember.compiler import gemm\n"
+            "a = np.ones((512, 512), np.float32)\n"
+            "gemm.sgemm(a, a, threads=2)\n"
+            "mine = os.sched_getaffinity(0)\n"
+            "for t in os.listdir('/proc/self/task'):\n"
+            "    s = os.sched_getaffinity(int(t))\n"
+            "    if s != mine: print(json.dumps([len(mine), sorted(s), sorted(mine - s)]))\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1, r.stdout                 # one helper thread, pinned away from one CPU
+    n, allowed, left_out = json.loads(lines[0])
+    assert len(left_out) == 1 and len(allowed) == n - 1

@@ -8,6 +8,10 @@ process) finds nothing left and goes back to sleep, instead of holding the calle
 OpenMP parallel region would (measured: with a competing process on one of two cores, OpenMP regions of
 a small training step took 3x longer on two threads than on one).
 
+Pool threads keep off the CPU the caller runs on (their affinity is the caller's minus that CPU, updated
+when the caller moves): woken onto the caller's core, a helper would preempt the caller and make it wait,
+and with another process busy on one core the scheduler could move the caller there.
+
 Waiting is passive: idle pool threads sleep on a condition variable; only the caller polls (with
 ``sched_yield``) for items other threads are still finishing. The claim counter carries the job's
 generation, so a thread holding a stale job can never claim an item of the next one. One job runs at a
@@ -19,6 +23,10 @@ POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+extern int sched_getcpu(void);                  /* glibc; declared by <sched.h> only under _GNU_SOURCE */
 #ifndef EM_POOL_MAX
 #define EM_POOL_MAX 256
 #endif
@@ -34,6 +42,27 @@ static long em_job_n;
 static int em_job_nt;
 static _Atomic unsigned long long em_pool_claim;   /* generation << 32 | next item */
 static _Atomic long em_pool_done;
+#define EM_MASK_WORDS 16                        /* CPU masks of up to 1024 CPUs */
+static unsigned long em_pool_mask[EM_MASK_WORDS]; /* the CPUs the caller may use, minus the one it runs on */
+static int em_pool_cpu = -1;                    /* the caller's CPU that em_pool_mask leaves out (-1: none) */
+static unsigned em_pool_mask_gen = 0;           /* bumped when em_pool_mask changes */
+
+/* keep pool threads off the caller's CPU: otherwise the scheduler may wake one onto it (the caller then
+   waits for its own helper) or, with a busy core, move the caller there. Called with em_pool_mu held. */
+static void em_pool_note_cpu(void) {
+  const int cpu = sched_getcpu();
+  if (cpu == em_pool_cpu || cpu < 0 || cpu >= 64 * EM_MASK_WORDS) return;
+  unsigned long m[EM_MASK_WORDS];
+  memset(m, 0, sizeof(m));
+  if (syscall(SYS_sched_getaffinity, 0, sizeof(m), m) <= 0) return;
+  m[cpu / 64] &= ~(1UL << (cpu % 64));
+  int any = 0;
+  for (int i = 0; i < EM_MASK_WORDS; i++) any |= m[i] != 0;
+  if (!any) return;                             /* one CPU: nowhere else to go */
+  memcpy(em_pool_mask, m, sizeof(m));
+  em_pool_cpu = cpu;
+  em_pool_mask_gen++;
+}
 
 static int em_pool_take(unsigned gen, long n, long *item) {
   unsigned long long w = atomic_load(&em_pool_claim);
@@ -56,7 +85,7 @@ static void em_pool_work(unsigned gen, long n, em_task_fn fn, void *ctx, int wor
 
 static void *em_pool_main(void *arg) {
   const int id = (int)(intptr_t)arg;
-  unsigned seen = 0;
+  unsigned seen = 0, mask_seen = 0;
   pthread_mutex_lock(&em_pool_mu);
   for (;;) {
     while (em_pool_gen == seen) pthread_cond_wait(&em_pool_cv, &em_pool_mu);
@@ -65,7 +94,12 @@ static void *em_pool_main(void *arg) {
     void *const ctx = em_job_ctx;
     const long n = em_job_n;
     const int nt = em_job_nt;
+    unsigned long mask[EM_MASK_WORDS];
+    const int repin = em_pool_mask_gen != mask_seen;
+    if (repin) memcpy(mask, em_pool_mask, sizeof(mask));
+    mask_seen = em_pool_mask_gen;
     pthread_mutex_unlock(&em_pool_mu);
+    if (repin) syscall(SYS_sched_setaffinity, 0, sizeof(mask), mask);
     if (id < nt) em_pool_work(seen, n, fn, ctx, id);
     pthread_mutex_lock(&em_pool_mu);
   }
@@ -93,6 +127,7 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
     em_pool_threads++;
   }
   if (nt > em_pool_threads + 1) nt = em_pool_threads + 1;
+  em_pool_note_cpu();
   const unsigned gen = ++em_pool_gen;
   em_job_fn = fn;
   em_job_ctx = ctx;

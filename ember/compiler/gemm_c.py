@@ -398,6 +398,13 @@ int ember_have_sgemm(void) {
   return 0;
 #endif
 }
+int ember_pool_pinned(void) {      /* 1: the pool's threads are held off the last caller's CPU */
+#if EM_HAVE_SGEMM
+  return em_pool_pinned;
+#else
+  return 0;
+#endif
+}
 int ember_simd_width(void) {
 #if EM_HAVE_SGEMM
   return EM_VW;

@@ -174,8 +174,10 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   em_job_nt = nt;
   atomic_store(&em_pool_done, 0);
   atomic_store(&em_pool_claim, (unsigned long long)gen << 32);
-  if (nt > 1) pthread_cond_broadcast(&em_pool_cv);
   pthread_mutex_unlock(&em_pool_mu);
+  /* after the unlock: a woken thread does not block on the mutex the caller still holds (the threads
+     test em_pool_gen under the mutex, so no wake-up is lost) */
+  pthread_cond_broadcast(&em_pool_cv);
   em_pool_work(gen, n, fn, ctx, 0);
   em_pool_wait(n, nt);                           /* items other threads are finishing */
   pthread_mutex_unlock(&em_pool_run_mu);

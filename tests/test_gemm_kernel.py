@@ -66,8 +66,10 @@ def test_accumulate_adds_to_out(threads, ta, tb):
     c = np.zeros((4, 4), np.float32)
     with pytest.raises(ValueError, match="accumulate"):
         gemm.sgemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), accumulate=True)
-    with pytest.raises(ValueError, match="accumulate"):
+    with pytest.raises(ValueError, match="C-contiguous"):
         gemm.sgemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), out=c.T, accumulate=True)
+    with pytest.raises(ValueError, match="C-contiguous"):       # it would have received a copy's result
+        gemm.sgemm(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), out=c.T)
 
 
 @needs_gemm

@@ -81,7 +81,8 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
           accumulate: bool = False) -> np.ndarray:
     """``a @ b`` for float32 arrays of shape (M, K) / (K, N) or batches (nb, M, K) / (nb, K, N) through
     ember's GEMM on ``threads`` threads (0: OpenMP's setting). Each matrix may be transposed (a view);
-    other layouts are copied. ``accumulate=True`` adds the product to ``out`` (C-contiguous, required).
+    other layouts are copied. ``out`` (C-contiguous float32) receives the result; ``accumulate=True`` adds
+    the product to it instead.
     Raises RuntimeError where the CPU has no such GEMM."""
     run, c = sgemm_call(a, b, threads, out, accumulate)
     run()
@@ -112,9 +113,11 @@ def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray |
             lay = (0, max(c, 1))
         ops.append((x, lay, x.strides[0] // x.itemsize if nb > 1 else 0))
     (a3, (ta, lda), sa), (b3, (tb, ldb), sb) = ops
-    if accumulate and (out is None or out.dtype != np.float32 or not out.flags.c_contiguous
-                       or out.size != nb * M * N):
-        raise ValueError("sgemm: accumulate=True needs a C-contiguous float32 out of the product's size")
+    if accumulate and out is None:
+        raise ValueError("sgemm: accumulate=True needs out (the matrix to add the product to)")
+    if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous or out.size != nb * M * N):
+        raise ValueError(f"sgemm: out must be a C-contiguous float32 array of {nb * M * N} elements, got "
+                         f"{out.dtype} of shape {out.shape}")
     c = np.empty((nb, M, N), np.float32) if out is None else out.reshape(nb, M, N)
     args = (int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
             c.ctypes.data, max(N, 1), M * N, int(bool(accumulate)))

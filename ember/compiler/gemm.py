@@ -38,17 +38,22 @@ def enabled() -> bool:
 _LIB: list = []
 
 
+_ARGS = (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long, ctypes.c_long,
+         ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
+         ctypes.c_void_p, ctypes.c_long, ctypes.c_long)
+_ACC: list = []             # ember_sgemm_acc (the same arguments and the accumulate flag)
+
+
 def library():
-    """The GEMM built as a library of its own (``ember_sgemm``, ``ember_have_sgemm``, ``ember_simd_width``)."""
+    """The GEMM built as a library of its own: ``(lib, ember_sgemm, has the CPU its tile?, vector width)``
+    (``ember_sgemm`` is what graph libraries call, see shared_gemm.py; ``ember_sgemm_acc`` adds a flag)."""
     if not _LIB:
         from . import build
         from . import prims as P
         src = "\n".join([P.C_PRELUDE, build.OMP_PRELUDE, SGEMM_C, LIBRARY_C])
         lib = build.compile_source(src, name="ember_sgemm")
-        fn = lib.get("ember_sgemm", (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int, ctypes.c_long,
-                                     ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
-                                     ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long,
-                                     ctypes.c_long, ctypes.c_int), ctypes.c_int)
+        fn = lib.get("ember_sgemm", _ARGS, ctypes.c_int)
+        _ACC.append(lib.get("ember_sgemm_acc", _ARGS + (ctypes.c_int,), ctypes.c_int))
         have = lib.get("ember_have_sgemm", (), ctypes.c_int)()
         width = lib.get("ember_simd_width", (), ctypes.c_int)()
         _LIB.append((lib, fn, bool(have), int(width)))
@@ -93,7 +98,8 @@ def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray |
                accumulate: bool = False):
     """``(run, c)``: ``run()`` computes ``sgemm(a, b, ...)`` into ``c`` (shape (nb, M, N)) with one foreign
     call whose arguments are worked out here once (the bench times ``run``, as generated code calls it)."""
-    _, fn, have, _ = library()
+    have = library()[2]
+    fn = _ACC[0]
     if not have:
         raise RuntimeError("ember.compiler.gemm.sgemm: this CPU has neither AVX-512 nor AVX2+FMA")
     if a.dtype != np.float32 or b.dtype != np.float32:

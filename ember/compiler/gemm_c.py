@@ -412,12 +412,18 @@ int ember_simd_width(void) {
   return 0;
 #endif
 }
-int ember_sgemm(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda, long sa,
-                const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
+/* C[b] (+)= op(A[b]) op(B[b]) (acc: add); 0 where the caller must run the BLAS */
+int ember_sgemm_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda, long sa,
+                    const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
 #if EM_HAVE_SGEMM
   return em_sgemm_batched_acc(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, acc);
 #else
   return 0;
 #endif
+}
+/* C[b] = op(A[b]) op(B[b]): the signature graph libraries call (shared_gemm.GEMM_STUB_C) */
+int ember_sgemm(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda, long sa,
+                const float *B, long ldb, long sb, float *C, long ldc, long sc) {
+  return ember_sgemm_acc(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 0);
 }
 """

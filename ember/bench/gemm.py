@@ -3,7 +3,7 @@
 The peak: a loop of 12 independent fused multiply-add chains on registers of the width the GEMM uses
 (512-bit with AVX-512, else 256-bit), on one thread and on every thread of ``--threads``. Cases: the
 GEMMs of the benchmark's training steps (MLP at batch 512 forward and backward, the small GPT at batch
-16 x context 64, its attention as 64 batched 64x64x32 / 64x32x64 products), each on every thread count of
+16 x context 64, its attention as 64 batched 64x64x32 / 64x32x64 products, forward and backward), each on every thread count of
 ``--threads`` (``ember@Nt``) and NumPy's BLAS on one thread (``numpy``), interleaved. The report prints
 GFLOP/s and the share of the peak for the same thread count.
 """
@@ -22,12 +22,17 @@ SHAPES = [
     ("mlp_fc1_fwd", 1, 512, 256, 784, 0, 1),
     ("mlp_fc1_dw", 1, 256, 784, 512, 1, 0),
     ("mlp_fc2_fwd", 1, 512, 256, 256, 0, 1),
+    ("mlp_fc2_dw", 1, 256, 256, 512, 1, 0),
+    ("mlp_fc2_dx", 1, 512, 256, 256, 0, 0),
     ("gpt_qkv", 1, 1024, 384, 128, 0, 1),
+    ("gpt_proj", 1, 1024, 128, 128, 0, 1),
     ("gpt_fc", 1, 1024, 512, 128, 0, 1),
+    ("gpt_fc_dx", 1, 1024, 128, 512, 0, 0),
     ("gpt_proj2", 1, 1024, 128, 512, 0, 1),
     ("gpt_fc_dw", 1, 512, 128, 1024, 1, 0),
-    ("attn_qk", 64, 64, 64, 32, 0, 1),
-    ("attn_av", 64, 64, 32, 64, 0, 0),
+    ("attn_qk", 64, 64, 64, 32, 0, 1),          # also the backward's dP = dO V^T
+    ("attn_av", 64, 64, 32, 64, 0, 0),          # also dQ = dS K
+    ("attn_dv", 64, 64, 32, 64, 1, 0),          # dV = P^T dO, dK = dS^T Q
     ("square_1024", 1, 1024, 1024, 1024, 0, 0),
 ]
 
@@ -116,7 +121,8 @@ def results(repeat: int = 15, name_filter=None, threads: int = 1) -> list:
         c = np.empty((nb, M, N) if nb > 1 else (M, N), np.float32)
         flops = 2.0 * nb * M * N * K
         number = max(1, int(2e8 / flops))
-        fns = {f"ember@{n}t": (lambda n=n: gemm.sgemm(a, b, threads=n, out=c)) for n in counts}
+        # ember: one foreign call per run, its arguments worked out beforehand (as generated code calls it)
+        fns = {f"ember@{n}t": gemm.sgemm_call(a, b, threads=n, out=c)[0] for n in counts}
         fns["numpy"] = lambda: np.matmul(a, b, out=c)
         samples = {k: [] for k in fns}
         for f in fns.values():
@@ -140,9 +146,12 @@ def cases() -> list:
 def report(res, file=None) -> dict:
     file = file if file is not None else sys.stdout
     rows = {}
-    print("\ngemm: GFLOP/s (share of the FMA peak measured here on as many threads; numpy: 1 thread)", file=file)
+    print("\ngemm: GFLOP/s of the median sample (share of the FMA peak measured here on as many threads; "
+          "numpy: 1 thread), of the best sample (what a quiet machine gives), and vs 1t: speed over ember's "
+          "own one-thread run (the --busy criterion is >= 0.9)", file=file)
     for n, (p, w) in sorted(_PEAKS.items()):
         print(f"  FMA peak, {n} thread(s), {w * 32}-bit vectors: {p:7.1f} GFLOP/s", file=file)
+    one = {r.name: r.median for r in res if r.suite == "gemm" and r.variant == "ember@1t"}
     for r in res:
         if r.suite != "gemm":
             continue
@@ -151,7 +160,11 @@ def report(res, file=None) -> dict:
         n = int(r.variant.split("@")[1][:-1]) if "@" in r.variant else 1
         peak = _PEAKS.get(n, (None,))[0]
         share = gf / peak if peak else None
-        rows[f"{r.name}/{r.variant}"] = {"gflops": gf, "share_of_peak": share}
+        best = 2.0 * np.prod(dims) / min(r.samples) / 1e9
+        vs1 = one[r.name] / r.median if n > 1 and r.name in one else None
+        rows[f"{r.name}/{r.variant}"] = {"gflops": gf, "share_of_peak": share, "best_gflops": best, "vs_1t": vs1}
         s = f"{share * 100:5.0f}%" if share is not None else "     -"
-        print(f"  {r.name:28s} {r.variant:9s} {gf:8.1f} GFLOP/s {s}", file=file)
+        b = f"{best / peak * 100:4.0f}%" if peak else "    -"
+        v = f"  {vs1:5.2f}x vs 1t" if vs1 is not None else ""
+        print(f"  {r.name:28s} {r.variant:9s} {gf:8.1f} GFLOP/s {s}  best {best:6.1f} {b}{v}", file=file)
     return {"peaks": {str(k): v[0] for k, v in _PEAKS.items()}, "rows": rows}

@@ -2,19 +2,20 @@
 
 Why: the BLAS ember links (OpenBLAS from scipy-openblas32) runs its own pthread pool whose idle threads
 spin; on cores shared with anything else a two-thread call was measured 4-10x slower than one thread.
-ember's GEMM runs on the compiled kernels' OpenMP pool (passive waiting, work taken dynamically) and
-its packed-panel tile is as fast as the BLAS kernels or faster (numbers: ``python -m ember.bench gemm``).
+ember's GEMM runs on its own work pool (pool_c.py: passive waiting, work taken dynamically) and its
+tile is about as fast as the BLAS kernels, faster on small batched products (``python -m ember.bench gemm``).
 
 Where it runs: ``render_special.emit_gemm`` calls ``EM_SGEMM_OR`` for float32 GEMMs of at least
 ``MIN_WORK`` multiply-adds (all batches together) on CPUs with AVX-512 or AVX2+FMA (decided when the
-generated C is compiled with ``-march=native``: the kernel cache is keyed on the CPU). Elsewhere, and
-when its buffers cannot be allocated, the same call site runs the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
+generated C is compiled with ``-march=native``: the kernel cache is keyed on the CPU; checked again at run
+time with cpuid and XCR0). Elsewhere, and when its buffers cannot be allocated, the same call site runs
+the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
 off; ``mode="max-autotune"`` also times the BLAS variant. The thread count is OpenMP's
 (``ember.set_num_threads``), one thread below ``EM_GEMM_PAR_MIN`` (16M) multiply-adds. Accuracy: fused
 multiply-adds in K order within blocks of ``EM_KC`` (the tests compare against NumPy at 1e-5 relative).
 
 ``library()`` builds the GEMM alone with exported entry points; ``sgemm(a, b, ...)`` calls it on NumPy
-arrays (tests and the bench use it).
+arrays (tests and eager matmuls use it) and ``sgemm_call`` prepares such a call (the bench times it).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from .gemm_c import SGEMM_C, LIBRARY_C
 
-__all__ = ["MIN_WORK", "SGEMM_C", "enabled", "library", "available", "simd_width", "sgemm"]
+__all__ = ["MIN_WORK", "SGEMM_C", "enabled", "library", "available", "simd_width", "sgemm", "sgemm_call"]
 
 MIN_WORK = 1 << 15          # nb*M*N*K below this: the BLAS (a call's fixed cost is about 1 us)
 
@@ -37,17 +38,22 @@ def enabled() -> bool:
 _LIB: list = []
 
 
+_ARGS = (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long, ctypes.c_long,
+         ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
+         ctypes.c_void_p, ctypes.c_long, ctypes.c_long)
+_ACC: list = []             # ember_sgemm_acc (the same arguments and the accumulate flag)
+
+
 def library():
-    """The GEMM built as a library of its own (``ember_sgemm``, ``ember_have_sgemm``, ``ember_simd_width``)."""
+    """The GEMM built as a library of its own: ``(lib, ember_sgemm, has the CPU its tile?, vector width)``
+    (``ember_sgemm`` is what graph libraries call, see shared_gemm.py; ``ember_sgemm_acc`` adds a flag)."""
     if not _LIB:
         from . import build
         from . import prims as P
         src = "\n".join([P.C_PRELUDE, build.OMP_PRELUDE, SGEMM_C, LIBRARY_C])
         lib = build.compile_source(src, name="ember_sgemm")
-        fn = lib.get("ember_sgemm", (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int, ctypes.c_long,
-                                     ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
-                                     ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_long,
-                                     ctypes.c_long), ctypes.c_int)
+        fn = lib.get("ember_sgemm", _ARGS, ctypes.c_int)
+        _ACC.append(lib.get("ember_sgemm_acc", _ARGS + (ctypes.c_int,), ctypes.c_int))
         have = lib.get("ember_have_sgemm", (), ctypes.c_int)()
         width = lib.get("ember_simd_width", (), ctypes.c_int)()
         _LIB.append((lib, fn, bool(have), int(width)))
@@ -76,11 +82,24 @@ def _operand(x: np.ndarray, rows: int, cols: int):
     return None
 
 
-def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None,
+          accumulate: bool = False) -> np.ndarray:
     """``a @ b`` for float32 arrays of shape (M, K) / (K, N) or batches (nb, M, K) / (nb, K, N) through
     ember's GEMM on ``threads`` threads (0: OpenMP's setting). Each matrix may be transposed (a view);
-    other layouts are copied. Raises RuntimeError where the CPU has no such GEMM."""
-    _, fn, have, _ = library()
+    other layouts are copied. ``out`` (C-contiguous float32) receives the result; ``accumulate=True`` adds
+    the product to it instead.
+    Raises RuntimeError where the CPU has no such GEMM."""
+    run, c = sgemm_call(a, b, threads, out, accumulate)
+    run()
+    return c if a.ndim == 3 else c[0]
+
+
+def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None,
+               accumulate: bool = False):
+    """``(run, c)``: ``run()`` computes ``sgemm(a, b, ...)`` into ``c`` (shape (nb, M, N)) with one foreign
+    call whose arguments are worked out here once (the bench times ``run``, as generated code calls it)."""
+    have = library()[2]
+    fn = _ACC[0]
     if not have:
         raise RuntimeError("ember.compiler.gemm.sgemm: this CPU has neither AVX-512 nor AVX2+FMA")
     if a.dtype != np.float32 or b.dtype != np.float32:
@@ -100,12 +119,20 @@ def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None
             lay = (0, max(c, 1))
         ops.append((x, lay, x.strides[0] // x.itemsize if nb > 1 else 0))
     (a3, (ta, lda), sa), (b3, (tb, ldb), sb) = ops
+    if accumulate and out is None:
+        raise ValueError("sgemm: accumulate=True needs out (the matrix to add the product to)")
+    if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous or out.size != nb * M * N):
+        raise ValueError(f"sgemm: out must be a C-contiguous float32 array of {nb * M * N} elements, got "
+                         f"{out.dtype} of shape {out.shape}")
     c = np.empty((nb, M, N), np.float32) if out is None else out.reshape(nb, M, N)
-    ok = fn(int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
-            c.ctypes.data, max(N, 1), M * N)
-    if not ok:
-        raise MemoryError("sgemm: could not allocate the packing buffers")
-    return c if batched else c[0]
+    args = (int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
+            c.ctypes.data, max(N, 1), M * N, int(bool(accumulate)))
+
+    def run(_alive=(a3, b3)):         # the default keeps the (possibly copied) operands alive
+        if not fn(*args):
+            raise MemoryError("sgemm: could not allocate the packing buffers")
+        return c
+    return run, c
 
 
 EAGER_MIN = 1 << 24         # nb*M*N*K from which eager matmuls use several threads (gemm_c.EM_GEMM_PAR_MIN)

@@ -4,17 +4,29 @@
 (M, N, K), leading dimensions and batch strides are run-time arguments, so one compiled function serves
 every size (and dynamic shapes).
 
-Blocking (the usual packed-panel scheme): K is cut into blocks of ``EM_KC``; for each block op(B) is
-packed into panels of ``EM_NR`` columns (k-major, zero-padded), shared by all threads; the work items are
-(row block of ``EM_MC`` rows) x (chunk of column panels). A thread packs its row block of op(A) into
-micro-panels of ``EM_MR`` rows (kept when its next item has the same rows) and runs the register tile
-``EM_MR x EM_NR`` over each panel of its chunk. The items run on ember's work pool (pool_c.py): threads
-claim them one at a time and the call returns when all are done, so a thread whose core is busy with
-another process takes fewer items instead of holding everyone up. Batches of small GEMMs run one GEMM
-per item. The thread count is OpenMP's (``omp_get_max_threads()``, which ``ember.set_num_threads`` sets).
+Blocking (one thread, ``em_gemm_1t``): K is cut into nearly equal blocks of at most ``EM_KC`` (784 ->
+4 x 196, not 3 x 256 + 16); per block op(B) is packed into panels of ``EM_NR`` columns (k-major,
+zero-padded; vector copies, or 8x8 AVX transposes when B is stored transposed) and the register tile
+``EM_MR x EM_NR`` runs over row blocks of ``EM_MC`` rows, panel by panel. op(A) is not packed when stored
+row-major: the tile broadcasts its elements from the rows in place (rows past the edge repeat the last
+row, so nothing outside op(A) is read); stored transposed it is read in place while a row block's kc x mc
+floats fit L1 (attention's 64 x 64), else packed into k-major micro-panels. Small batched GEMMs thus pay
+only the B packing (attention's 64 x 64 x 32 products: 70-77% of the FMA peak).
+
+Threads (``em_sgemm_batched_acc``): a batch of at least two GEMMs per thread runs one GEMM per item;
+otherwise each GEMM is cut into about ``EM_ITEMS_PER_THREAD`` items per thread, the split into column
+chunks (whole panels) x row groups (whole tiles) that re-reads least (each row group packs op(B) again,
+each column chunk reads op(A) again). Every item is a single-threaded GEMM on its block with its own
+packing buffers, so items share nothing and need no barrier. They run on ember's work pool (pool_c.py):
+threads claim them one at a time and the call returns when all are done, so a thread whose core is busy
+with another process takes fewer items instead of holding everyone up. The thread count is OpenMP's
+(``omp_get_max_threads()``, which ``ember.set_num_threads`` sets).
 
 The register tile is written with GCC vector types: 16 floats (one zmm register) where ``__AVX512F__``
-is defined, 8 (one ymm) with AVX2+FMA; the same code in both. ``a * b + c`` becomes one fused
+is defined, 8 (one ymm) with AVX2+FMA; the same code in both (-march=native decides, and gcc enables
+AVX-512 only where the OS saves the zmm state). At run time ``em_sgemm_cpu_ok`` checks again (cpuid and
+XCR0) and, where the library cannot run its tile, every call returns 0 and the caller runs the BLAS;
+``tests/test_gemm_kernel.py`` compiles the 512-bit tile on any machine. ``a * b + c`` becomes one fused
 multiply-add (``-ffp-contract=fast``, implied by ``-std=gnu11``). Elsewhere nothing is compiled and
 ``EM_SGEMM_OR`` is the BLAS call alone. Packing buffers are per thread (thread-local, grown on demand and
 kept); when one cannot be allocated the functions return 0 and the caller runs the BLAS.
@@ -26,14 +38,17 @@ SGEMM_C = r"""/* ember's sgemm (ember.compiler.gemm_c): C = op(A) op(B), row-maj
 #define EM_HAVE_SGEMM 1
 #include <stdlib.h>
 #include <string.h>
+#include <cpuid.h>
 #include <immintrin.h>
 __EM_POOL__
 #ifdef __AVX512F__
 #define EM_VW 16
 #define EM_BCAST(x) ((em_vf)_mm512_set1_ps(x))
+#define EM_XCR0_NEED 0xe6        /* XMM, YMM, opmask, ZMM_Hi256, Hi16_ZMM state enabled by the OS */
 #else
 #define EM_VW 8
 #define EM_BCAST(x) ((em_vf)_mm256_set1_ps(x))
+#define EM_XCR0_NEED 0x06        /* XMM and YMM state */
 #endif
 #ifndef EM_MR
 #define EM_MR 6
@@ -54,6 +69,9 @@ __EM_POOL__
    4-13M multiply-adds) ran 1.2-4x slower on two threads than on one; from batch 512 (100M) two won. */
 #define EM_GEMM_PAR_MIN (1LL << 24)
 #endif
+#ifndef EM_ITEMS_PER_THREAD
+#define EM_ITEMS_PER_THREAD 4
+#endif
 #ifdef _OPENMP
 #define EM_MAXT() omp_get_max_threads()     /* ember.set_num_threads() sets OpenMP's count */
 #else
@@ -61,6 +79,29 @@ __EM_POOL__
 #endif
 typedef float em_vf __attribute__((vector_size(EM_VW * 4)));
 typedef float em_vfu __attribute__((vector_size(EM_VW * 4), aligned(4)));
+
+/* 1 when this CPU and its OS run the compiled tile: cpuid says AVX2+FMA (and AVX-512F for the 512-bit
+   tile) and XCR0 says the OS saves the registers it uses; else 0 and every call runs the BLAS. The
+   compiler enabled the tile for the build host (-march=native); this guards a library run elsewhere. */
+static int em_sgemm_cpu_ok(void) {
+  static int ok = -1;
+  if (ok < 0) {
+    unsigned a, b, c, d;
+    int r = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX) && (c & bit_FMA)) {
+      unsigned lo, hi;
+      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      if ((lo & EM_XCR0_NEED) == EM_XCR0_NEED && __get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        r = (b & bit_AVX2) != 0;
+#ifdef __AVX512F__
+        r = r && (b & bit_AVX512F) != 0;
+#endif
+      }
+    }
+    ok = r;
+  }
+  return ok;
+}
 
 static __thread float *em_ws = 0;
 static __thread size_t em_ws_cap = 0;
@@ -78,28 +119,33 @@ static float *em_workspace(size_t n) {
   return em_ws;
 }
 
-/* the register tile: c[0:mr, 0:nr] (+)= ap (kc x MR, k-major) times bp (kc x NR, k-major) */
-static inline void em_tile(int kc, const float *restrict ap, const float *restrict bp, float *restrict c,
-                           long ldc, int mr, int nr, int acc) {
+/* the register tile: c[0:mr, 0:nr] (+)= A (mr x kc, element (i, k) at a[i*rs + k*cs]) times bp (kc x NR,
+   k-major). A is a packed micro-panel (rs 1, cs MR) or row-major op(A) read in place (rs lda, cs 1); rows
+   from mr on repeat row mr-1 (computed, never stored), so nothing past op(A)'s rows is read */
+static inline __attribute__((always_inline)) void
+em_tile_body(int kc, const float *restrict a, long rs, long cs, const float *restrict bp, float *restrict c, long ldc,
+        int mr, int nr, int acc) {
   em_vf r[EM_MR][EM_NV];
-#pragma GCC unroll 8
-  for (int i = 0; i < EM_MR; i++)
+  const float *ar[EM_MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < EM_MR; i++) {
+    ar[i] = a + (i < mr ? i : mr - 1) * rs;
 #pragma GCC unroll 4
     for (int v = 0; v < EM_NV; v++) r[i][v] = (em_vf){0};
-  for (int k = 0; k < kc; k++) {
+  }
+  for (long k = 0; k < kc; k++) {
     em_vf b[EM_NV];
 #pragma GCC unroll 4
     for (int v = 0; v < EM_NV; v++) b[v] = *(const em_vf *)(bp + k * EM_NR + v * EM_VW);
-    const float *a = ap + k * EM_MR;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int i = 0; i < EM_MR; i++) {
-      const em_vf x = EM_BCAST(a[i]);
+      const em_vf x = EM_BCAST(ar[i][k * cs]);
 #pragma GCC unroll 4
       for (int v = 0; v < EM_NV; v++) r[i][v] += x * b[v];
     }
   }
   if (nr == EM_NR) {              /* whole rows: vector stores (mr < MR only at the bottom edge) */
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int i = 0; i < EM_MR; i++) {
       if (i >= mr) break;
 #pragma GCC unroll 4
@@ -110,7 +156,7 @@ static inline void em_tile(int kc, const float *restrict ap, const float *restri
     }
   } else {
     float t[EM_MR][EM_NR] __attribute__((aligned(64)));
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int i = 0; i < EM_MR; i++)
 #pragma GCC unroll 4
       for (int v = 0; v < EM_NV; v++) *(em_vf *)(&t[i][v * EM_VW]) = r[i][v];
@@ -119,149 +165,150 @@ static inline void em_tile(int kc, const float *restrict ap, const float *restri
   }
 }
 
-/* op(B)[k0:k0+kc, j0:j0+NR] -> dst (kc x NR, zero-padded columns) */
-static void em_pack_b(float *restrict dst, int tb, const float *B, long ldb, long N, long k0, int kc, long j0) {
-  const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
-  if (!tb) {
-    for (int k = 0; k < kc; k++) {
-      const float *s = B + (k0 + k) * ldb + j0;
-      float *d = dst + k * EM_NR;
-      for (int j = 0; j < nr; j++) d[j] = s[j];
-      for (int j = nr; j < EM_NR; j++) d[j] = 0.0f;
-    }
-  } else {
-    if (nr < EM_NR) memset(dst, 0, sizeof(float) * (size_t)kc * EM_NR);
-    for (int j = 0; j < nr; j++) {
-      const float *s = B + (j0 + j) * ldb + k0;
-      for (int k = 0; k < kc; k++) dst[k * EM_NR + j] = s[k];
-    }
-  }
+/* em_tile_body with the whole-tile case compiled apart (no clamped rows, no partial stores); one copy
+   of each serves every layout of op(A) (rs, cs at run time: one more add per k, fewer lines to compile) */
+static __attribute__((noinline)) void em_tile_whole(int kc, const float *restrict a, long rs, long cs,
+                                                    const float *restrict bp, float *restrict c, long ldc, int acc) {
+  em_tile_body(kc, a, rs, cs, bp, c, ldc, EM_MR, EM_NR, acc);
+}
+static __attribute__((noinline)) void em_tile_edge(int kc, const float *restrict a, long rs, long cs,
+                                                   const float *restrict bp, float *restrict c, long ldc, int mr,
+                                                   int nr, int acc) {
+  em_tile_body(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
+}
+static inline void em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp,
+                           float *restrict c, long ldc, int mr, int nr, int acc) {
+  if (mr == EM_MR && nr == EM_NR)
+    em_tile_whole(kc, a, rs, cs, bp, c, ldc, acc);
+  else
+    em_tile_edge(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
 }
 
-/* op(A)[i0:i0+mc, k0:k0+kc] -> dst: micro-panels of MR rows, each kc x MR (k-major, zero-padded rows) */
-static void em_pack_a(float *restrict dst, int ta, const float *A, long lda, long i0, int mc, long k0, int kc) {
+/* d[k * ldd + j] = s[j * ld + k] for an 8 x 8 block (AVX: unpack, shuffle, swap 128-bit halves) */
+static inline void em_tr8(const float *s, long ld, float *d, long ldd) {
+  const __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld),
+               r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld), r5 = _mm256_loadu_ps(s + 5 * ld),
+               r6 = _mm256_loadu_ps(s + 6 * ld), r7 = _mm256_loadu_ps(s + 7 * ld);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+               t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+               t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+               u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+               u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+               u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* op(B)[0:kc, j0:j0+NR] -> dst (kc x NR, zero-padded columns); B points at op(B)[0, 0] of this k block */
+static void em_pack_b(float *restrict dst, int tb, const float *B, long ldb, long N, int kc, long j0) {
+  const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
+  if (!tb) {
+    const float *s = B + j0;
+    if (nr == EM_NR) {
+      for (int k = 0; k < kc; k++)
+#pragma GCC unroll 4
+        for (int v = 0; v < EM_NV; v++)
+          *(em_vf *)(dst + k * EM_NR + v * EM_VW) = *(const em_vfu *)(s + k * ldb + v * EM_VW);
+      return;
+    }
+    for (int k = 0; k < kc; k++) {
+      for (int j = 0; j < nr; j++) dst[k * EM_NR + j] = s[k * ldb + j];
+      for (int j = nr; j < EM_NR; j++) dst[k * EM_NR + j] = 0.0f;
+    }
+    return;
+  }
+  const float *s = B + j0 * ldb;          /* op(B)[k, j] at s[j * ldb + k] */
+  int k8 = 0;
+  if (nr == EM_NR) {
+    for (; k8 + 8 <= kc; k8 += 8)
+      for (int j = 0; j < EM_NR; j += 8) em_tr8(s + j * ldb + k8, ldb, dst + k8 * EM_NR + j, EM_NR);
+  } else {
+    memset(dst, 0, sizeof(float) * (size_t)kc * EM_NR);
+  }
+  for (int j = 0; j < nr; j++)
+    for (int k = k8; k < kc; k++) dst[k * EM_NR + j] = s[j * ldb + k];
+}
+
+/* op(A)[0:mc, 0:kc] for A stored transposed (op(A)[i, k] at A[k * lda + i]) -> dst: micro-panels of MR
+   rows, each kc x MR (k-major, zero-padded rows) */
+static void em_pack_at(float *restrict dst, const float *A, long lda, int mc, int kc) {
   for (int ir = 0; ir < mc; ir += EM_MR) {
     const int mr = mc - ir < EM_MR ? mc - ir : EM_MR;
     float *d = dst + (long)ir * kc;
-    if (!ta) {
-      if (mr < EM_MR) memset(d, 0, sizeof(float) * (size_t)kc * EM_MR);
-      for (int i = 0; i < mr; i++) {
-        const float *s = A + (i0 + ir + i) * lda + k0;
-        for (int k = 0; k < kc; k++) d[k * EM_MR + i] = s[k];
-      }
+    const float *s = A + ir;
+    if (mr == EM_MR) {
+      for (int k = 0; k < kc; k++)
+#pragma GCC unroll 16
+        for (int i = 0; i < EM_MR; i++) d[k * EM_MR + i] = s[k * lda + i];
     } else {
       for (int k = 0; k < kc; k++) {
-        const float *s = A + (k0 + k) * lda + i0 + ir;
-        for (int i = 0; i < mr; i++) d[k * EM_MR + i] = s[i];
+        for (int i = 0; i < mr; i++) d[k * EM_MR + i] = s[k * lda + i];
         for (int i = mr; i < EM_MR; i++) d[k * EM_MR + i] = 0.0f;
       }
     }
   }
 }
 
-/* rows i0:i0+mc of C, column panels p0:p1: the packed row block ap times the packed panels */
-static void em_block(const float *ap, const float *bp, float *C, long ldc, long N, long i0, int mc, int kc,
-                     long p0, long p1, int acc) {
-  for (long p = p0; p < p1; p++) {
-    const long j0 = p * EM_NR;
-    const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
-    const float *bpp = bp + p * EM_KC * EM_NR;
-    for (int ir = 0; ir < mc; ir += EM_MR)
-      em_tile(kc, ap + (long)ir * kc, bpp, C + (i0 + ir) * ldc + j0, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, acc);
-  }
-}
-
-/* one parallel GEMM's shared state (the pool's tasks below read it) */
-typedef struct {
-  int ta, tb;
-  long N;
-  const float *A;
-  long lda;
-  const float *B;
-  long ldb;
-  float *C;
-  long ldc;
-  float *bp, *ap0;            /* the shared packed panels; worker w's row block at ap0 + w * asize */
-  size_t asize;
-  long nch, ppc;              /* column chunks per row block, panels per chunk */
-  long k0;
-  int kc;
-  long M;
-  long *packed;               /* per worker: the row block its buffer holds (-1: none) */
-} em_gemm_job;
-
-static void em_task_pack_b(void *c, long p, int w) {
-  const em_gemm_job *j = (const em_gemm_job *)c;
-  (void)w;
-  em_pack_b(j->bp + p * EM_KC * EM_NR, j->tb, j->B, j->ldb, j->N, j->k0, j->kc, p * EM_NR);
-}
-
-static void em_task_block(void *c, long it, int w) {
-  const em_gemm_job *j = (const em_gemm_job *)c;
-  const long mb = it / j->nch, ch = it % j->nch, np = (j->N + EM_NR - 1) / EM_NR;
-  const long i0 = mb * EM_MC;
-  const int mc = j->M - i0 < EM_MC ? (int)(j->M - i0) : EM_MC;
-  float *ap = j->ap0 + (size_t)w * j->asize;
-  if (j->packed[w] != mb) {
-    em_pack_a(ap, j->ta, j->A, j->lda, i0, mc, j->k0, j->kc);
-    j->packed[w] = mb;
-  }
-  em_block(ap, j->bp, j->C, j->ldc, j->N, i0, mc, j->kc, ch * j->ppc, (ch + 1) * j->ppc < np ? (ch + 1) * j->ppc : np,
-           j->k0 > 0);
-}
-
-/* one GEMM on up to nt threads; 0 when a buffer could not be allocated (C is then unspecified) */
-static int em_sgemm_nt(int nt, int ta, int tb, long M, long N, long K, const float *A, long lda,
-                       const float *B, long ldb, float *C, long ldc) {
+/* C[0:M, 0:N] (+)= op(A) op(B) on the calling thread (acc: add to C). A, B and C point at element (0, 0)
+   of this block; op(A)[i, k] is A[i*lda + k] (ta 0) or A[k*lda + i] (ta 1), op(B)[k, j] likewise.
+   K is cut into nearly equal blocks of at most KC; per block op(B) is packed into panels of NR columns,
+   op(A) is read in place (ta 0) or packed per MC rows (ta 1). 0 when a buffer could not be allocated. */
+static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, long lda, const float *B, long ldb,
+                      float *C, long ldc, int acc) {
   if (M <= 0 || N <= 0) return 1;
   if (K <= 0) {
-    for (long i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
+    if (!acc)
+      for (long i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
     return 1;
   }
-  const long np = (N + EM_NR - 1) / EM_NR, nmb = (M + EM_MC - 1) / EM_MC;
-  long nch = 1;
-  if (nt > 1) {                    /* enough items for every thread to take a few */
-    nch = (4L * nt + nmb - 1) / nmb;
-    if (nch > np) nch = np;
-  }
-  const long ppc = (np + nch - 1) / nch;
-  nch = (np + ppc - 1) / ppc;
-  const long items = nmb * nch;
-  if (nt > items) nt = (int)items;
-  if (nt < 1) nt = 1;
-  const size_t bsize = (size_t)EM_KC * EM_NR * np, asize = (size_t)EM_KC * EM_MC;
-  float *ws = em_workspace(bsize + (size_t)nt * asize);
+  const long nk = (K + EM_KC - 1) / EM_KC, kcmax = (K + nk - 1) / nk, np = (N + EM_NR - 1) / EM_NR;
+  const size_t bsize = (size_t)kcmax * EM_NR * np;
+  float *ws = em_workspace(bsize + (ta ? (size_t)kcmax * (EM_MC + EM_MR) : 0));
   if (!ws) return 0;
-  float *bp = ws;
-  if (nt == 1) {                   /* the same loops without OpenMP's bookkeeping (small GEMMs) */
-    float *ap = ws + bsize;
-    for (long k0 = 0; k0 < K; k0 += EM_KC) {
-      const int kc = K - k0 < EM_KC ? (int)(K - k0) : EM_KC;
-      for (long p = 0; p < np; p++) em_pack_b(bp + p * EM_KC * EM_NR, tb, B, ldb, N, k0, kc, p * EM_NR);
-      for (long i0 = 0; i0 < M; i0 += EM_MC) {
-        const int mc = M - i0 < EM_MC ? (int)(M - i0) : EM_MC;
-        em_pack_a(ap, ta, A, lda, i0, mc, k0, kc);
-        em_block(ap, bp, C, ldc, N, i0, mc, kc, 0, np, k0 > 0);
+  float *bp = ws, *ap = ws + bsize;
+  for (long k0 = 0; k0 < K; k0 += kcmax) {
+    const int kc = K - k0 < kcmax ? (int)(K - k0) : (int)kcmax, ak = acc || k0 > 0;
+    const float *Bk = B + (tb ? k0 : k0 * ldb);
+    for (long p = 0; p < np; p++) em_pack_b(bp + p * kc * EM_NR, tb, Bk, ldb, N, kc, p * EM_NR);
+    for (long i0 = 0; i0 < M; i0 += EM_MC) {
+      const int mc = M - i0 < EM_MC ? (int)(M - i0) : EM_MC;
+      /* op(A) stored transposed: read in place while the block's lines stay in L1, else packed */
+      const int pack = ta && (long)kc * mc > 4096;
+      if (pack) em_pack_at(ap, A + k0 * lda + i0, lda, mc, kc);
+      for (long p = 0; p < np; p++) {
+        const long j0 = p * EM_NR;
+        const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
+        const float *bpp = bp + p * kc * EM_NR;
+        float *cp = C + i0 * ldc + j0;
+        if (pack) {
+          for (int ir = 0; ir < mc; ir += EM_MR)
+            em_tile(kc, ap + (long)ir * kc, 1, EM_MR, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
+        } else if (ta) {
+          const float *a0 = A + k0 * lda + i0;
+          for (int ir = 0; ir < mc; ir += EM_MR)
+            em_tile(kc, a0 + ir, 1, lda, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
+        } else {
+          const float *a0 = A + i0 * lda + k0;
+          for (int ir = 0; ir < mc; ir += EM_MR)
+            em_tile(kc, a0 + ir * lda, lda, 1, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
+        }
       }
     }
-    return 1;
-  }
-  em_gemm_job job = {ta, tb, N, A, lda, B, ldb, C, ldc, bp, ws + bsize, asize, nch, ppc, 0, 0, 0};
-  long packed[nt];
-  job.packed = packed;
-  for (long k0 = 0; k0 < K; k0 += EM_KC) {
-    job.k0 = k0;
-    job.kc = K - k0 < EM_KC ? (int)(K - k0) : EM_KC;
-    job.M = M;
-    for (int w = 0; w < nt; w++) packed[w] = -1;
-    em_pool_run(nt, np, em_task_pack_b, &job);
-    em_pool_run(nt, items, em_task_block, &job);
   }
   return 1;
 }
 
+/* the parallel GEMMs' shared state: item it is the block (row group it / nch, column chunk it % nch) of
+   C[b] for b = it / (ng * nch); each item is one em_gemm_1t call with its own packing buffers */
 typedef struct {
-  int ta, tb;
+  int ta, tb, acc;
   long M, N, K;
   const float *A;
   long lda, sa;
@@ -269,31 +316,66 @@ typedef struct {
   long ldb, sb;
   float *C;
   long ldc, sc;
+  long ng, rpg, nch, cpc;     /* row groups, rows per group, column chunks, columns per chunk */
   _Atomic int failed;
-} em_batch_job;
+} em_gemm_job;
 
-static void em_task_batch(void *c, long b, int w) {
-  em_batch_job *j = (em_batch_job *)c;
+static void em_task_gemm(void *c, long it, int w) {
+  em_gemm_job *j = (em_gemm_job *)c;
   (void)w;
-  if (!em_sgemm_nt(1, j->ta, j->tb, j->M, j->N, j->K, j->A + b * j->sa, j->lda, j->B + b * j->sb, j->ldb,
-                   j->C + b * j->sc, j->ldc))
+  const long per = j->ng * j->nch, b = it / per, g = it % per / j->nch, ch = it % j->nch;
+  const long r0 = g * j->rpg, c0 = ch * j->cpc;
+  const long m = j->M - r0 < j->rpg ? j->M - r0 : j->rpg, n = j->N - c0 < j->cpc ? j->N - c0 : j->cpc;
+  const float *A = j->A + b * j->sa + (j->ta ? r0 : r0 * j->lda);
+  const float *B = j->B + b * j->sb + (j->tb ? c0 * j->ldb : c0);
+  if (!em_gemm_1t(j->ta, j->tb, m, n, j->K, A, j->lda, B, j->ldb, j->C + b * j->sc + r0 * j->ldc + c0, j->ldc,
+                  j->acc))
     atomic_store(&j->failed, 1);
 }
 
-/* nb GEMMs C[b] = op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats) on up to nt threads
-   (nt <= 0: OpenMP's count, or one below EM_GEMM_PAR_MIN); 0 when a buffer could not be allocated */
+/* nb GEMMs C[b] (+)= op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats; acc: add to C) on up to nt
+   threads (nt <= 0: OpenMP's count, or one below EM_GEMM_PAR_MIN); 0 when a buffer could not be
+   allocated or the CPU cannot run the tile (the caller then runs the BLAS). Several threads: a batch of
+   at least 2 per thread runs one GEMM per item; otherwise each GEMM is cut into about 4 items per thread,
+   column chunks of whole panels first (each item packs only its own columns of op(B)), then row groups. */
+static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
+                                long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
+  if (!em_sgemm_cpu_ok()) return 0;
+  if (nt <= 0) nt = (long long)nb * M * N * K < EM_GEMM_PAR_MIN ? 1 : EM_MAXT();
+  if (M <= 0 || N <= 0 || nb <= 0) return 1;
+  if (nt <= 1) {
+    for (long b = 0; b < nb; b++)
+      if (!em_gemm_1t(ta, tb, M, N, K, A + b * sa, lda, B + b * sb, ldb, C + b * sc, ldc, acc)) return 0;
+    return 1;
+  }
+  em_gemm_job job = {ta, tb, acc, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 1, M, 1, N, 0};
+  if (nb < 2L * nt) {
+    /* about EM_ITEMS_PER_THREAD items per thread: of the splits into column chunks (whole panels) times
+       row groups (whole tiles), the one that re-reads least: every row group packs op(B) again
+       (N*K floats) and every column chunk reads op(A) again (M*K) */
+    const long want = (EM_ITEMS_PER_THREAD * nt + nb - 1) / nb, np = (N + EM_NR - 1) / EM_NR,
+               tiles = (M + EM_MR - 1) / EM_MR;
+    double best = -1.0;
+    for (long c = 1; c <= np && c <= want; c++) {
+      const long ppc = (np + c - 1) / c, nch = (np + ppc - 1) / ppc;
+      long ng = (want + nch - 1) / nch;
+      if (ng > tiles) ng = tiles;
+      const long rpg = (tiles + ng - 1) / ng * EM_MR;
+      ng = (M + rpg - 1) / rpg;
+      const double cost = (double)ng * N + (double)nch * M;
+      if (ng * nch * nb >= nt && (best < 0 || cost < best)) {
+        best = cost;
+        job.ng = ng, job.rpg = rpg, job.nch = nch, job.cpc = ppc * EM_NR;
+      }
+    }
+  }
+  em_pool_run(nt, nb * job.ng * job.nch, em_task_gemm, &job);
+  return !atomic_load(&job.failed);
+}
+
 static int em_sgemm_batched(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                             long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc) {
-  if (nt <= 0) nt = (long long)nb * M * N * K < EM_GEMM_PAR_MIN ? 1 : EM_MAXT();
-  if (nb == 1) return em_sgemm_nt(nt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-  if (nt > 1 && nb >= 2L * nt) {      /* one GEMM per item, each on one thread */
-    em_batch_job job = {ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 0};
-    em_pool_run(nt, nb, em_task_batch, &job);
-    return !atomic_load(&job.failed);
-  }
-  for (long b = 0; b < nb; b++)
-    if (!em_sgemm_nt(nt, ta, tb, M, N, K, A + b * sa, lda, B + b * sb, ldb, C + b * sc, ldc)) return 0;
-  return 1;
+  return em_sgemm_batched_acc(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 0);
 }
 /* the batched GEMM, or `blas` (a statement computing the same result) where it cannot run */
 #define EM_SGEMM_OR(blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) \
@@ -309,7 +391,20 @@ SGEMM_C = SGEMM_C.replace("__EM_POOL__", POOL_C)
 # a library of its own (tests, the bench, eager matmuls): the GEMM with exported entry points
 LIBRARY_C = r"""
 #include <stdint.h>
-int ember_have_sgemm(void) { return EM_HAVE_SGEMM; }
+int ember_have_sgemm(void) {
+#if EM_HAVE_SGEMM
+  return em_sgemm_cpu_ok();
+#else
+  return 0;
+#endif
+}
+int ember_pool_pinned(void) {      /* 1: the pool's threads are held off the last caller's CPU */
+#if EM_HAVE_SGEMM
+  return em_pool_pinned;
+#else
+  return 0;
+#endif
+}
 int ember_simd_width(void) {
 #if EM_HAVE_SGEMM
   return EM_VW;
@@ -317,12 +412,18 @@ int ember_simd_width(void) {
   return 0;
 #endif
 }
-int ember_sgemm(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda, long sa,
-                const float *B, long ldb, long sb, float *C, long ldc, long sc) {
+/* C[b] (+)= op(A[b]) op(B[b]) (acc: add); 0 where the caller must run the BLAS */
+int ember_sgemm_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda, long sa,
+                    const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
 #if EM_HAVE_SGEMM
-  return em_sgemm_batched(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc);
+  return em_sgemm_batched_acc(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, acc);
 #else
   return 0;
 #endif
+}
+/* C[b] = op(A[b]) op(B[b]): the signature graph libraries call (shared_gemm.GEMM_STUB_C) */
+int ember_sgemm(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda, long sa,
+                const float *B, long ldb, long sb, float *C, long ldc, long sc) {
+  return ember_sgemm_acc(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 0);
 }
 """

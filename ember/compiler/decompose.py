@@ -338,7 +338,7 @@ ALIAS_OPS = ("view", "permute", "expand", "getitem_basic")
 # ops whose output shape depends on the values: generated code is shape-specialised, so programs that
 # contain them run in the interpreter
 DYNAMIC_SHAPE_OPS = ("unique", "nonzero", "masked_select", "bincount")
-ALIAS_UNSUPPORTED = ("unfold", "diagonal", "as_strided")
+ALIAS_UNSUPPORTED = ("unfold", "diagonal", "as_strided", "split", "split_with_sizes", "unbind")
 
 
 class Declined(Exception):
@@ -531,7 +531,7 @@ def _decompose_op(b, g, n, vmap, alias_def, arg_of, mutable_roots):
 # ---- extern ops: run their NumPy kernel between native segments -------------------------------------------
 # (rare in training graphs: linear algebra decompositions, sorting, random draws, convolutions ...)
 EXTERN_OPS = frozenset("""
-div_floor div_trunc take_flat put_flat_add as_strided fill_flat_zero copy_slices
+split split_with_sizes unbind div_floor div_trunc take_flat put_flat_add as_strided fill_flat_zero copy_slices
 unfold diagonal erfinv digamma polygamma special_i1 i0 sinc isclose bitwise_left_shift bitwise_right_shift
 ldexp logaddexp logaddexp2 heaviside cumsum cumprod logcumsumexp sort topk kthvalue median_dim mode cummax cummin argsort
 median unique scatter scatter_add scatter_reduce index_add index_copy index_fill masked_select

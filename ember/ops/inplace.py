@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
-from ..autograd.node import Node
+from ..autograd.node import Node, node_class
 from ..autograd.views import refresh as refresh_views
 from .. import memory as _mem
 from .registry import dtype_name, apply
@@ -27,6 +27,17 @@ def check_inplace_allowed(self: Tensor, name: str) -> None:
         base = self._base
         if base is not None and base._rg and base.grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        if base is not None and type(self.grad_fn) in _MULTI_VIEW_NODES:
+            fn = type(self.grad_fn).__name__.removesuffix("Backward0")
+            raise RuntimeError(
+                f"{name}(): output {self._output_nr} of {fn} is a view and is being modified inplace. "
+                "This view is the output of a function that returns multiple views. Such "
+                "functions do not allow the output views to be modified inplace. You should replace the "
+                "inplace operation by an out-of-place one.")
+
+
+# torch refuses in-place writes to the views these functions return (several views from one node)
+_MULTI_VIEW_NODES = tuple(node_class(n) for n in ("SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0"))
 
 
 def _writable(self: Tensor, name: str) -> None:

@@ -6,11 +6,72 @@ import builtins
 
 import numpy as np
 
-from ..tensor import Tensor
-from .registry import attach, rename
+from ..tensor import Tensor, wrap
+from .registry import attach, rename, register, apply, apply_view, FACTORY
 from ._reduce_util import numpy_names
 from ._util import wrap_dim
 from .shape import getitem_basic, narrow, select, _SLICE, _SPLIT, _SPLIT_SIZES, _UNBIND
+from .shape_join import CAT, stack
+
+
+# ---- split and unbind as one multi-output view op each ------------------------------------------------
+# One node for all pieces (torch's SplitBackward0 / SplitWithSizesBackward0 / UnbindBackward0), whose
+# derivative concatenates (stacks) the pieces' gradients, instead of one narrow per piece each scattering
+# into a zero tensor of the input's size. Pieces are NumPy views: they share the input's buffer and
+# version counter (apply_view). While ember.compile captures, and on a device, the per-piece narrow/select
+# views are used instead (the compiler aliases those natively; the device dispatcher knows them). The
+# compiler lists the three ops as extern view ops (like unfold) should a captured graph ever hold them.
+
+
+def _split_kernel(x, dim, sizes):
+    pre = (slice(None),) * dim
+    out = []
+    start = 0
+    for s in sizes:
+        out.append(x[pre + (slice(start, start + s), Ellipsis)])
+        start += s
+    return tuple(out)
+
+
+def _piece_grads(ctx, grads, shapes):
+    """The pieces' gradients, zeros for pieces that got none."""
+    dt = ctx.in_dtype(0)
+    return [g if g is not None else wrap(np.zeros(sh, dtype=dt.np), dt) for g, sh in zip(grads, shapes)]
+
+
+def _split_bw(ctx, *grads):
+    dim, sizes = ctx.attrs["dim"], ctx.attrs["sizes"]
+    shape = ctx.in_shape(0)
+    shapes = [shape[:dim] + (s,) + shape[dim + 1:] for s in sizes]
+    gs = _piece_grads(ctx, grads, shapes)
+    if len(gs) == 1:
+        return gs[0]
+    return apply(CAT, tuple(gs), {"axis": dim, "dt": gs[0]._data.dtype, "keep": range(len(gs)), "sizes": sizes})
+
+
+def _unbind_kernel(x, dim):
+    pre = (slice(None),) * dim
+    return tuple(x[pre + (i, Ellipsis)] for i in range(x.shape[dim]))
+
+
+def _unbind_bw(ctx, *grads):
+    dim = ctx.attrs["dim"]
+    shape = ctx.in_shape(0)
+    return stack(_piece_grads(ctx, grads, [shape[:dim] + shape[dim + 1:]] * len(grads)), dim)
+
+
+# (nout: more than one; the number of pieces varies per call, the kernels return a tuple)
+SPLIT = register("split", _split_kernel, _split_bw, nout=2)
+SPLIT_SIZES = register("split_with_sizes", _split_kernel, _split_bw, nout=2)
+UNBIND = register("unbind", _unbind_kernel, _unbind_bw, nout=2)
+for _op, _cls in zip((SPLIT, SPLIT_SIZES, UNBIND), (_SPLIT, _SPLIT_SIZES, _UNBIND)):
+    _op.node_name = _cls.__name__
+
+
+def _one_op(t) -> bool:
+    """Whether split/unbind may run as one op: on the CPU and not while ember.compile captures (which
+    sets FACTORY)."""
+    return type(t._data) is np.ndarray and FACTORY[0] is None
 
 
 def split(tensor, split_size_or_sections, dim: int = 0):
@@ -27,12 +88,15 @@ def split(tensor, split_size_or_sections, dim: int = 0):
         sections = [int(x) for x in split_size_or_sections]
         if builtins.sum(sections) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sections}")
+    by_size = isinstance(split_size_or_sections, int)
+    if _one_op(tensor):
+        return apply_view(SPLIT if by_size else SPLIT_SIZES, (tensor,), {"dim": d, "sizes": tuple(sections)})
     out = []
     start = 0
     for s in sections:
         out.append(narrow(tensor, d, start, s))
         start += s
-    return rename(tuple(out), _SPLIT if isinstance(split_size_or_sections, int) else _SPLIT_SIZES)
+    return rename(tuple(out), _SPLIT if by_size else _SPLIT_SIZES)
 
 
 def chunk(input, chunks: int, dim: int = 0, *, axis=None):
@@ -78,6 +142,8 @@ def unbind(input, dim: int = 0, *, axis=None):
     if axis is not None:
         dim, _ = numpy_names("unbind", dim, False, axis, None, 0)
     d = wrap_dim(dim, input._data.ndim)
+    if _one_op(input) and input._data.ndim:
+        return apply_view(UNBIND, (input,), {"dim": d})
     return rename(tuple(select(input, d, i) for i in range(input._data.shape[d])), _UNBIND)
 
 

@@ -24,6 +24,7 @@ CASES = [
     Case("getitem_slice", lambda m, a: a[1:, ::2], shapes=((4, 6),), double_backward=True),
     Case("narrow_select", lambda m, a: a.narrow(1, 1, 2).select(0, 1), shapes=((3, 4),)),
     Case("split", lambda m, a: a.split(2, dim=1), shapes=((3, 5),)),
+    Case("split_with_sizes", lambda m, a: a.split([1, 0, 4], dim=-1), shapes=((3, 5),)),
     Case("chunk", lambda m, a: a.chunk(3, 0), shapes=((7, 2),)),
     Case("tensor_split", lambda m, a: a.tensor_split([1, 3], dim=1), shapes=((3, 5),)),
     Case("unbind", lambda m, a: a.unbind(1), shapes=((3, 4),)),

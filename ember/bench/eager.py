@@ -4,9 +4,11 @@ ember against torch, interleaved.
 
 Cases: ``gelu`` on (16, 64, 512), ``softmax`` on the causal attention scores (16, 4, 64, 64) with -inf
 above the diagonal, ``layer_norm`` on (16, 64, 128) with weight and bias, ``cross_entropy`` of (1024, 65)
-logits. Variants: ``ember`` (the native eager kernels, ``ember/_native``), ``ember numpy`` (the same
-call with them switched off: the NumPy composites) and ``torch``. The whole training steps are in the
-``train`` suite (``gpt_b16_adamw`` and the MLP cases).
+logits, ``split`` of the (16, 64, 384) qkv projection into q, k, v (computing ``q * k + v``). Variants:
+``ember`` (the native eager kernels, ``ember/_native``), ``ember numpy`` (the same call with them
+switched off: the NumPy composites; for ``split`` instead ``ember narrows``: one narrow view and node
+per piece, not one split node) and ``torch``. The whole training steps are in the ``train`` suite
+(``gpt_b16_adamw`` and the MLP cases).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 import ember
 from .harness import Case
 from .._native import eager_kernels as _native
+from ..ops.shape_split import split_by_narrows
 
 
 def _try_torch():
@@ -39,6 +42,16 @@ def _inputs(lib, name: str):
         x = rng.standard_normal((16, 64, 128)).astype(np.float32)
         w, b = rng.standard_normal(128).astype(np.float32), rng.standard_normal(128).astype(np.float32)
         return (lambda x, w, b: F.layer_norm(x, (128,), w, b)), [lib.tensor(a) for a in (x, w, b)], []
+    if name in ("split", "split_narrows"):
+        # the GPT block's q, k, v = qkv.split(C, dim=2), each piece used; split_narrows (ember only):
+        # one narrow view and node per piece, as ember.compile captures it
+        cut = (lambda x: x.split(128, dim=2)) if name == "split" else (
+            lambda x: split_by_narrows(x, 2, (128, 128, 128)))
+
+        def qkv(x):
+            q, k, v = cut(x)
+            return q * k + v
+        return qkv, [lib.tensor(rng.standard_normal((16, 64, 384)).astype(np.float32))], []
     if name == "cross_entropy":
         x = rng.standard_normal((1024, 65)).astype(np.float32)
         y = lib.tensor(rng.integers(0, 65, 1024).astype(np.int64))
@@ -73,7 +86,7 @@ def _numpy_path(f):
     return run
 
 
-OPS = ("gelu", "softmax", "layer_norm", "cross_entropy")
+OPS = ("gelu", "softmax", "layer_norm", "cross_entropy", "split")
 
 
 def cases() -> list[Case]:
@@ -85,7 +98,9 @@ def cases() -> list[Case]:
     for name in OPS:
         for backward in (False, True):
             variants = {"ember": _call(ember, name, backward)}
-            if native:
+            if name == "split":
+                variants["ember narrows"] = _call(ember, "split_narrows", backward)
+            elif native:
                 variants["ember numpy"] = _numpy_path(_call(ember, name, backward))
             if torch is not None:
                 variants["torch"] = _call(torch, name, backward)

@@ -46,7 +46,8 @@ def _split_bw(ctx, *grads):
     gs = _piece_grads(ctx, grads, shapes)
     if len(gs) == 1:
         return gs[0]
-    return apply(CAT, tuple(gs), {"axis": dim, "dt": gs[0]._data.dtype, "keep": range(len(gs)), "sizes": sizes})
+    return apply(CAT, tuple(gs), {"axis": dim, "dt": gs[0]._data.dtype, "keep": tuple(range(len(gs))),
+                                  "sizes": sizes})
 
 
 def _unbind_kernel(x, dim):
@@ -91,6 +92,12 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     by_size = isinstance(split_size_or_sections, int)
     if _one_op(tensor):
         return apply_view(SPLIT if by_size else SPLIT_SIZES, (tensor,), {"dim": d, "sizes": tuple(sections)})
+    return split_by_narrows(tensor, d, sections, by_size)
+
+
+def split_by_narrows(tensor, d: int, sections, by_size: bool = True) -> tuple:
+    """``split`` as one ``narrow`` view (and node) per piece: what ember.compile captures and devices run
+    (the bench's ``split`` case compares it with the one-node op)."""
     out = []
     start = 0
     for s in sections:

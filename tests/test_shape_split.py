@@ -118,3 +118,17 @@ def test_split_errors_match_torch():
             x.split(1, dim=2)
         with pytest.raises(IndexError):
             m.tensor(1.0).unbind(0)
+
+
+def test_piece_hooks_retain_grad_and_grad_wrt_piece():
+    def f(m):
+        x = _leaf(m)
+        a, b, c = (x * 2).split([2, 1, 2], dim=2)
+        b.retain_grad()
+        seen = []
+        c.register_hook(lambda g: seen.append(g.sum()) or g * 3)
+        loss = (a * b).sum() + (c ** 2).sum()
+        ga, gb = m.autograd.grad(loss, [a, b], retain_graph=True)
+        loss.backward()
+        return ga, gb, b.grad, x.grad, seen
+    same(f)

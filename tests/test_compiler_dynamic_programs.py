@@ -12,7 +12,7 @@ symbolic shapes. Not covered: a Python loop over time steps in the user's own co
 hand-written cells, timeseries_attention's and lbfgs_timeseries' LSTMCell loops, seq2seq_attention's
 decoder) unrolls, so each length is its own program, as under torch's dynamo. Packed sequences made
 inside the compiled step (text_gru) stay padded there, the lengths a traced tensor the layer ops read
-(``nn.utils.rnn.PaddedPackedSequence``); code that reads the packed rows themselves reads the lengths.
+(``nn.utils.rnn._PaddedPackedSequence``); code that reads the packed rows themselves reads the lengths.
 """
 import numpy as np
 import pytest

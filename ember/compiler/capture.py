@@ -573,6 +573,8 @@ class Tracer:
 
         def set_grad(t, value, _orig=orig_grad, _self=self):
             _orig.fset(t, value)
+            if type(t._data).__name__ == "_UninitializedData":
+                return      # a lazy module's parameter before its first forward (nn/parameter.py): no value yet
             if not _self.reading and not _self.in_kernel:
                 _self.grad_assigned.add(id(t))
                 lv = _self.value_of(t)

@@ -217,8 +217,8 @@ class RNNBase(Module):
 
     def _forward_packed(self, packed, hx):
         """A PackedSequence: run on the padded (T, B, *) layout with per-step batch sizes, repack."""
-        from ..utils.rnn import PackedSequence, PaddedPackedSequence
-        if type(packed) is PaddedPackedSequence:
+        from ..utils.rnn import PackedSequence, _PaddedPackedSequence
+        if type(packed) is _PaddedPackedSequence:
             return self._forward_padded_packed(packed, hx)
         data, batch_sizes, sorted_indices, unsorted_indices = packed
         bs = tuple(int(b) for b in batch_sizes.tolist())
@@ -242,10 +242,10 @@ class RNNBase(Module):
         return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, unsorted_indices)
 
     def _forward_padded_packed(self, packed, hx):
-        """A PaddedPackedSequence (made while ember.compile captures): the layers run on its padded batch,
+        """A _PaddedPackedSequence (made while ember.compile captures): the layers run on its padded batch,
         the per-step batch sizes a traced tensor computed from the lengths (the layer ops take its buffer
         as their ``batch_sizes``), so no length value is read; the output is padded-packed too."""
-        from ..utils.rnn import PaddedPackedSequence
+        from ..utils.rnn import _PaddedPackedSequence
         x, sorted_indices, unsorted_indices = packed.padded, packed.sorted_indices, packed.unsorted_indices
         on = (lambda t: None if t is None else t.to(x.device))      # (the indices stay with the lengths: CPU)
         is_lstm = self.mode == "LSTM"
@@ -268,7 +268,7 @@ class RNNBase(Module):
             if s is not None:
                 _check_hidden_dtype(x, s)
         out, h_n, c_n = self._run(x, h0, c0, packed.step_batch_sizes()._data)
-        out = PaddedPackedSequence(out, packed.lengths, sorted_indices, unsorted_indices)
+        out = _PaddedPackedSequence(out, packed.lengths, sorted_indices, unsorted_indices)
         return out, self.permute_hidden((h_n, c_n) if is_lstm else h_n, on(unsorted_indices))
 
     def _zeros_hidden(self, input, size):
@@ -320,7 +320,7 @@ class RNNBase(Module):
 
 
 def _is_packed(x):
-    return type(x).__name__ in ("PackedSequence", "PaddedPackedSequence")
+    return type(x).__name__ in ("PackedSequence", "_PaddedPackedSequence")
 
 
 def _mini_batch(module, input, batch_sizes):

@@ -10,7 +10,7 @@ A PackedSequence holds the time-major concatenation of a batch sorted by decreas
 running at time step ``t``.
 
 While ``ember.compile`` captures, ``pack_padded_sequence`` given the lengths as a tensor returns a
-``PaddedPackedSequence`` instead: the same sequences kept as the length-sorted, time-major padded batch
+``_PaddedPackedSequence`` instead: the same sequences kept as the length-sorted, time-major padded batch
 plus the lengths tensor, whose shapes do not depend on the lengths' values. The recurrent layers and
 ``pad_packed_sequence`` work on that form directly (the lengths enter the layer ops as a traced tensor),
 so a compiled program serves every set of lengths; reading ``data`` or ``batch_sizes`` (or unpacking the
@@ -112,7 +112,7 @@ class PackedSequence(PackedSequence_):
         return False
 
 
-class PaddedPackedSequence(PackedSequence):
+class _PaddedPackedSequence(PackedSequence):
     """A PackedSequence made while ember.compile captures (see the module docstring): ``padded`` (T, B, *)
     sorted by decreasing length and time-major, ``lengths`` (B,) int64 in that order. The packed fields
     are made from them when first read."""
@@ -169,7 +169,7 @@ class PaddedPackedSequence(PackedSequence):
 
 def _pack_captured(input, lengths, batch_first, enforce_sorted):
     """``pack_padded_sequence`` while ember.compile captures, lengths given as a tensor: the padded form
-    (no read of the lengths' values; their check waits for the first use, ``PaddedPackedSequence.check``)."""
+    (no read of the lengths' values; their check waits for the first use, ``_PaddedPackedSequence.check``)."""
     E = _ops()
     lens = lengths.reshape(-1).long()
     batch_dim = 0 if batch_first else 1
@@ -183,11 +183,11 @@ def _pack_captured(input, lengths, batch_first, enforce_sorted):
         input = input.index_select(batch_dim, sorted_indices.to(input.device))
     if batch_first:
         input = input.transpose(0, 1)
-    return PaddedPackedSequence(input, lens, sorted_indices, unsorted_indices)
+    return _PaddedPackedSequence(input, lens, sorted_indices, unsorted_indices)
 
 
 def _pad_captured(sequence, batch_first, padding_value, total_length):
-    """``pad_packed_sequence`` of a PaddedPackedSequence: zero (``padding_value``) past each length; the
+    """``pad_packed_sequence`` of a _PaddedPackedSequence: zero (``padding_value``) past each length; the
     time dim is the longest length (the padded one when they are equal: a guarded check)."""
     E = _ops()
     sequence.check()
@@ -368,7 +368,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,  # n
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
                         total_length: int | None = None) -> tuple:
     """Undo :func:`pack_padded_sequence`: returns ``(padded, lengths)`` in the original batch order."""
-    if type(sequence) is PaddedPackedSequence:
+    if type(sequence) is _PaddedPackedSequence:
         return _pad_captured(sequence, batch_first, padding_value, total_length)
     E = _ops()
     bsz = _lengths_array(sequence.batch_sizes)

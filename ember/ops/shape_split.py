@@ -87,6 +87,9 @@ def split(tensor, split_size_or_sections, dim: int = 0):
         sections = [s] * (size // s) + ([size % s] if size % s else []) if size else [0]
     else:
         sections = [int(x) for x in split_size_or_sections]
+        if builtins.min(sections, default=0) < 0:
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={sections}")
         if builtins.sum(sections) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sections}")
     by_size = isinstance(split_size_or_sections, int)

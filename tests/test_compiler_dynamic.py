@@ -278,12 +278,17 @@ def _fuzz_program(seed):
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_shape_fuzzer_agrees_with_eager(backend):
-    few = 0
+def test_shape_fuzzer_agrees_with_eager(backend, monkeypatch):
+    # inductor: a trusted entry runs its one native build (sizes as arguments) at every new size, and
+    # EMBER_DYNAMIC_CHECK renders the program again at each size: the C must be the build's
+    monkeypatch.setenv("EMBER_DYNAMIC_CHECK", "1")
+    from ember.compiler import native_sym
+    few = native = 0
     for seed in range(16):
         ember.compiler.reset()
         f, src = _fuzz_program(seed)
         cf = ember.compile(f, backend=backend)
+        runners = native_sym.STATS["size_runners"]
         r = np.random.default_rng(seed + 1000)
         W = ember.from_numpy(r.standard_normal((8, 8)).astype(np.float32)).requires_grad_()
         for call in range(6):
@@ -302,7 +307,10 @@ def test_shape_fuzzer_agrees_with_eager(backend):
                 else:
                     _close(a, b, f"{what}, call {call} ({B}, {T}):\n{src}", rtol=1e-4, atol=1e-4)
         few += counters["captures"] <= 3
+        native += native_sym.STATS["size_runners"] > runners
     assert few >= 8         # programs whose six sizes took at most three traces (the rest: guards, static)
+    if backend == "inductor":
+        assert native >= 8  # programs whose new sizes ran the shared native build
 
 
 def test_a_replay_whose_shapes_disagree_with_the_formulas_is_caught():

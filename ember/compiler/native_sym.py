@@ -67,7 +67,12 @@ _NSYM = [0]          # number of symbols of the program being compiled (SymCompi
 
 def hint_envs(state, extra=()) -> list:
     """Two environments satisfying the entry's guards and ranges, each symbol moved between them."""
-    names = sorted(state.values, key=S.symbol_index)
+    pinned = {}                 # symbols a guard fixes (``s1 == 8``): the same value in both
+    for g in state.guards:
+        if (g.op == "eq") == g.result and g.op in ("eq", "ne") and {g.lhs.kind, g.rhs.kind} == {"sym", "const"}:
+            x, c = (g.lhs, g.rhs) if g.lhs.kind == "sym" else (g.rhs, g.lhs)
+            pinned[x.a] = c.a
+    names = sorted((n for n in state.values if n not in pinned), key=S.symbol_index)
     static = state.static_sizes
 
     def ok(env):
@@ -81,7 +86,7 @@ def hint_envs(state, extra=()) -> list:
     for avoid in (True, False):
         pool = [h for h in _HINTS if not (avoid and h in static)]
         for j in range(len(pool)):
-            env = {n: pool[(j + 5 * i) % len(pool)] for i, n in enumerate(names)}
+            env = {**pinned, **{n: pool[(j + 5 * i) % len(pool)] for i, n in enumerate(names)}}
             if ok(env) and all(all(env[n] != f[n] for n in names) for f in found):
                 found.append(env)
                 if len(found) == 2:

@@ -16,9 +16,11 @@ call with another size (``dynamic=True``, ``mark_dynamic``). This catches what t
 (a ``range(s0)`` loop, a size computed from ``x._data.shape``); when the programs differ, the symbols
 are given up and each size is compiled on its own (logged under ``EMBER_LOGS=dynamic``).
 
-A trusted entry replays at every size its guards accept: the program is evaluated at the call's sizes
-(cached per size) and run by the interpreter; a size seen again gets the native build of that
-evaluated program. The generated C itself does not take sizes as arguments yet.
+A trusted entry replays at every size its guards accept. Under ``backend="inductor"`` it makes ONE
+native build whose C takes the sizes as arguments (``native_sym.py``) and runs it at every size (a
+runner per size, cached). Where that build is declined, or a size falls outside its guards, the
+program is evaluated at the call's sizes (cached per size) and run by the interpreter, and a size
+seen again gets the native build of that evaluated program.
 """
 from __future__ import annotations
 

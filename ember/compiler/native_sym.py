@@ -45,10 +45,10 @@ class SymCompiled(Compiled):
 
     FIRST_SLOT = 3
 
-    def __init__(self, program, pg, sched, prefix):
+    def __init__(self, program, pg, sched, prefix, nsym=0):
         super().__init__(program, pg, sched, prefix)
         self.temp_index = {}
-        n = _NSYM[0]
+        n = nsym
         for bid in sorted(self.buffers):
             b = self.buffers[bid]
             if b.kind == "temp" and not b.escapes:
@@ -60,9 +60,6 @@ class SymCompiled(Compiled):
         if buf.kind == "temp" and not buf.escapes:
             return f"(char *)bufs[0] + ((const int64_t *)bufs[2])[{self.temp_index[buf.id]}]"
         return f"bufs[{self.slots[buf.id]}]"
-
-
-_NSYM = [0]          # number of symbols of the program being compiled (SymCompiled's size slots)
 
 
 def hint_envs(state, extra=()) -> list:
@@ -104,9 +101,12 @@ def _render_at(program, env, name, options):
     ``env``; raises Declined when the native pipeline cannot do it."""
     from .dynamic import instantiate
     q = instantiate(program, env, keep=True)
-    _NSYM[0] = max(S.symbol_index(n) for n in env) + 1
+    nsym = max(S.symbol_index(n) for n in env) + 1
+
+    def compiled(*a):
+        return SymCompiled(*a, nsym=nsym)
     with S.collect_guards() as guards, S.c_text():
-        parts, src, uses_blas = compile_programs(q, name, options, cls=SymCompiled)
+        parts, src, uses_blas = compile_programs(q, name, options, cls=compiled)
     if q.backward is not None and len(parts) < 2:
         raise Declined("its backward runs in the interpreter")
     for c in parts:
@@ -296,38 +296,43 @@ class _Concretizer:
             return tuple.__new__(t, [self.val(i) for i in x])
         return x
 
-    def buf(self, b):
-        out = self.memo.get(id(b))
+    def _once(self, x, fill):
+        """The copy of ``x`` (one per object), ``fill(x, copy)`` run when it is made."""
+        out = self.memo.get(id(x))
         if out is None:
-            out = self.memo[id(b)] = copy.copy(b)
-            out.shape = self.val(b.shape)
-            if b.kind == "temp" and not b.escapes:
-                out.data = ("arena", self.offsets.get(b.id, 0))
-            elif b.kind == "const" and b.data is not None:
-                out.data = _const_at(b, out.shape)
+            out = self.memo[id(x)] = copy.copy(x)
+            fill(x, out)
         return out
+
+    def buf(self, b):
+        return self._once(b, self._buf)
 
     def node(self, n):
-        out = self.memo.get(id(n))
-        if out is None:
-            out = self.memo[id(n)] = copy.copy(n)
-            out.shape = self.val(n.shape)
-            out.attrs = self.val(n.attrs)
-            if n.buffer is not None:
-                out.buffer = self.buf(n.buffer)
-            if n.op in VIEWS and n.id not in self.mat:
-                out.inputs = tuple(self.node(i) for i in n.inputs)
-        return out
+        return self._once(n, self._node)
 
     def effect(self, e):
-        out = self.memo.get(id(e))
-        if out is None:
-            out = self.memo[id(e)] = copy.copy(e)
-            for k in ("buffer", "target", "source", "args", "attrs", "outs", "grad_buffer"):
-                v = getattr(e, k)
-                if v is not None:
-                    setattr(out, k, self.val(v))
-        return out
+        return self._once(e, self._effect)
+
+    def _buf(self, b, out):
+        out.shape = self.val(b.shape)
+        if b.kind == "temp" and not b.escapes:
+            out.data = ("arena", self.offsets.get(b.id, 0))
+        elif b.kind == "const" and b.data is not None:
+            out.data = _const_at(b, out.shape)
+
+    def _node(self, n, out):
+        out.shape = self.val(n.shape)
+        out.attrs = self.val(n.attrs)
+        if n.buffer is not None:
+            out.buffer = self.buf(n.buffer)
+        if n.op in VIEWS and n.id not in self.mat:
+            out.inputs = tuple(self.node(i) for i in n.inputs)
+
+    def _effect(self, e, out):
+        for k in ("buffer", "target", "source", "args", "attrs", "outs", "grad_buffer"):
+            v = getattr(e, k)
+            if v is not None:
+                setattr(out, k, self.val(v))
 
 
 def _const_at(b, shape):

@@ -308,6 +308,12 @@ class SymInt(int):
     def __mod__(self, o): return self._bin(o, "mod")
     def __rmod__(self, o): return self._bin(o, "mod", True)
 
+    def __divmod__(self, o):
+        return self // o, self % o
+
+    def __rdivmod__(self, o):
+        return o // self, o % self
+
     def __neg__(self):
         return SymInt(-int(self), combine("mul", const(-1), self.expr))
 

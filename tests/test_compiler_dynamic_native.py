@@ -183,3 +183,20 @@ def test_the_generated_c_takes_the_sizes_as_arguments(cache):
     assert "em_s0" in src and "em_s1" in src
     for n in ("13LL", "39LL"):            # no size of any call or hint is a constant of the code
         assert n not in src
+
+
+def test_mark_dynamic_range_and_an_extern_op_one_build(cache):
+    # the build's hint sizes stay inside the marked range; cumsum runs its NumPy kernel between native
+    # segments, on arrays of each call's size
+    def f(x):
+        return (x * 2).cumsum(0)[1:] + x.mean(0)
+    cf = ember.compile(f)
+    before = _builds()
+    for n in (3, 4, 12, 7, 5, 9, 12):
+        x = ember.randn(n, 6)
+        ember.compiler.mark_dynamic(x, 0, min=2, max=12)
+        _close(cf(x), f(x), f"n={n}", rtol=1e-5, atol=1e-5)
+    x = ember.randn(13, 6)
+    ember.compiler.mark_dynamic(x, 0, min=2, max=12)
+    _close(cf(x), f(x), "n=13, outside the range")
+    assert _builds() - before <= 1 and native_sym.STATS["shared_builds"] >= 1

@@ -292,8 +292,10 @@ class _Concretizer:
             return self.buf(x)
         if t is slice:
             return slice(self.val(x.start), self.val(x.stop), self.val(x.step))
-        if isinstance(x, tuple) and not hasattr(x, "_fields"):
-            return tuple.__new__(t, [self.val(i) for i in x])
+        if isinstance(x, tuple):
+            if hasattr(x, "_fields"):
+                return t(*[self.val(i) for i in x])
+            return tuple.__new__(t, [self.val(i) for i in x])      # (ember.Size)
         return x
 
     def _once(self, x, fill):

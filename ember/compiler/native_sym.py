@@ -157,16 +157,12 @@ def _always(g) -> bool:
 class SharedBuild:
     """One C build of a symbolic program, and the runners of each size (see the module docstring)."""
 
-    def __init__(self, program, q, parts, lib, src, name, uses_blas, guards):
+    def __init__(self, program, name, rendered, lib, guards, options):
         self.program = program          # the symbolic program
-        self.q = q                      # its instance at the first hint (SymInt sizes)
-        self.parts = parts
-        self.lib = lib
-        self.src = src
         self.name = name
-        self.uses_blas = uses_blas
-        self.guards = guards
-        self.options = None
+        # its instance at the first hint (SymInt sizes), the SymCompiled parts, the C source
+        self.q, self.parts, self.src, self.uses_blas = rendered
+        self.lib, self.guards, self.options = lib, guards, options
 
     @staticmethod
     def make(program, state, name, env):
@@ -206,9 +202,7 @@ class SharedBuild:
             logs.log("output_code", f"ember.compile({name}) with sizes as arguments:\n{src}")
         logs.log("dynamic", f"ember.compile({name}): one native build for every size"
                             + (f" where {'; '.join(map(repr, guards))}" if guards else ""))
-        sb = SharedBuild(program, q, parts, lib, src, name, uses_blas, guards)
-        sb.options = opts
-        return sb
+        return SharedBuild(program, name, (q, parts, src, uses_blas), lib, guards, opts)
 
     def accepts(self, env) -> bool:
         return all(g.holds(env) for g in self.guards)

@@ -97,8 +97,8 @@ def hint_envs(state, extra=()) -> list:
 
 
 def _render_at(program, env, name, options):
-    """(parts, C source, uses BLAS, guards) of ``program`` rendered with sizes as arguments at hint
-    ``env``; raises Declined when the native pipeline cannot do it."""
+    """(the program at hint ``env`` with SymInt sizes, its SymCompiled parts, C source, uses BLAS?, the
+    code generator's guards) with sizes as arguments; raises Declined where that cannot be done."""
     from .dynamic import instantiate
     q = instantiate(program, env, keep=True)
     nsym = max(S.symbol_index(n) for n in env) + 1

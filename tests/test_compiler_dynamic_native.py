@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
+def private_cache(tmp_path, monkeypatch):
     """A private, empty kernel cache: every C build of the test is a compiler run (the support library
     every native call goes through, built once per cache, is built first)."""
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
@@ -43,7 +43,7 @@ def _first(x):
     return x[0] if isinstance(x, tuple) else x
 
 
-def test_gpt_forward_lengths_1_to_64_one_build(cache):
+def test_gpt_forward_lengths_1_to_64_one_build(private_cache):
     model = _gpt()
     cm = ember.compile(model)
     rng = np.random.default_rng(0)
@@ -58,7 +58,7 @@ def test_gpt_forward_lengths_1_to_64_one_build(cache):
     assert counters["fallbacks"] == 0
 
 
-def test_a_fresh_process_builds_nothing(cache):
+def test_a_fresh_process_builds_nothing(private_cache):
     script = textwrap.dedent("""
         import numpy as np, ember
         from ember.bench import models as M
@@ -76,7 +76,7 @@ def test_a_fresh_process_builds_nothing(cache):
                 out += float((r[0] if isinstance(r, tuple) else r).sum())
         print("RESULT", out, build.STATS["compiles"] - start, native_sym.STATS["size_runners"])
     """)
-    env = dict(os.environ, EMBER_CACHE_DIR=str(cache), EMBER_LOGS="")
+    env = dict(os.environ, EMBER_CACHE_DIR=str(private_cache), EMBER_LOGS="")
     res = []
     for _ in range(2):
         p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,
@@ -105,7 +105,7 @@ def _mlp_with_adam():
     return m, ember.optim.Adam(m.parameters(), lr=1e-2)
 
 
-def test_training_with_a_partial_last_batch_one_build(cache):
+def test_training_with_a_partial_last_batch_one_build(private_cache):
     rng = np.random.default_rng(0)
     X = ember.from_numpy(rng.standard_normal((93, 6)).astype(np.float32))
     Y = ember.from_numpy(rng.integers(0, 3, 93))
@@ -123,7 +123,7 @@ def test_training_with_a_partial_last_batch_one_build(cache):
     assert _builds() - before <= 2 and counters["fallbacks"] == 0
 
 
-def test_gpt_training_at_many_lengths_one_build(cache):
+def test_gpt_training_at_many_lengths_one_build(private_cache):
     def make():
         ember.manual_seed(0)
         m = M.gpt(ember, M.GPTConfig(block_size=32, n_layer=1))
@@ -140,7 +140,7 @@ def test_gpt_training_at_many_lengths_one_build(cache):
     assert _builds() - before <= 2
 
 
-def test_generation_with_a_growing_context_one_build(cache):
+def test_generation_with_a_growing_context_one_build(private_cache):
     model = _gpt()
     cm = ember.compile(model)
     idx = ember.randint(0, 65, (1, 1))
@@ -155,7 +155,7 @@ def test_generation_with_a_growing_context_one_build(cache):
     assert _builds() - before <= 2 and counters["captures"] <= 3    # (context 1 is specialised)
 
 
-def test_softmax_rows_and_reductions_over_a_symbolic_dim(cache):
+def test_softmax_rows_and_reductions_over_a_symbolic_dim(private_cache):
     def f(x, w):
         h = (x @ w).softmax(-1) * x.mean(1, keepdim=True)
         return F.layer_norm(h, (h.shape[-1],)) + h.sum(0), h[:, 1:].amax(-1)
@@ -169,7 +169,7 @@ def test_softmax_rows_and_reductions_over_a_symbolic_dim(cache):
     assert _builds() - before <= 1 and counters["captures"] == 2
 
 
-def test_the_generated_c_takes_the_sizes_as_arguments(cache):
+def test_the_generated_c_takes_the_sizes_as_arguments(private_cache):
     f = lambda x: (x * 2).relu().sum(-1)         # noqa: E731
     cf = ember.compile(f, dynamic=True)
     for t in (5, 9, 13):
@@ -181,7 +181,7 @@ def test_the_generated_c_takes_the_sizes_as_arguments(cache):
         assert n not in src
 
 
-def test_mark_dynamic_range_and_an_extern_op_one_build(cache):
+def test_mark_dynamic_range_and_an_extern_op_one_build(private_cache):
     # the build's hint sizes stay inside the marked range; cumsum runs its NumPy kernel between native
     # segments, on arrays of each call's size
     def f(x):

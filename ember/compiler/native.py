@@ -44,7 +44,8 @@ from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read,
     build_outputs, output_tensors, _CompiledBackwardOp, CompiledBackward, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
-STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
+# builds: C compiler runs for compiled programs (support libraries such as the runtime not counted)
+STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0, "builds": 0}
 
 
 # ---- profiler hook (optional) -------------------------------------------------------------------------------
@@ -169,8 +170,10 @@ def _build_lib(src, name, uses_blas):
     if gemm:
         shared_gemm.prefetch()       # its build (when not cached) runs beside this one
     from .units import split
+    runs = build.STATS["compiles"]
     lib = build.compile_source(split(src), name=f"ember_{_safe(name)}", link_blas=uses_blas,
                                extra_flags=("-ffp-contract=off",))
+    STATS["builds"] += build.STATS["compiles"] - runs
     if gemm:
         shared_gemm.bind(lib)
     dt = time.perf_counter() - t0

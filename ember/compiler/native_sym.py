@@ -23,6 +23,7 @@ program again at every new size and requires the same source (a test of the guar
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 
 import numpy as np
@@ -33,6 +34,7 @@ from .symbolic import SymInt
 from .prims import PNode, Buffer, Effect, VIEWS
 from .native import Compiled, NativeRunner, compile_programs, _build_lib, Declined
 from .memplan import first_fit
+from .ir import ReadNode
 
 STATS = {"shared_builds": 0, "declined": 0, "size_runners": 0}
 # hint sizes: unusual values first, so a hint rarely equals a static size (which would make a guard)
@@ -286,6 +288,8 @@ class _Concretizer:
             return self.buf(x)
         if t is slice:
             return slice(self.val(x.start), self.val(x.stop), self.val(x.step))
+        if t is ReadNode:           # a graph break: what Python read while tracing, at these sizes
+            return dataclasses.replace(x, seen=self.val(x.seen))
         if isinstance(x, tuple):
             if hasattr(x, "_fields"):
                 return t(*[self.val(i) for i in x])
@@ -325,7 +329,7 @@ class _Concretizer:
             out.inputs = tuple(self.node(i) for i in n.inputs)
 
     def _effect(self, e, out):
-        for k in ("buffer", "target", "source", "args", "attrs", "outs", "grad_buffer"):
+        for k in ("buffer", "target", "source", "args", "attrs", "outs", "grad_buffer", "read_node"):
             v = getattr(e, k)
             if v is not None:
                 setattr(out, k, self.val(v))

@@ -313,7 +313,8 @@ class CompiledFunction:
             return self._give_up(program, state, f"at {_dynamic.fmt_env(env)}: {why}")
         if getattr(program, "device", None) is not None:
             return self._give_up(program, state, "device programs run static sizes only")
-        entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner)
+        entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner,
+                                      _dynamic.shared_builder(self.backend, self.__name__))
         why = None
         # the newest earlier traces at other sizes first (older ones may predate Python state, such as an
         # optimizer's, that this trace saw); each symbol needs one trace where its value differs

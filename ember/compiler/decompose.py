@@ -16,9 +16,12 @@ buffer's latest version when read after a write, as NumPy views would be.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import prims as P
+from .symbolic import SymInt
 from .prims import PNode, Buffer, Effect
 from .ir import OpNode, WriteNode, SetGradNode, AttrRef
 
@@ -120,7 +123,7 @@ class Builder:
         dtype = np.dtype(dtype)
         if not P.native_dtype(dtype):
             raise Unsupported(f"dtype {dtype} is not computed natively")
-        v = dtype.type(value).item()
+        v = value if type(value) is SymInt and dtype.kind in "iuf" else dtype.type(value).item()
         if isinstance(v, float) and v != v:
             v = float("nan")
         return self.node("const", (), {"value": v}, (), dtype)
@@ -132,14 +135,14 @@ class Builder:
         return self.node("iota", (), {"axis": axis}, tuple(shape), dtype)
 
     def reshape(self, x: PNode, shape) -> PNode:
-        shape = tuple(int(s) for s in shape)
-        if x.shape == shape:
+        shape = P.sizes(shape)
+        if P.same_shape(x.shape, shape):
             return x
-        if int(np.prod(shape, dtype=np.int64)) != x.numel:
+        if math.prod(shape) != x.numel:
             raise Unsupported(f"reshape {x.shape} -> {shape} changes the number of elements")
         if x.op == "reshape":
             x = x.inputs[0]
-            if x.shape == shape:
+            if P.same_shape(x.shape, shape):
                 return x
         return self.node("reshape", (x,), {}, shape, x.dtype)
 
@@ -150,10 +153,10 @@ class Builder:
         return self.node("permute", (x,), {"axes": axes}, tuple(x.shape[a] for a in axes), x.dtype)
 
     def expand(self, x: PNode, shape) -> PNode:
-        shape = tuple(int(s) for s in shape)
+        shape = P.sizes(shape)
         if len(shape) > len(x.shape):
             x = self.reshape(x, (1,) * (len(shape) - len(x.shape)) + x.shape)
-        if x.shape == shape:
+        if P.same_shape(x.shape, shape):
             return x
         for a, b in zip(x.shape, shape):
             if a != b and a != 1:
@@ -165,7 +168,7 @@ class Builder:
 
     def slice(self, x: PNode, starts, steps, shape) -> PNode:
         starts, steps, shape = tuple(starts), tuple(steps), tuple(shape)
-        if shape == x.shape and all(s == 0 for s in starts) and all(s == 1 for s in steps):
+        if P.same_shape(shape, x.shape) and all(s == 0 for s in starts) and all(s == 1 for s in steps):
             return x
         return self.node("slice", (x,), {"starts": starts, "steps": steps}, shape, x.dtype)
 
@@ -197,7 +200,7 @@ class Builder:
                 raise Unsupported(f"where in {cdt} is not native")
         elif not P.supports(prim, dtype):
             raise Unsupported(f"primitive {prim} has no C form for {dtype}")
-        shape = np.broadcast_shapes(*[t.shape for t in tensors])
+        shape = P.broadcast_shapes(*[t.shape for t in tensors])
         ops = []
         for i, a in enumerate(args):
             want = np.dtype(np.bool_) if (prim == "where" and i == 0) else dtype
@@ -214,7 +217,7 @@ class Builder:
             dtype = np.result_type(*[t.dtype for t in ts], *[x for x in (a, b) if not isinstance(x, PNode)]) \
                 if ts else None
         if isinstance(c, PNode):
-            shp = np.broadcast_shapes(c.shape, *[x.shape for x in (a, b) if isinstance(x, PNode)])
+            shp = P.broadcast_shapes(c.shape, *[x.shape for x in (a, b) if isinstance(x, PNode)])
         else:
             raise Unsupported("where with a Python condition")
         c = self.broadcast_to(self.cast(c, np.bool_), shp)
@@ -269,8 +272,8 @@ class Builder:
         K2, N = B.shape[-2:]
         if K != K2:
             raise Unsupported("matmul shapes do not match")
-        batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
-        nb = int(np.prod(batch, dtype=np.int64)) if batch else 1
+        batch = P.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+        nb = math.prod(batch) if batch else 1
         A3 = self.reshape(self.expand(A, batch + (M, K)), (nb, M, K))
         B3 = self.reshape(self.expand(B, batch + (K, N)), (nb, K, N))
         r = self.node("matmul", (A3, B3), {}, (nb, M, N), a.dtype)
@@ -295,6 +298,8 @@ def _hashable(attrs):
         v = attrs[k]
         if isinstance(v, np.ndarray):
             v = ("nd", v.dtype.str, v.shape, v.tobytes())
+        elif type(v) is SymInt:
+            v = ("sym", v.expr)
         elif isinstance(v, (list, dict)):
             v = repr(v)
         out.append((k, v))
@@ -312,7 +317,7 @@ def _finish(b: Builder, n, r: PNode, i=0) -> PNode:
     shape, dt = _out(n, i)
     r = b.cast(r, dt)
     if r.shape != shape:
-        r = b.broadcast_to(r, shape) if r.numel != int(np.prod(shape, dtype=np.int64)) else b.reshape(r, shape)
+        r = b.broadcast_to(r, shape) if r.numel != math.prod(shape) else b.reshape(r, shape)
     return r
 
 

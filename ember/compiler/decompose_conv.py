@@ -21,6 +21,8 @@ primitives, the same way:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .decompose import decomp_device, Unsupported, _finish, _out
@@ -248,7 +250,7 @@ def _adaptive_max_pool(b, n, args, at):
 def _max_pool_gather(b, n, args, at):
     x, idx = args
     N, C = x.shape[:2]
-    L = int(np.prod(idx.shape[2:], dtype=np.int64))
+    L = math.prod(idx.shape[2:])
     if 0 in (N, C, L) or 0 in x.shape:
         raise Unsupported("empty pooling")
     r = b.gather(b.reshape(x, (N * C, x.numel // (N * C))), b.reshape(idx, (N * C, L)), 1)

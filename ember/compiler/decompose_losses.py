@@ -8,8 +8,11 @@ the check needs no separate pass on the host.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from . import prims as P
 from .decompose import decomp_device, Unsupported, _finish
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -42,7 +45,7 @@ def _bce_with_logits(b, n, args, at):
 
 def _count(args) -> int:
     """Elements averaged by reduction="mean": the broadcast shape of the operands."""
-    return int(np.prod(np.broadcast_shapes(*[tuple(a.shape) for a in args if a is not None]), dtype=np.int64))
+    return math.prod(P.broadcast_shapes(*[tuple(a.shape) for a in args if a is not None]))
 
 
 def _in_unit_range(b, v, what):

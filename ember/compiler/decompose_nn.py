@@ -258,7 +258,7 @@ def _linear(b, n, args, at):
         r = b.matmul(w, x)
     else:
         lead = x.shape[:-1]
-        x2 = b.reshape(x, (int(np.prod(lead, dtype=np.int64)), x.shape[-1]))
+        x2 = b.reshape(x, (math.prod(lead), x.shape[-1]))
         r = b.reshape(b.matmul(x2, b.permute(w, (1, 0))), lead + (w.shape[0],))
     if bias is not None:
         r = b.ew("add", r, bias)

@@ -8,9 +8,12 @@ instances it does not handle; the op then runs as an extern call.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import prims as P
+from .symbolic import SymInt
 from .decompose import decomp, Unsupported, _out, _finish
 from .prims import PNode
 
@@ -49,6 +52,25 @@ def _to_dtype(b, n, args, at):
     return [b.cast(x, dt)]
 
 
+def _slice_span(k: slice, n):
+    """(start, step, length) of slice ``k`` over a dimension of size ``n``; with symbolic sizes (SymInt)
+    the start and length stay expressions (a positive step; the clamping decisions become guards)."""
+    if not any(type(v) is SymInt for v in (k.start, k.stop, n)) or (k.step is not None and k.step <= 0):
+        s, e, st = k.indices(n)
+        return s, st, len(range(s, e, st))
+    st = 1 if k.step is None else int(k.step)
+
+    def clamp(v, default):
+        if v is None:
+            return default
+        if v < 0:
+            v = v + n
+            return 0 if v < 0 else v
+        return n if v > n else v
+    s, e = clamp(k.start, 0), clamp(k.stop, n)
+    return s, st, ((e - s + st - 1) // st if e > s else 0)
+
+
 def _basic_key(shape, key):
     """(starts, steps, lengths) over ``shape`` of a basic index (ints, slices, None, Ellipsis)."""
     if not isinstance(key, tuple):
@@ -66,10 +88,10 @@ def _basic_key(shape, key):
             continue
         n_d = shape[d]
         if isinstance(k, slice):
-            s, e, st = k.indices(n_d)
-            starts.append(s); steps.append(st); lens.append(len(range(s, e, st)))
+            s, st, ln = _slice_span(k, n_d)
+            starts.append(s); steps.append(st); lens.append(ln)
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-            i = int(k) + (n_d if k < 0 else 0)
+            i = (k if type(k) is SymInt else int(k)) + (n_d if k < 0 else 0)
             starts.append(i); steps.append(1); lens.append(1)
         else:
             raise Unsupported(f"index of type {type(k).__name__}")
@@ -282,7 +304,7 @@ def _adv_linear(b, shp, idx, pos):
         raise Unsupported("a boolean mask index")
     if list(pos) != list(range(pos[0], pos[0] + len(pos))):
         raise Unsupported("advanced indices at non-adjacent positions")
-    bshape = tuple(np.broadcast_shapes(*[i.shape for i in idx]))
+    bshape = tuple(P.broadcast_shapes(*[i.shape for i in idx]))
     lin, valid, stride = None, None, 1
     for p, i in reversed(list(zip(pos, idx))):
         size = shp[p]
@@ -296,7 +318,7 @@ def _adv_linear(b, shp, idx, pos):
     lin = b.broadcast_to(lin, bshape)
     if len(idx) > 1:
         lin = b.where(b.broadcast_to(valid, bshape), lin, -1)
-    m = int(np.prod(bshape, dtype=np.int64))
+    m = math.prod(bshape)
     return b.reshape(lin, (m,)), bshape, stride
 
 
@@ -334,7 +356,7 @@ def _index_put(b, n, args, at):
     shp = x.shape
     lin, bshape, a, pre, post = _adv_layout(b, shp, idx, pos)
     m = lin.shape[0]
-    npre, npost = int(np.prod(pre, dtype=np.int64)), int(np.prod(post, dtype=np.int64))
+    npre, npost = math.prod(pre), math.prod(post)
     vv = b.reshape(b.broadcast_to(b.cast(v, x.dtype), pre + bshape + post), (npre, m, npost))
     rows = b.reshape(b.permute(vv, (1, 0, 2)), (m, npre * npost))
     s = b.node("scatter_add", (rows, lin), {"rows": a, "skip": -1}, (a, npre * npost), x.dtype)

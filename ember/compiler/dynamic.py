@@ -16,9 +16,11 @@ call with another size (``dynamic=True``, ``mark_dynamic``). This catches what t
 (a ``range(s0)`` loop, a size computed from ``x._data.shape``); when the programs differ, the symbols
 are given up and each size is compiled on its own (logged under ``EMBER_LOGS=dynamic``).
 
-A trusted entry replays at every size its guards accept: the program is evaluated at the call's sizes
-(cached per size) and run by the interpreter; a size seen again gets the native build of that
-evaluated program. The generated C itself does not take sizes as arguments yet.
+A trusted entry replays at every size its guards accept. Under ``backend="inductor"`` it makes ONE
+native build whose C takes the sizes as arguments (``native_sym.py``) and runs it at every size (a
+runner per size, cached). Where that build is declined, or a size falls outside its guards, the
+program is evaluated at the call's sizes (cached per size) and run by the interpreter, and a size
+seen again gets the native build of that evaluated program.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import hashlib
 import numpy as np
 
 from ..tensor import Tensor
+from ..autograd.grad_mode import GRAD
 from . import logs
 from .ir import Value, AttrRef, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program
 from . import symbolic as S
@@ -229,11 +232,16 @@ def bind(pat, sig):
 
 # ---- evaluating a symbolic program at sizes -------------------------------------------------------------------
 
-def instantiate(p: Program, env: dict, memo=None) -> Program:
+def instantiate(p: Program, env: dict, memo=None, keep=False) -> Program:
     """A concrete copy of symbolic program ``p`` at the symbol values ``env`` (lifted tensors, op
     definitions and guards are shared; Values, nodes and evaluated constants are new; the backward
-    program shares the forward's memo, as it names forward Values)."""
+    program shares the forward's memo, as it names forward Values). With ``keep``, sizes stay SymInts
+    (valued at ``env``): the program the native code generator renders with sizes as arguments."""
     memo = {} if memo is None else memo
+
+    def size(e):
+        v = e.eval(env)
+        return SymInt(v, e) if keep and e.kind != "const" else v
 
     def val(v):
         nv = memo.get(id(v))
@@ -241,7 +249,7 @@ def instantiate(p: Program, env: dict, memo=None) -> Program:
             nv = memo[id(v)] = copy.copy(v)
             s = getattr(v, "sym", None)
             if s:
-                nv.shape = tuple(n if e is None else e.eval(env) for n, e in zip(v.shape, s))
+                nv.shape = tuple(n if e is None else size(e) for n, e in zip(v.shape, s))
                 nv.sym = None
                 if getattr(v, "recipe", None) is not None:
                     nv.ref = build_const(v.recipe, nv.shape, v.ref.dtype)
@@ -271,7 +279,7 @@ def instantiate(p: Program, env: dict, memo=None) -> Program:
         if t is Value:
             return val(a)
         if t is SymInt:
-            return a.expr.eval(env)
+            return size(a.expr)
         if t is AttrRef:
             return AttrRef(val(a.value))
         if t is tuple or t is list:
@@ -281,7 +289,7 @@ def instantiate(p: Program, env: dict, memo=None) -> Program:
         if t is slice:
             return slice(x(a.start), x(a.stop), x(a.step))
         if t is Program:
-            return instantiate(a, env, memo)
+            return instantiate(a, env, memo, keep)
         if t is Graph:
             return Graph([node(n) for n in a.nodes], None if a.ended_by is None else node(a.ended_by))
         if t in (OpNode, WriteNode, SetGradNode, ReadNode):
@@ -433,10 +441,10 @@ class DynamicEntry:
     """A cache entry over many sizes: the call pattern, its symbolic program and one runner per size."""
 
     __slots__ = ("sig", "program", "runner", "kind", "state", "checked", "make_runner", "per_size", "seen",
-                 "broken")
+                 "broken", "shared", "shared_build")
     MAX_SIZES = 32
 
-    def __init__(self, pat, program, state: SymState, make_runner):
+    def __init__(self, pat, program, state: SymState, make_runner, shared=None):
         self.sig = pat
         self.program = program
         self.state = state
@@ -447,6 +455,9 @@ class DynamicEntry:
         self.per_size: dict = {}            # env key -> runner
         self.seen: dict = {}                # env key -> calls
         self.runner = self
+        # (program, state, env) -> native_sym.SharedBuild or None: one native build for every size
+        self.shared = shared
+        self.shared_build = None
 
     @property
     def verified(self) -> bool:
@@ -484,14 +495,35 @@ class DynamicEntry:
         if r is None or (n == 2 and not r[1]):
             if len(self.per_size) >= self.MAX_SIZES:
                 self.per_size.pop(next(iter(self.per_size)))
-            q = instantiate(self.program, env)
-            # a size seen once runs in the interpreter; seen again, it gets the native build
-            r = self.per_size[key] = (self.make_runner(q, n >= 2), n >= 2)
+            r = self._shared_runner(env)
+            if r is None:
+                q = instantiate(self.program, env)
+                # a size seen once runs in the interpreter; seen again, it gets the native build
+                r = (self.make_runner(q, n >= 2), n >= 2)
+            self.per_size[key] = r
         try:
             return r[0](tensors)
         except ShapeMismatch as e:
             self.broken = str(e)            # never again: the caller traces this call (and sizes stay static)
             raise
+
+
+    def _shared_runner(self, env):
+        """(runner, True) on the entry's one native build with sizes as arguments (made on first use), or
+        None where there is none (declined, or ``env`` outside its guards)."""
+        if self.shared is None:
+            return None
+        if self.shared_build is None:
+            self.shared_build = self.shared(self.program, self.state, env)
+            if self.shared_build is None:
+                self.shared = None
+                return None
+        r = self.shared_build.runner(env)
+        if r is None:
+            return None
+        call = lambda tensors: r(tensors, GRAD[0])    # noqa: E731
+        call.native = r
+        return call, True
 
 
 class ShapeMismatch(GuardFailure):
@@ -514,6 +546,18 @@ class CheckedInterpreter(Interpreter):
             if v.kind == "node" and a is not None and tuple(a.shape) != tuple(v.shape):
                 raise ShapeMismatch(f"symbolic shape {v} was {tuple(v.shape)} by its formula, "
                                     f"{tuple(a.shape)} when run")
+
+
+def shared_builder(backend, name):
+    """What a dynamic entry calls to make its one native build (``native_sym.SharedBuild``), or None
+    for the backends that run no native code."""
+    if backend != "inductor":
+        return None
+
+    def make(program, state, env):
+        from .native_sym import SharedBuild
+        return SharedBuild.make(program, state, name, env)
+    return make
 
 
 def describe(state: SymState, dims: dict) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import lower as L
 from .lower import Aff, VIEWS as _VIEWS, view_root
+from . import prims as P
 from .prims import PNode
 
 
@@ -328,7 +329,7 @@ def _try_add(ctx, k: Kernel, st: Stmt):
     if k.kind == "loop":
         if st.kind == "store" and n.op == "reduce":
             raise NotFusable("a reduction does not join an elementwise loop")
-        if st.shape != k.outer:
+        if not P.same_shape(st.shape, k.outer):
             raise NotFusable(f"different shape {list(st.shape)} vs {list(k.outer)}")
         _check_single(ctx, st)
         reads, write = collect(ctx, k, st, "loop")

@@ -11,6 +11,8 @@ the same buffer, or no shared buffer), and the renderer prints them.
 """
 from __future__ import annotations
 
+from .symbolic import SymInt
+
 VIEWS = ("reshape", "permute", "expand", "slice")      # the view primitives (see prims.py)
 
 
@@ -21,7 +23,7 @@ class Aff:
 
     def __init__(self, terms=None, const: int = 0):
         self.terms = terms if terms is not None else {}
-        self.const = int(const)
+        self.const = const if type(const) is SymInt else int(const)
 
     @staticmethod
     def var(atom) -> "Aff":

@@ -8,6 +8,7 @@ planned: they are fresh arrays each call.
 from __future__ import annotations
 
 from .lower import view_root
+from .symbolic import untracked as _untracked
 
 
 def plan_buffers(sched, pg, kernels, segments, effects):
@@ -51,12 +52,27 @@ def plan_buffers(sched, pg, kernels, segments, effects):
                 if bb is not None:
                     touch(bb.id, t)
     # buffers read by setgrads/outputs at the end were marked escaping already
-    # first-fit allocation over the sorted intervals
+    order = sorted(first, key=lambda i: (first[i], i))
+    sched.lifetimes = (order, first, last)      # (a build with sizes as arguments plans again per size)
+    with _untracked():                          # (sizes compared here make no guards: see native_sym)
+        offsets, size_total = first_fit(order, first, last, {bid: temp_ids[bid].nbytes for bid in order})
+    for bid in order:
+        temp_ids[bid].data = ("arena", offsets[bid])
+    sched.arena_size = size_total
+    # temps never touched by a kernel (e.g. zero-size) still need a place
+    for b in temp_ids.values():
+        if b.data is None:
+            b.data = ("arena", 0)
+
+
+def first_fit(order, first, last, nbytes) -> tuple:
+    """({buffer id: arena offset}, arena size): buffers in ``order`` (by first use) take the first free
+    block of their 64-byte rounded size, blocks being freed after a buffer's last use."""
     live = []   # (end, offset, size)
     free = []   # (offset, size)
     size_total = 0
-    for bid in sorted(first, key=lambda i: (first[i], i)):
-        b = temp_ids[bid]
+    offsets = {}
+    for bid in order:
         start = first[bid]
         # release blocks whose lifetime ended before this one starts
         still = []
@@ -67,7 +83,7 @@ def plan_buffers(sched, pg, kernels, segments, effects):
                 still.append((end, off, sz))
         live = still
         free = _coalesce(free)
-        need = (b.nbytes + 63) // 64 * 64
+        need = (nbytes[bid] + 63) // 64 * 64
         off = None
         for i, (fo, fs) in enumerate(free):
             if fs >= need:
@@ -80,13 +96,9 @@ def plan_buffers(sched, pg, kernels, segments, effects):
         if off is None:
             off = size_total
             size_total += need
-        b.data = ("arena", off)
+        offsets[bid] = off
         live.append((last[bid], off, need))
-    sched.arena_size = size_total
-    # temps never touched by a kernel (e.g. zero-size) still need a place
-    for b in temp_ids.values():
-        if b.data is None:
-            b.data = ("arena", 0)
+    return offsets, size_total
 
 
 def _coalesce(free):

@@ -44,7 +44,8 @@ from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read,
     build_outputs, output_tensors, _CompiledBackwardOp, CompiledBackward, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
-STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0}
+# builds: C compiler runs for compiled programs (support libraries such as the runtime not counted)
+STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0, "builds": 0}
 
 
 # ---- profiler hook (optional) -------------------------------------------------------------------------------
@@ -71,6 +72,8 @@ def _prof_enabled() -> bool:
 class Compiled:
     """One program after the pipeline: its schedule, slot layout and (after build) entry points."""
 
+    FIRST_SLOT = 2                   # slot 0: the arena, slot 1: the error record
+
     def __init__(self, program, pg, sched, prefix):
         self.program = program
         self.pg = pg
@@ -86,7 +89,7 @@ class Compiled:
         for e in sched.setgrads:
             if e.grad_buffer is not None:
                 self.buffers[e.grad_buffer.id] = e.grad_buffer
-        n = 2
+        n = self.FIRST_SLOT
         for bid in sorted(self.buffers):
             b = self.buffers[bid]
             if b.kind == "temp" and not b.escapes:
@@ -102,7 +105,7 @@ class Compiled:
         return f"bufs[{self.slots[buf.id]}]"
 
 
-def _pipeline(program, name, fwd_values, prefix):
+def _pipeline(program, name, fwd_values, prefix, cls=Compiled):
     t0 = time.perf_counter()
     pg = decompose(program, fwd_values)
     t1 = time.perf_counter()
@@ -112,7 +115,7 @@ def _pipeline(program, name, fwd_values, prefix):
         k.name = f"{prefix}_{k.name}"
     _record("compile::decompose", t1 - t0, graph=name)
     _record("compile::schedule", t2 - t1, graph=name)
-    return Compiled(program, pg, sched, prefix)
+    return cls(program, pg, sched, prefix)
 
 
 def _render(parts, options, name):
@@ -144,14 +147,14 @@ def _render(parts, options, name):
     return "\n".join(head) + "\n" + "\n".join(bodies), uses_blas
 
 
-def compile_programs(program, name, options):
-    """Forward (+ backward) -> list of Compiled, C source."""
+def compile_programs(program, name, options, cls=Compiled):
+    """Forward (+ backward) -> list of Compiled (``cls``), C source."""
     bw = program.backward
     fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
-    parts = [_pipeline(program, name, fwd_values, "f")]
+    parts = [_pipeline(program, name, fwd_values, "f", cls)]
     if bw is not None:
         try:
-            parts.append(_pipeline(bw, name, set(), "b"))
+            parts.append(_pipeline(bw, name, set(), "b", cls))
         except Declined as d:
             logs.log("kernels", f"{name}: backward runs in the interpreter: {d}")
     t0 = time.perf_counter()
@@ -167,8 +170,10 @@ def _build_lib(src, name, uses_blas):
     if gemm:
         shared_gemm.prefetch()       # its build (when not cached) runs beside this one
     from .units import split
+    runs = build.STATS["compiles"]
     lib = build.compile_source(split(src), name=f"ember_{_safe(name)}", link_blas=uses_blas,
                                extra_flags=("-ffp-contract=off",))
+    STATS["builds"] += build.STATS["compiles"] - runs
     if gemm:
         shared_gemm.bind(lib)
     dt = time.perf_counter() - t0
@@ -311,7 +316,7 @@ class NativeRunner:
         self.kernel_count = len(self.kernels)
         self.extern_count = sum(1 for c in parts for _, st in c.sched.segments if st is not None
                                 and st.kind == "extern")
-        self.interp = Interpreter(program)
+        self._interp = None
         self.autotuner = None
         self.has_reads = any(g.ended_by is not None for g in program.graphs)
         p = program
@@ -325,6 +330,16 @@ class NativeRunner:
         self._bumps = [(p.values[vid], n) for vid, n in self.lifted_bumps.items()]
         STATS["kernels"] += self.kernel_count
         STATS["externs"] += self.extern_count
+
+    @property
+    def interp(self):
+        """The interpreter this runner falls back on (made on first use)."""
+        if self._interp is None:
+            self._interp = Interpreter(self.interp_program())
+        return self._interp
+
+    def interp_program(self):
+        return self.program
 
     def use_library(self, lib, source) -> None:
         """Run from ``lib`` (the first build, or another build of the same schedule: an autotuning variant)."""
@@ -616,7 +631,7 @@ class _NativeBackwardOp(CompiledBackward):
             kind = v.kind
             if kind == "grad_in":
                 g = grads[bw.grad_outputs.index(v)]
-                a = np.zeros(v.shape, dtype=buf.dtype) if g is None else g._data
+                a = np.zeros(buf.shape, dtype=buf.dtype) if g is None else g._data
             elif kind == "fwd":
                 a = self.fwd_slots[v.ref]
             else:

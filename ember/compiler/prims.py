@@ -47,6 +47,8 @@ import math
 
 import numpy as np
 
+from .symbolic import SymInt, C_TEXT as _SYMBOLIC
+
 # ---- dtypes -------------------------------------------------------------------------------------------
 
 C_TYPES = {
@@ -193,6 +195,8 @@ def render(prim: str, dtype, operands: list) -> str:
 def literal(value, dtype) -> str:
     """A C literal of ``value`` converted to ``dtype`` the way NumPy converts a Python scalar."""
     dt = np.dtype(dtype)
+    if type(value) is SymInt and dt.kind != "b":
+        return f"(({ctype(dt)}){value})"        # a size (a mean's count): its C expression
     if dt.kind == "b":
         return "1" if bool(value) else "0"
     if dt.kind in "iu":
@@ -329,6 +333,47 @@ C_PRELUDE = _PRELUDE_TEMPLATE.replace("{exp}", "".join(_exp_c(*row) for row in _
 
 # ---- the primitive graph --------------------------------------------------------------------------------
 
+def sizes(shape) -> tuple:
+    """``shape`` as a tuple of Python ints, SymInts (symbolic sizes) kept."""
+    return tuple(s if type(s) is SymInt else int(s) for s in shape)
+
+
+def same_shape(a, b) -> bool:
+    """``a == b`` for shapes; while a symbolic program compiles, a SymInt equals only a SymInt of the
+    same expression (no guard: a size that equals a constant at the hint is not the constant)."""
+    if not _SYMBOLIC[0]:
+        return a == b
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if type(x) is SymInt or type(y) is SymInt:
+            if type(x) is not type(y) or x.expr != y.expr:
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """NumPy's broadcast of ``shapes``, SymInts kept (a decision on one becomes a guard)."""
+    if not any(type(s) is SymInt for sh in shapes for s in sh):
+        return np.broadcast_shapes(*shapes)
+    nd = max(len(sh) for sh in shapes)
+    out = []
+    for d in range(nd):
+        n = 1
+        for sh in shapes:
+            k = len(sh) - nd + d
+            if k < 0 or sh[k] == 1:
+                continue
+            if n == 1:
+                n = sh[k]
+            elif sh[k] != n:
+                raise ValueError(f"shapes {shapes} do not broadcast")
+        out.append(n)
+    return tuple(out)
+
+
 class Buffer:
     """A named piece of memory a native program reads or writes.
 
@@ -374,7 +419,7 @@ class PNode:
         self.op = op
         self.inputs = tuple(inputs)
         self.attrs = attrs
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = sizes(shape)
         self.dtype = np.dtype(dtype)
         self.seq = seq
         self.buffer = buffer

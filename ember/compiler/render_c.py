@@ -16,6 +16,7 @@ the translation unit of a small GPT shrinks about 4x, and so does its compile ti
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -424,7 +425,7 @@ class KernelGen:
         groups = self.groups(vs, shape, records or [], "x") if not dry else [(v, s, [v]) for v, s in zip(vs, shape)
                                                                           if s > 1]
         self.set_groups(groups, 0)
-        work = int(np.prod(shape, dtype=np.int64)) * max(1, len(k.stmts))
+        work = math.prod(shape) * max(1, len(k.stmts))
         close = self.open_loops(groups, 0, parallel_work=work if groups else None)
         lvl = len(groups)
         for st in k.stmts:
@@ -442,7 +443,7 @@ class KernelGen:
             groups = self.groups(vs, shape, records or [], "x") if not dry else \
                 [(v, s, [v]) for v, s in zip(vs, shape) if s > 1]
             self.set_groups(groups, 0)
-            work = int(np.prod(shape, dtype=np.int64)) * (len(k.stmts) - 1)
+            work = math.prod(shape) * (len(k.stmts) - 1)
             close = self.open_loops(groups, 0, parallel_work=work if groups else None)
             for s in k.stmts[1:]:
                 self.store_stmt(s, idx, len(groups))
@@ -462,8 +463,8 @@ class KernelGen:
         self.prologue()
         O, R = k.outer, k.inner
         og, rg, oidx, ridx = self.row_loops(dry, records)
-        rows = int(np.prod(O, dtype=np.int64)) if O else 1
-        inner = int(np.prod(R, dtype=np.int64)) if R else 1
+        rows = math.prod(O) if O else 1
+        inner = math.prod(R) if R else 1
         close_o = self.open_loops(og, 0, parallel_work=rows * inner * len(k.stmts) if og else None)
         row_level = len(og)
         passes = self.row_passes(k.stmts)
@@ -663,6 +664,18 @@ def _buffers_of(st, sched) -> set:
     return out
 
 
+_SIZE_NAME = re.compile(r"\bem_s(\d+)\b")
+
+
+def _size_locals(text) -> str:
+    """Declarations of the size symbols ``em_sK`` that C text of a symbolic program uses (read from the
+    sizes array in slot 2, see native_sym.py); '' for a program with constant sizes."""
+    if "em_s" not in text:
+        return ""
+    ks = sorted({int(k) for k in _SIZE_NAME.findall(text)})
+    return "".join(f"  const int64_t em_s{k} = ((const int64_t *)bufs[2])[{k}];\n" for k in ks)
+
+
 def render_program(sched, slot_of, errors, options, name="graph", shared=None, extern_calls=None) -> tuple:
     """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel bodies by name).
 
@@ -687,7 +700,7 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
         fn = shared.get(key)
         if fn is None:
             fn = shared[key] = f"kern{len(shared)}"
-            parts.append(f"static void {fn}({params}) {{\n{body}\n}}")
+            parts.append(f"static void {fn}({params}) {{\n{_size_locals(body)}{body}\n}}")
         kernel_src[k.name] = body
         calls[k.name] = f"  {fn}({', '.join(args)});  /* {k.describe()} */"
     entries = []
@@ -715,7 +728,8 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
             parts.append(f"void {name}_seg{si + 1}(void **bufs);")
             lines.append(f"  {name}_seg{si + 1}(bufs);")
         entries.append(ename)
-        parts.append(f"void {ename}(void **bufs) {{\n" + "\n".join(lines) + ("\n" if lines else "") + "}")
+        text = "\n".join(lines) + ("\n" if lines else "")
+        parts.append(f"void {ename}(void **bufs) {{\n" + _size_locals(text) + text + "}")
     if options.timing:
         n = max(len(timed), 1)
         parts.insert(0, f"#include <time.h>\ndouble {name}_ktime[{n}];\nlong long {name}_kcount[{n}];")

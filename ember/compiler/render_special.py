@@ -4,12 +4,15 @@ generated loops), reductions over non-trailing dims, and scatter-adds. Functions
 scaffolding both modules use (``Scope``, ``Block``)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import prims as P
 from . import lower as L
 from . import gemm as _gemm
 from .lower import Aff, strided_layout, gemm_operand
+from .symbolic import SymInt
 
 
 class Scope:
@@ -32,13 +35,27 @@ class Block:
         self.pragma = pragma
 
 
+_PAR = "EMBER_PARALLEL_FOR("
+
+
 def _text(lines, indent) -> list:
     out = []
     pad = "  " * indent
     for ln in lines:
         if isinstance(ln, Block):
-            if ln.pragma:
-                out.append(pad + ln.pragma)
+            p = ln.pragma
+            if p and p.startswith(_PAR) and "em_s" in p:
+                # a parallel loop over a size known at run time only: the nest twice, the serial copy
+                # outside OpenMP's outlined function (where the pointers lose ``restrict`` and the inner
+                # loops vectorize worse: a softmax row kernel ran 1.5x slower than with constant sizes)
+                out.append(pad + f"if ({p[len(_PAR):-1]} >= EMBER_PARALLEL_MIN) {{")
+                out += _text([Block(ln.header, ln.scope, _PAR + "EMBER_PARALLEL_MIN)")], indent + 1)
+                out.append(pad + "} else {")
+                out += _text([Block(ln.header, ln.scope)], indent + 1)
+                out.append(pad + "}")
+                continue
+            if p:
+                out.append(pad + p)
             out.append(pad + ln.header + " {")
             out += _text(ln.scope.lines, indent + 1)
             out.append(pad + "}")
@@ -63,6 +80,11 @@ def arg_update(g, op, a, ai, v, ridx, R) -> str:
         lin = lin + d.scale(s)
     cmp = ">" if op == "argmax" else "<"
     return f"if ({a} == {a} && ({v} {cmp} {a} || {v} != {v})) {{ {a} = {v}; {ai} = {g.render_aff(lin, 'val')}; }}"
+
+
+def _many(nb) -> bool:
+    """More than one batch: a symbolic count is (a batch loop of one trip costs nothing)."""
+    return type(nb) is SymInt or nb > 1
 
 
 def emit_gemm(g, st):
@@ -100,18 +122,21 @@ def emit_gemm(g, st):
 
         def ptr(name, off, bstride):
             p = name + (f" + {off}LL" if off else "")
-            return p + (f" + b * {bstride}LL" if nb > 1 and bstride else "")
+            return p + (f" + b * {bstride}LL" if _many(nb) and bstride else "")
         work = nb * M * N * K
-        if n.dtype == np.float32 and getattr(g.opt, "native_gemm", False) and work >= _gemm.MIN_WORK:
+        symbolic = type(work) is SymInt          # sizes at run time: the choice below is made there too
+        native = n.dtype == np.float32 and getattr(g.opt, "native_gemm", False)
+        if native and (symbolic or work >= _gemm.MIN_WORK):
             # ember's GEMM (gemm.py: packed panels, the OpenMP pool, M/N/K at run time); the BLAS
             # where the CPU lacks AVX-512/AVX2 or a buffer cannot be allocated
             blas = (f"{fn}(CblasRowMajor, {ta}, {tb}, {M}, {N}, {K}, {one}, {ptr(an, aoff, sab)}, {lda}, "
                     f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N})")
-            if nb > 1:
+            if _many(nb):
                 blas = f"for (int64_t b = 0; b < {nb}LL; b++) {blas}"
-            g.emit(0, f"EM_SGEMM_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
-                      f"{K}L, {an} + {aoff}LL, {lda}L, {sab if nb > 1 else 0}L, {bn} + {boff}LL, {ldb}L, "
-                      f"{sbb if nb > 1 else 0}L, {out}, {N}L, {M * N}L);")
+            call = (f"EM_SGEMM_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
+                    f"{K}L, {an} + {aoff}LL, {lda}L, {sab if _many(nb) else 0}L, {bn} + {boff}LL, {ldb}L, "
+                    f"{sbb if _many(nb) else 0}L, {out}, {N}L, {M * N}L);")
+            g.emit(0, f"if ({work}LL >= {_gemm.MIN_WORK}LL) {call} else {blas};" if symbolic else call)
             return
         if work >= g.opt.gemm_split_min and nb > 1:
             # batches spread over the OpenMP threads, one single-threaded GEMM each
@@ -189,14 +214,14 @@ def gen_colreduce(g, dry, records=None):
         g.ranges[v] = (0, max(x.shape[d] - 1, 0))
         xidx[d] = Aff.var(v) if x.shape[d] > 1 else Aff()
     lvl = 0
-    total = int(np.prod(x.shape, dtype=np.int64))
+    total = math.prod(x.shape)
     # outer kept loops (one per dim: simple and rarely hot)
     for i, d in enumerate(kout):
         g.var_level[f"c{d}"] = lvl + 1
         sc = Scope(lvl + 1)
         g.scopes.append(sc)
         lvl += 1
-    kin_ext = int(np.prod([x.shape[d] for d in kin], dtype=np.int64)) if kin else 1
+    kin_ext = math.prod([x.shape[d] for d in kin]) if kin else 1
     arg = op in ("argmax", "argmin")
     sfx = P.suffix(x.dtype)
     t = P.ctype(n.dtype)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 
 GUARD_SINK = [None]        # set while a symbolic trace runs: fn(lhs Expr, op name, rhs Expr, result bool)
+C_TEXT = [False]           # set while a symbolic program is rendered: a SymInt formats as its C expression
 
 
 class Expr:
@@ -87,6 +88,76 @@ def _fmt(e: Expr, outer: int) -> str:
     p = _PREC[e.kind]
     s = _fmt(e.a, p) + _SYM[e.kind] + _fmt(e.b, p + 1)
     return f"({s})" if p < outer else s
+
+
+_C_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "/", "mod": "%"}
+
+
+def c_expr(e: Expr) -> str:
+    """C text of ``e`` (int64_t arithmetic) with symbol ``sK`` read as the local ``em_sK`` (sizes are
+    non-negative, so C's ``/`` and ``%`` agree with Python's ``//`` and ``%`` on them)."""
+    k = e.kind
+    if k == "sym":
+        return "em_" + e.a
+    if k == "const":
+        return f"{e.a}LL" if e.a >= 0 else f"({e.a}LL)"
+    if k == "poly":
+        terms = []
+        for m, c in e.a:
+            terms.append("*".join([f"({c}LL)" if c < 0 else f"{c}LL"] + ["em_" + x for x in m]))
+        return "(" + " + ".join(terms) + ")"
+    return f"({c_expr(e.a)} {_C_OPS[k]} {c_expr(e.b)})"
+
+
+def symbol_index(name: str) -> int:
+    """Position of symbol ``sK`` in the sizes array a symbolic build reads (``K``)."""
+    return int(name[1:])
+
+
+class collect_guards:
+    """``with collect_guards() as gs:`` the decisions Python code makes on SymInts inside become Guards
+    in ``gs`` (the previous sink, such as a trace's, is set aside meanwhile)."""
+
+    def __init__(self):
+        self.guards: list = []
+        self._keys: set = set()
+
+    def _sink(self, lhs, op, rhs, result):
+        g = Guard(lhs, op, rhs, result)
+        if g.key() not in self._keys:
+            self._keys.add(g.key())
+            self.guards.append(g)
+
+    def __enter__(self):
+        self._saved = GUARD_SINK[0]
+        GUARD_SINK[0] = self._sink
+        return self.guards
+
+    def __exit__(self, *exc):
+        GUARD_SINK[0] = self._saved
+
+
+class untracked:
+    """``with untracked():`` decisions on SymInts inside record no guard (their outcome is recomputed at
+    every size, e.g. the memory plan)."""
+
+    def __enter__(self):
+        self._saved = GUARD_SINK[0]
+        GUARD_SINK[0] = None
+
+    def __exit__(self, *exc):
+        GUARD_SINK[0] = self._saved
+
+
+class c_text:
+    """``with c_text():`` SymInts format as C expressions (rendering a symbolic program)."""
+
+    def __enter__(self):
+        self._saved = C_TEXT[0]
+        C_TEXT[0] = True
+
+    def __exit__(self, *exc):
+        C_TEXT[0] = self._saved
 
 
 def sym(name: str) -> Expr:
@@ -237,6 +308,12 @@ class SymInt(int):
     def __mod__(self, o): return self._bin(o, "mod")
     def __rmod__(self, o): return self._bin(o, "mod", True)
 
+    def __divmod__(self, o):
+        return self // o, self % o
+
+    def __rdivmod__(self, o):
+        return o // self, o % self
+
     def __neg__(self):
         return SymInt(-int(self), combine("mul", const(-1), self.expr))
 
@@ -297,6 +374,15 @@ class SymInt(int):
 
     def __repr__(self):
         return int.__repr__(self)
+
+    def __str__(self):
+        return f"({c_expr(self.expr)})*1" if C_TEXT[0] else int.__repr__(self)
+
+    def __format__(self, spec):
+        # ``(expr)*1``: valid C wherever an integer literal is, also with a suffix (``{n}LL``)
+        if C_TEXT[0] and not spec:
+            return f"({c_expr(self.expr)})*1"
+        return int.__format__(self, spec)
 
     def __reduce__(self):
         return (int, (int(self),))

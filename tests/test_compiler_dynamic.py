@@ -347,3 +347,15 @@ def test_mark_dynamic_specialised_raises_constraint_violation():
     x = ember.randn(8)
     ember._dynamo.maybe_mark_dynamic(x, 0)        # maybe_: specialising is allowed
     np.testing.assert_allclose(ember.compile(pinned)(x).numpy(), x.numpy().reshape(2, 4) * 2)
+
+
+def test_causal_attention_keeps_its_length_symbolic():
+    """``scaled_dot_product_attention(is_causal=True)`` builds its mask from the symbolic lengths while
+    capturing: a third length replays (it used to pin the length: one capture per length)."""
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    cf = ember.compile(f)
+    for t in [5, 7, 9, 12, 30, 7]:
+        q, k, v = (ember.randn(2, 2, t, 8) for _ in range(3))
+        _close(cf(q, k, v), f(q, k, v), f"t={t}", rtol=1e-5, atol=1e-5)
+    assert counters["captures"] == 2 and counters["dynamic_fallbacks"] == 0

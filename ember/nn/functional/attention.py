@@ -99,13 +99,14 @@ def _mask_to_bias(mask: Tensor, dtype) -> Tensor:
     return _bool_bias(mask, dtype, False)
 
 
-def _causal_bias(L: int, S: int, dtype) -> Tensor:
+def _causal_bias(L: int, S: int, dtype, device=None) -> Tensor:
     """-inf above the diagonal (top-left aligned), as torch's ``ones(L, S).tril()`` mask."""
-    arr = np.triu(np.full((L, S), -np.inf, dtype=dtype.np), k=1)
     from ...ops.registry import FACTORY
     if FACTORY[0] is not None:
-        FACTORY[0](arr)          # depends on shapes only: a constant for a compiled replay
-    return wrap(arr, dtype)
+        # while ember.compile captures, built from ember ops so that L and S may stay symbolic sizes
+        from ...ops.creation import full
+        return full((L, S), float("-inf"), dtype=dtype, device=device).triu(1)
+    return wrap(np.triu(np.full((L, S), -np.inf, dtype=dtype.np), k=1), dtype)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
@@ -161,7 +162,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     scale_factor = 1.0 / math.sqrt(E) if scale is None else float(scale)
     bias = None
     if is_causal:
-        bias = _causal_bias(L, S, dt)
+        bias = _causal_bias(L, S, dt, query.device)
     elif attn_mask is not None:
         bias = _mask_to_bias(attn_mask, dt) if attn_mask.dtype is _dt.bool else attn_mask
     E_ = _E()

@@ -311,10 +311,11 @@ class CompiledFunction:
                 self._log_agreement(e, env)
                 return None
             return self._give_up(program, state, f"at {_dynamic.fmt_env(env)}: {why}")
-        if getattr(program, "device", None) is not None:
-            return self._give_up(program, state, "device programs run static sizes only")
-        entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner,
-                                      _dynamic.shared_builder(self.backend, self.__name__))
+        # (device programs: an OpenCL program per size, no native build shared by all sizes)
+        on_device = getattr(program, "device", None) is not None
+        shared = None if on_device else _dynamic.shared_builder(self.backend, self.__name__)
+        entry = _dynamic.DynamicEntry(_dynamic.pattern(sig, dims), program, state, self._size_runner, shared,
+                                      build_at_once=on_device)
         why = None
         # the newest earlier traces at other sizes first (older ones may predate Python state, such as an
         # optimizer's, that this trace saw); each symbol needs one trace where its value differs
@@ -361,9 +362,10 @@ class CompiledFunction:
 
     def _size_runner(self, program, native: bool):
         """The runner of a dynamic entry's program evaluated at one size: the interpreter for a size seen
-        once, the backend's runner (the native build for inductor) for a size seen again."""
-        if native or self.backend == "eager":
-            return self._make_runner(program)
+        once, the backend's runner (the native build for inductor) for a size seen again; a device
+        program's runner at once (``cl_compile.device_runner``: generated OpenCL built for this size)."""
+        if native or self.backend == "eager" or getattr(program, "device", None) is not None:
+            return self._make_runner(program)       # (a device program: its OpenCL build at this size)
         interp = _dynamic.CheckedInterpreter(program)
         return lambda tensors: interp(tensors, GRAD[0])
 

@@ -20,7 +20,8 @@ A trusted entry replays at every size its guards accept. Under ``backend="induct
 native build whose C takes the sizes as arguments (``native_sym.py``) and runs it at every size (a
 runner per size, cached). Where that build is declined, or a size falls outside its guards, the
 program is evaluated at the call's sizes (cached per size) and run by the interpreter, and a size
-seen again gets the native build of that evaluated program.
+seen again gets the native build of that evaluated program. A device program (OpenCL tensors) builds
+its generated OpenCL at each size the entry meets (``cl_compile.device_runner``, kept per size).
 """
 from __future__ import annotations
 
@@ -441,10 +442,10 @@ class DynamicEntry:
     """A cache entry over many sizes: the call pattern, its symbolic program and one runner per size."""
 
     __slots__ = ("sig", "program", "runner", "kind", "state", "checked", "make_runner", "per_size", "seen",
-                 "broken", "shared", "shared_build")
+                 "broken", "shared", "shared_build", "build_at_once")
     MAX_SIZES = 32
 
-    def __init__(self, pat, program, state: SymState, make_runner, shared=None):
+    def __init__(self, pat, program, state: SymState, make_runner, shared=None, build_at_once=False):
         self.sig = pat
         self.program = program
         self.state = state
@@ -458,6 +459,9 @@ class DynamicEntry:
         # (program, state, env) -> native_sym.SharedBuild or None: one native build for every size
         self.shared = shared
         self.shared_build = None
+        # (a device program: make_runner gives its OpenCL build at the first call of a size, never the
+        # interpreter, so a size seen again keeps it)
+        self.build_at_once = build_at_once
 
     @property
     def verified(self) -> bool:
@@ -499,7 +503,8 @@ class DynamicEntry:
             if r is None:
                 q = instantiate(self.program, env)
                 # a size seen once runs in the interpreter; seen again, it gets the native build
-                r = (self.make_runner(q, n >= 2), n >= 2)
+                native = n >= 2 or self.build_at_once
+                r = (self.make_runner(q, native), native)
             self.per_size[key] = r
         try:
             return r[0](tensors)

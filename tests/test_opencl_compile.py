@@ -1,7 +1,6 @@
 """ember.compile on OpenCL device tensors: captured programs run as generated OpenCL kernels (or op by op
 on the device when the code generator declines), checked against eager ember on the device and on the
 CPU. Skipped only when no OpenCL platform with a device exists."""
-import warnings
 
 import numpy as np
 import pytest
@@ -11,27 +10,9 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember.compiler import counters
 from ember.devices import opencl as ocl
+from opencl_compile_support import needs_device, DEV, _dispatcher_out_afterwards, _fresh  # noqa: F401
 
-pytestmark = pytest.mark.skipif(not ocl.is_available(),
-                                reason=f"no OpenCL platform: {ocl.unavailable_reason()}")
-
-DEV = "opencl"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _dispatcher_out_afterwards():
-    yield
-    ember.compiler.reset()          # compiled entries hold their device parameters
-    from ember.devices import dispatch
-    assert dispatch.deactivate(), "device tensors are still alive after the compiled device tests"
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    ember.compiler.reset()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)       # the once-per-op fallback warnings
-        yield
+pytestmark = needs_device
 
 
 def _np(t):

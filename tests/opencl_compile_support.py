@@ -25,3 +25,13 @@ def _fresh():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)       # the once-per-op fallback warnings
         yield
+
+
+def train_step(model, opt, x, y):
+    """One optimizer step on the cross-entropy of ``model(x)`` against ``y``; returns the loss."""
+    import ember.nn.functional as F
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss

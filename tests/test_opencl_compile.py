@@ -10,7 +10,7 @@ import ember.nn as nn
 import ember.nn.functional as F
 from ember.compiler import counters
 from ember.devices import opencl as ocl
-from opencl_compile_support import needs_device, DEV, _dispatcher_out_afterwards, _fresh  # noqa: F401
+from opencl_compile_support import needs_device, DEV, _dispatcher_out_afterwards, _fresh, train_step  # noqa: F401
 
 pytestmark = needs_device
 
@@ -80,12 +80,7 @@ def test_training_step_20_steps(opt_name):
     dev = _mlp(2).to(DEV)
     oc, od = make(cpu), make(dev)
 
-    def step(m, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = train_step
     cs = ember.compile(step)
     rng = np.random.default_rng(3)
     batches = [_data(rng, 64) for _ in range(20)]

@@ -9,7 +9,7 @@ import ember
 import ember.nn.functional as F
 from ember.bench import models as M
 from ember.compiler import counters
-from opencl_compile_support import needs_device, DEV, _dispatcher_out_afterwards, _fresh  # noqa: F401
+from opencl_compile_support import needs_device, DEV, _dispatcher_out_afterwards, _fresh, train_step  # noqa: F401
 
 pytestmark = needs_device
 
@@ -75,12 +75,7 @@ def test_training_with_a_last_partial_batch():
                                 ember.nn.Linear(16, 3)).to(DEV)
         return m, ember.optim.AdamW(m.parameters(), lr=1e-2)
 
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = train_step
 
     rng = np.random.default_rng(0)
     X = ember.from_numpy(rng.standard_normal((45, 6)).astype(np.float32)).to(DEV)

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import ember
-import ember.nn.functional as F
 from ember.bench import models as M
 from ember.compiler import counters
 from opencl_compile_support import needs_device, DEV, _dispatcher_out_afterwards, _fresh, train_step  # noqa: F401

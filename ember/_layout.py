@@ -35,3 +35,20 @@ class layout:
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+
+
+class SparseLayoutError(NotImplementedError):
+    """An op that ember runs only on strided tensors met a sparse COO tensor."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"Could not run '{what}' with arguments from the 'SparseCPU' backend: ember supports "
+                         "it only for strided tensors, and this tensor has layout ember.sparse_coo (call "
+                         ".to_dense() first)")
+
+    def for_op(self, op_name: str) -> NotImplementedError:
+        """torch's error for the registered op ``op_name`` whose kernel met the sparse data."""
+        return NotImplementedError(
+            f"Could not run '{op_name}' with arguments from the 'SparseCPU' backend: ember runs '{op_name}' only "
+            "on strided tensors, and an argument has layout ember.sparse_coo (call .to_dense() first, or use "
+            "the ops ember.sparse lists)")

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._numpy_quiet import FILTER as _FP_FILTER, reinstate as _fp_reinstate
+from .._layout import SparseLayoutError
 from ..tensor import Tensor, wrap, _BY_NP
 from ..autograd.grad_mode import GRAD
 from ..autograd.node import Node, node_class, name_by, rename  # noqa: F401 - rename is re-exported for ops
@@ -102,9 +103,11 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
         _fp_reinstate()  # a user's filter went in front of ember's fp-warning filter (ember/_numpy_quiet.py)
     try:
         res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
-    except (MemoryError, ValueError, NotImplementedError) as e:
+    except (MemoryError, ValueError) as e:
         _alloc_failed(op, e)
         raise
+    except SparseLayoutError as e:      # a sparse tensor's data refused a dense kernel (ember/sparse)
+        raise e.for_op(op.name) from None
     if op.nout == 1:
         out = wrap(res if type(res) is np.ndarray else np.asarray(res))
         if GRAD[0] and op.differentiable:
@@ -130,15 +133,7 @@ def record_grad(op, args, attrs, outs) -> None:
 
 def _alloc_failed(op, e):
     # NumPy could not allocate an output (MemoryError, or ValueError past the address space): raise
-    # torch's RuntimeError naming the op; a sparse tensor's data refusing a dense kernel
-    # (ember/sparse/_coo.py) becomes torch's NotImplementedError naming the op; any other error goes on
-    if getattr(e, "what", None) is not None and type(e).__name__ == "SparseLayoutError":
-        raise NotImplementedError(
-            f"Could not run '{op.name}' with arguments from the 'SparseCPU' backend: ember runs '{op.name}' only "
-            "on strided tensors, and an argument has layout ember.sparse_coo (call .to_dense() first, or use "
-            "the ops ember.sparse lists)") from None
-    if isinstance(e, NotImplementedError):
-        return                                  # an op's own "not implemented for <dtype>": goes on as it is
+    # torch's RuntimeError naming the op; any other error goes on as it is
     from ..memory import _alloc_failed as failed
     err = failed(e, op=op.name)
     if err is not None:

@@ -22,20 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from .._layout import sparse_coo
+from .._layout import sparse_coo, SparseLayoutError
 from ..ops.registry import OpDef, apply, record_grad
 from .._host_tensor import HostDataTensor
 from ..tensor import Tensor, Size, wrap
-
-
-class SparseLayoutError(NotImplementedError):
-    """An op that ember runs only on strided tensors met a sparse COO tensor."""
-
-    def __init__(self, what: str):
-        self.what = what
-        super().__init__(f"Could not run '{what}' with arguments from the 'SparseCPU' backend: ember supports "
-                         "it only for strided tensors, and this tensor has layout ember.sparse_coo (call "
-                         ".to_dense() first)")
 
 
 class _CooStore:

@@ -26,6 +26,7 @@ from ..ops import inplace as _inplace
 from ..autograd import engine as _engine
 from ..autograd.grad_mode import no_grad, GRAD as _GRAD
 from .. import random as _random
+from ..nn.parameter import is_lazy
 from ..devices.opencl import DeviceArray as _DeviceArray
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
 from . import symbolic as _symbolic, dynamic_capture as _dyn
@@ -573,8 +574,8 @@ class Tracer:
 
         def set_grad(t, value, _orig=orig_grad, _self=self):
             _orig.fset(t, value)
-            if type(t._data).__name__ == "_UninitializedData":
-                return      # a lazy module's parameter before its first forward (nn/parameter.py): no value yet
+            if is_lazy(t):
+                return      # a lazy module's parameter before its first forward: no value yet
             if not _self.reading and not _self.in_kernel:
                 _self.grad_assigned.add(id(t))
                 lv = _self.value_of(t)

@@ -22,6 +22,8 @@ from ..autograd.grad_mode import GRAD
 from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
 from .runtime import Interpreter, GuardFailure, replay_eager
 from . import logs
+from .._layout import SparseLayoutError
+from ..nn.parameter import _UninitializedUseError
 from . import dynamic as _dynamic
 from .dynamic_capture import SymState
 
@@ -175,7 +177,7 @@ class CompiledFunction:
         except (NotImplementedError, ValueError) as e:
             # a sparse COO argument (ember.sparse) is not capturable, and a lazy module's first call
             # materializes its parameters: such calls run eagerly (torch graph-breaks / initializes first)
-            if type(e).__name__ not in ("SparseLayoutError", "_UninitializedUseError"):
+            if not isinstance(e, (SparseLayoutError, _UninitializedUseError)):
                 raise
             logs.log("graph_breaks", f"ember.compile({self.__name__}): runs eagerly ({type(e).__name__})")
             return self.fn(*args, **kwargs)

@@ -17,6 +17,7 @@ from ..parameter import Parameter
 from ..functional.recurrent import run_layer as _run_layer, packed_to_padded as _packed_to_padded, \
     padded_to_packed as _padded_to_packed
 from .module import Module
+from ..utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -320,7 +321,7 @@ class RNNBase(Module):
 
 
 def _is_packed(x):
-    return type(x).__name__ in ("PackedSequence", "_PaddedPackedSequence")
+    return isinstance(x, PackedSequence)
 
 
 def _mini_batch(module, input, batch_sizes):

@@ -139,9 +139,9 @@ def test_avx512_tile_compiles(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs at least two CPUs this process may use")
 def test_pool_threads_keep_off_the_callers_cpu():
-    """During a job the pool's helper may run anywhere the process may except the caller's CPU; when the
-    caller sleeps waiting for it, everywhere (the library says which state it left, /proc shows the
-    helper's affinity: the same set, or one CPU fewer)."""
+    """During a job the pool's helper may run anywhere the process may except the caller's CPU; a helper
+    the caller found late was moved onto the caller's CPU alone (test_pool_late_helper.py); the library
+    says whether it pins, /proc shows the helper's affinity: one CPU fewer, or one CPU."""
     code = ("import ctypes, json, os, numpy as np\n"
             "from ember.compiler import gemm\n"
             "lib = gemm.library()[0]\n"
@@ -158,6 +158,6 @@ def test_pool_threads_keep_off_the_callers_cpu():
     for line in r.stdout.splitlines():
         pinned, n, differ = json.loads(line)
         if pinned:                                   # one helper thread, pinned away from one CPU
-            assert len(differ) == 1 and len(differ[0]) == n - 1, line
+            assert len(differ) == 1 and len(differ[0]) in (n - 1, 1), line
         else:
             assert differ == [], line

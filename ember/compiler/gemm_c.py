@@ -405,6 +405,13 @@ int ember_pool_pinned(void) {      /* 1: the pool's threads are held off the las
   return 0;
 #endif
 }
+long ember_pool_late(void) {       /* helpers found late so far (pool_c.py: the late helper) */
+#if EM_HAVE_SGEMM
+  return em_pool_late_count;
+#else
+  return 0;
+#endif
+}
 int ember_simd_width(void) {
 #if EM_HAVE_SGEMM
   return EM_VW;

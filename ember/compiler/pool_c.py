@@ -12,13 +12,22 @@ Pool threads keep off the CPU the caller runs on while it works (their affinity 
 that CPU): woken onto the caller's core a helper would preempt the caller, and with another process busy
 on one core the scheduler could move the caller there (traces: 8-36 ms stalls of a 0.7-2 ms GEMM).
 
-Waiting is passive: idle pool threads sleep on a condition variable. The caller, once no item is left to
-claim, polls (``sched_yield``) for up to ``EM_POOL_SPIN_NS`` (30 us) for the items other threads are
-finishing, then gives the pool threads back every CPU (a helper preempted on a busy core can then move
-to the caller's, now idle) and sleeps until the last item is done, held to its CPU meanwhile (woken by a
-helper on a busy core, the scheduler would place it there, behind the busy process). The claim counter carries the job's
-generation, so a thread holding a stale job can never claim an item of the next one. One job runs at a
-time (a mutex serializes callers from several threads).
+The late helper (the busy-core rule). A helper whose core another process keeps busy can be preempted
+while it holds an item; the caller, out of items, would then wait a whole time slice of that process
+(measured: two-thread GEMMs 5-9x slower than one thread with a busy loop on the other core). Every
+thread notes when it claimed its current item. The caller, once no item is left to claim, polls
+(``sched_yield``) for up to ``EM_POOL_SPIN_NS`` (30 us), then sleeps held to its CPU; a helper still on
+an item claimed longer ago than one of the caller's own items took plus that poll is *late*: the caller
+moves it onto its own CPU (``sched_setaffinity`` of a preempted thread moves it at once; the caller's
+CPU is idle while it sleeps), where it finishes its item. The next job pins it off the caller's CPU
+again. A helper that was late sits out the following jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at
+first, doubled each time it is late again up to 0.5 s; a job it finishes in time resets it), so on a
+busy core the pool runs about as one thread would, re-probing now and then; on a quiet machine no
+helper is ever late and nothing changes.
+
+Waiting is passive: idle pool threads sleep on a condition variable. The claim counter carries the
+job's generation, so a thread holding a stale job can never claim an item of the next one. One job runs
+at a time (a mutex serializes callers from several threads).
 """
 
 POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */
@@ -55,42 +64,87 @@ static unsigned long em_pool_mask[EM_MASK_WORDS]; /* ... minus the one it runs o
 static int em_pool_cpu = -1;                    /* the caller's CPU em_pool_mask was made for (-1: none) */
 static int em_pool_pinned = 0;                  /* pool threads are (or will be) held to em_pool_mask */
 static unsigned em_pool_mask_gen = 0;           /* bumped when the pool threads should take em_pool_mask */
+static unsigned em_pool_mask_seen[EM_POOL_MAX]; /* the em_pool_mask_gen worker w holds (0: none yet) */
+/* the late helper (see the module text): when each worker claimed the item it works on (ns, 0: none),
+   which were moved onto the caller's CPU in this job, and which sit out jobs until when (ns) */
+static _Atomic long long em_pool_hold[EM_POOL_MAX];
+static char em_pool_moved[EM_POOL_MAX];
+static char em_pool_sits[EM_POOL_MAX];          /* worker w takes no part in the current job */
+static long long em_pool_bench_until[EM_POOL_MAX], em_pool_bench_len[EM_POOL_MAX];
+static long em_pool_late_count = 0;             /* threads found late so far (tests, the bench) */
+static long em_pool_caller_tid = 0;             /* the caller of the current job */
+static int em_pool_caller_moved = 0;            /* a helper moved it onto its CPU (the caller undoes it) */
 #ifndef EM_POOL_SPIN_NS
 #define EM_POOL_SPIN_NS 30000                   /* the caller polls this long for the last items, then sleeps */
 #endif
+#ifndef EM_POOL_BENCH_NS
+#define EM_POOL_BENCH_NS 2000000LL              /* a late helper sits out this long at first ... */
+#endif
+#ifndef EM_POOL_JUDGE_NS
+#define EM_POOL_JUDGE_NS 100000.0               /* jobs shorter than this (on the caller alone) are not judged */
+#endif
+#ifndef EM_POOL_BENCH_MAX_NS
+#define EM_POOL_BENCH_MAX_NS 500000000LL        /* ... doubled each time it is late again, up to this */
+#endif
 
-/* keep pool threads off the caller's CPU while a job runs: otherwise the scheduler may wake one onto it
-   (the caller then waits for its own helper) or, with a busy core, move the caller there. Called with
-   em_pool_mu held. */
-static void em_pool_note_cpu(void) {
-  const int cpu = sched_getcpu();
-  if (cpu == em_pool_cpu || cpu < 0 || cpu >= 64 * EM_MASK_WORDS) return;
-  em_pool_cpu = cpu;
-  unsigned long m[EM_MASK_WORDS];
-  memset(m, 0, sizeof(m));
-  if (syscall(SYS_sched_getaffinity, 0, sizeof(m), m) <= 0) return;
-  memcpy(em_pool_all, m, sizeof(m));
-  m[cpu / 64] &= ~(1UL << (cpu % 64));
-  int any = 0;
-  for (int i = 0; i < EM_MASK_WORDS; i++) any |= m[i] != 0;
-  if (!any) return;                             /* one CPU: nowhere else to go */
-  memcpy(em_pool_mask, m, sizeof(m));
-  em_pool_pinned = 1;
-  em_pool_mask_gen++;
+static inline long long em_pool_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* the caller has done its share and waits for items other threads hold: it polls briefly, then lets the
-   pool threads run anywhere again (one preempted by another process can then move to the caller's CPU,
-   which the caller leaves idle) and sleeps until the last item is done */
-static void em_pool_wait(long n, int nt) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+static void em_pool_set_mask(long tid, const unsigned long *m) {
+  syscall(SYS_sched_setaffinity, tid, sizeof(unsigned long) * EM_MASK_WORDS, m);
+}
+
+/* keep pool threads off the caller's CPU while a job runs: otherwise the scheduler may wake one onto it
+   (the caller then waits for its own helper) or, with a busy core, move the caller there. A helper the
+   last job moved onto the caller's CPU gets its mask back here. Called with em_pool_mu held. */
+static void em_pool_note_cpu(int nt) {
+  const int cpu = sched_getcpu();
+  if (cpu != em_pool_cpu && cpu >= 0 && cpu < 64 * EM_MASK_WORDS) {
+    unsigned long m[EM_MASK_WORDS];
+    memset(m, 0, sizeof(m));
+    if (syscall(SYS_sched_getaffinity, 0, sizeof(m), m) > 0) {
+      memcpy(em_pool_all, m, sizeof(m));
+      m[cpu / 64] &= ~(1UL << (cpu % 64));
+      int any = 0;
+      for (int i = 0; i < EM_MASK_WORDS; i++) any |= m[i] != 0;
+      if (any) {                                /* (one CPU: nowhere else to go) */
+        em_pool_cpu = cpu;
+        memcpy(em_pool_mask, m, sizeof(m));
+        em_pool_pinned = 1;
+        em_pool_mask_gen++;
+      }
+    }
+  }
+  for (int w = 1; w < nt && w <= em_pool_threads; w++) {
+    if (!em_pool_moved[w]) continue;
+    em_pool_moved[w] = 0;                       /* asleep or about to sleep: set its mask from here */
+    if (em_pool_tid[w]) em_pool_set_mask(em_pool_tid[w], em_pool_pinned ? em_pool_mask : em_pool_all);
+    em_pool_mask_seen[w] = em_pool_pinned ? em_pool_mask_gen : 0;
+  }
+}
+
+/* worker w sits out the jobs of the next while: EM_POOL_BENCH_NS at first, doubled each time it is sent
+   out again (up to EM_POOL_BENCH_MAX_NS); em_pool_mu held */
+static void em_pool_sit_out(int w, long long now) {
+  const long long len = em_pool_bench_len[w] ? em_pool_bench_len[w] : EM_POOL_BENCH_NS;
+  em_pool_bench_until[w] = now + len;
+  em_pool_bench_len[w] = 2 * len < EM_POOL_BENCH_MAX_NS ? 2 * len : EM_POOL_BENCH_MAX_NS;
+}
+
+/* the caller has done its share (c_items items in own_ns) and waits for the items helpers hold: it polls
+   briefly, then sleeps held to its CPU, moving every late helper onto that CPU (see the module text).
+   Returns 1 when some helper was late. */
+static int em_pool_wait(long n, int nt, long c_items, long long own_ns) {
+  const long long t0 = em_pool_now();
   while (atomic_load(&em_pool_done) < n) {
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > EM_POOL_SPIN_NS) break;
+    if (em_pool_now() - t0 > EM_POOL_SPIN_NS) break;
     sched_yield();
   }
-  if (atomic_load(&em_pool_done) >= n) return;
+  if (atomic_load(&em_pool_done) >= n) return 0;
+  const long long late_ns = (c_items > 0 ? own_ns / c_items : 0) + EM_POOL_SPIN_NS;
   /* the caller sleeps held to its CPU: woken by a helper on a busy core, the scheduler would otherwise
      place it there, behind the busy process (traces: 3-4 ms per call) */
   unsigned long own[EM_MASK_WORDS], here[EM_MASK_WORDS];
@@ -100,20 +154,41 @@ static void em_pool_wait(long n, int nt) {
   const int hold = cpu >= 0 && cpu < 64 * EM_MASK_WORDS && syscall(SYS_sched_getaffinity, 0, sizeof(own), own) > 0;
   if (hold) {
     here[cpu / 64] = 1UL << (cpu % 64);
-    syscall(SYS_sched_setaffinity, 0, sizeof(here), here);
+    em_pool_set_mask(0, here);
   }
+  int late = 0;
   pthread_mutex_lock(&em_pool_mu);
-  if (em_pool_pinned) {
-    for (int w = 1; w < nt; w++)
-      if (em_pool_tid[w]) syscall(SYS_sched_setaffinity, em_pool_tid[w], sizeof(em_pool_all), em_pool_all);
-    em_pool_pinned = 0;
-    em_pool_cpu = -1;                           /* the next job pins them again */
-  }
   em_pool_waiting = 1;
-  while (atomic_load(&em_pool_done) < n) pthread_cond_wait(&em_pool_done_cv, &em_pool_mu);
+  while (atomic_load(&em_pool_done) < n) {
+    const long long now = em_pool_now();
+    long long next = 0;                         /* when the next helper turns late (0: none to watch) */
+    for (int w = 1; w < nt; w++) {
+      const long long h = atomic_load(&em_pool_hold[w]);
+      if (!h || em_pool_moved[w]) continue;
+      if (now - h < late_ns) {
+        if (!next || h + late_ns < next) next = h + late_ns;
+        continue;
+      }
+      late = 1;
+      em_pool_late_count++;
+      if (hold && em_pool_tid[w]) {             /* a preempted thread moves at once; a running one soon */
+        em_pool_set_mask(em_pool_tid[w], here);
+        em_pool_moved[w] = 1;
+      }
+      em_pool_sit_out(w, now);
+    }
+    /* (none to watch: look again after late_ns, for a helper between its claim and noting it) */
+    struct timespec ts;                         /* the condition variable's clock is CLOCK_REALTIME */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const long long ns = ts.tv_nsec + (next ? next - now : late_ns);
+    ts.tv_sec += ns / 1000000000LL;
+    ts.tv_nsec = ns % 1000000000LL;
+    pthread_cond_timedwait(&em_pool_done_cv, &em_pool_mu, &ts);
+  }
   em_pool_waiting = 0;
   pthread_mutex_unlock(&em_pool_mu);
-  if (hold) syscall(SYS_sched_setaffinity, 0, sizeof(own), own);
+  if (hold) em_pool_set_mask(0, own);
+  return late;
 }
 
 static int em_pool_take(unsigned gen, long n, long *item) {
@@ -127,17 +202,54 @@ static int em_pool_take(unsigned gen, long n, long *item) {
   }
 }
 
-static void em_pool_work(unsigned gen, long n, em_task_fn fn, void *ctx, int worker) {
-  long item;
+/* claims and runs items until none is left; returns how many it ran */
+static long em_pool_work(unsigned gen, long n, em_task_fn fn, void *ctx, int worker) {
+  long item, count = 0;
   while (em_pool_take(gen, n, &item)) {
+    atomic_store_explicit(&em_pool_hold[worker], em_pool_now(), memory_order_relaxed);
     fn(ctx, item, worker);
+    atomic_store_explicit(&em_pool_hold[worker], 0, memory_order_relaxed);
     atomic_fetch_add(&em_pool_done, 1);
+    count++;
   }
+  return count;
+}
+
+/* a helper out of items while the caller still holds one: polls briefly; a caller on its item longer than
+   the helper's items took plus that poll is late (preempted on a busy core): the helper moves it onto its
+   own CPU, which it leaves idle (the caller restores its mask at the end of the job) */
+static void em_pool_watch_caller(unsigned gen, long n, long c_items, long long own_ns) {
+  const long long late_ns = (c_items > 0 ? own_ns / c_items : 0) + EM_POOL_SPIN_NS, t0 = em_pool_now();
+  for (;;) {
+    if (atomic_load(&em_pool_done) >= n || (unsigned)(atomic_load(&em_pool_claim) >> 32) != gen) return;
+    const long long h = atomic_load(&em_pool_hold[0]), now = em_pool_now();
+    if (h ? now - h >= late_ns : now - t0 >= late_ns) break;
+    if (now - t0 < EM_POOL_SPIN_NS) {
+      sched_yield();
+    } else {                                    /* then passively, in short naps */
+      const struct timespec nap = {0, 50000};
+      nanosleep(&nap, 0);
+    }
+  }
+  if (!atomic_load(&em_pool_hold[0])) return;  /* the caller waits for other helpers */
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= 64 * EM_MASK_WORDS) return;
+  unsigned long here[EM_MASK_WORDS];
+  memset(here, 0, sizeof(here));
+  here[cpu / 64] = 1UL << (cpu % 64);
+  pthread_mutex_lock(&em_pool_mu);              /* (the caller's end of job takes the lock after done == n) */
+  if (atomic_load(&em_pool_done) < n && (unsigned)(atomic_load(&em_pool_claim) >> 32) == gen &&
+      !em_pool_caller_moved && em_pool_caller_tid && em_pool_pinned) {   /* (pinned: em_pool_all is set) */
+    em_pool_set_mask(em_pool_caller_tid, here);
+    em_pool_caller_moved = 1;
+    em_pool_late_count++;
+  }
+  pthread_mutex_unlock(&em_pool_mu);
 }
 
 static void *em_pool_main(void *arg) {
   const int id = (int)(intptr_t)arg;
-  unsigned seen = 0, mask_seen = 0;
+  unsigned seen = 0;
   pthread_mutex_lock(&em_pool_mu);
   em_pool_tid[id] = syscall(SYS_gettid);
   for (;;) {
@@ -146,12 +258,17 @@ static void *em_pool_main(void *arg) {
     const em_task_fn fn = em_job_fn;
     void *const ctx = em_job_ctx;
     const long n = em_job_n;
-    const int nt = em_job_nt;
-    if (em_pool_mask_gen != mask_seen && em_pool_pinned)      /* under the lock: em_pool_wait may unpin */
-      syscall(SYS_sched_setaffinity, 0, sizeof(em_pool_mask), em_pool_mask);
-    mask_seen = em_pool_mask_gen;
+    const int in = id < em_job_nt && !em_pool_sits[id];
+    if (in && em_pool_pinned && em_pool_mask_seen[id] != em_pool_mask_gen) {   /* under the lock: see note_cpu */
+      em_pool_set_mask(0, em_pool_mask);
+      em_pool_mask_seen[id] = em_pool_mask_gen;
+    }
     pthread_mutex_unlock(&em_pool_mu);
-    if (id < nt) em_pool_work(seen, n, fn, ctx, id);
+    if (in) {
+      const long long t0 = em_pool_now();
+      const long mine = em_pool_work(seen, n, fn, ctx, id);
+      if (mine) em_pool_watch_caller(seen, n, mine, em_pool_now() - t0);
+    }
     pthread_mutex_lock(&em_pool_mu);
     if (em_pool_waiting && atomic_load(&em_pool_done) >= n) pthread_cond_signal(&em_pool_done_cv);
   }
@@ -179,7 +296,22 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
     em_pool_threads++;
   }
   if (nt > em_pool_threads + 1) nt = em_pool_threads + 1;
-  em_pool_note_cpu();
+  const long long t0 = em_pool_now();
+  int helpers = 0;                              /* the helpers that take part (late ones sit out a while) */
+  for (int w = 1; w < nt; w++) {
+    em_pool_sits[w] = em_pool_bench_until[w] > t0;
+    helpers += !em_pool_sits[w];
+  }
+  if (!helpers) {                               /* every helper sits out: the caller alone, nobody woken */
+    pthread_mutex_unlock(&em_pool_mu);
+    for (long i = 0; i < n; i++) fn(ctx, i, 0);
+    pthread_mutex_unlock(&em_pool_run_mu);
+    return;
+  }
+  em_pool_note_cpu(nt);
+  static __thread long my_tid = 0;
+  if (!my_tid) my_tid = syscall(SYS_gettid);
+  em_pool_caller_tid = my_tid;
   const unsigned gen = ++em_pool_gen;
   em_job_fn = fn;
   em_job_ctx = ctx;
@@ -191,8 +323,27 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   /* after the unlock: a woken thread does not block on the mutex the caller still holds (the threads
      test em_pool_gen under the mutex, so no wake-up is lost) */
   pthread_cond_broadcast(&em_pool_cv);
-  em_pool_work(gen, n, fn, ctx, 0);
-  em_pool_wait(n, nt);                           /* items other threads are finishing */
+  const long mine = em_pool_work(gen, n, fn, ctx, 0);
+  const long long own_ns = em_pool_now() - t0;
+  const int late = em_pool_wait(n, nt, mine, own_ns);   /* items other threads are finishing */
+  /* did the helpers pay? The caller alone would have taken about n times its own item time: a job of at
+     least EM_POOL_JUDGE_NS no faster than 1.1x that sends them out (see em_pool_sit_out), one over 1.3x
+     halves their next sitting out */
+  const long long t1 = em_pool_now();
+  const double alone = mine > 0 ? (double)own_ns * n / mine : 0.0, took = (double)(t1 - t0);
+  const int poor = late || (alone >= EM_POOL_JUDGE_NS && alone < 1.1 * took), good = !late && alone > 1.3 * took;
+  pthread_mutex_lock(&em_pool_mu);
+  for (int w = 1; w < nt; w++) {
+    if (em_pool_sits[w]) continue;
+    if (good && em_pool_bench_len[w] > EM_POOL_BENCH_NS) em_pool_bench_len[w] /= 2;
+    if (poor && em_pool_bench_until[w] <= t1) em_pool_sit_out(w, t1);
+  }
+  if (em_pool_caller_moved) {                   /* a helper moved the caller: its own mask back */
+    em_pool_set_mask(0, em_pool_all);
+    em_pool_caller_moved = 0;
+    em_pool_cpu = -1;
+  }
+  pthread_mutex_unlock(&em_pool_mu);
   pthread_mutex_unlock(&em_pool_run_mu);
 }
 """

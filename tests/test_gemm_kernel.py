@@ -60,7 +60,7 @@ def test_accumulate_adds_to_out(threads, ta, tb):
         a, b = _op(rng, M, K, ta), _op(rng, K, N, tb)
         out = rng.uniform(-1, 1, (M, N)).astype(np.float32)
         base = out.astype(np.float64)
-        r = gemm.sgemm(a, b, threads=threads, out=out, accumulate=True)
+        r = gemm.sgemm(a, b, threads=threads, out=out, accumulate=True, exact_threads=True)
         _check(r, a, b, base)
         _check(out, a, b, base)
     c = np.zeros((4, 4), np.float32)
@@ -81,7 +81,7 @@ def test_one_gemm_split_over_threads(threads):
     for ta, tb in ((0, 0), (0, 1), (1, 0), (1, 1)):
         for M, N, K in ((300, 70, 40), (512, 256, 300), (7, 300, 9), (1000, 16, 64), (37, 1000, 513)):
             a, b = _op(rng, M, K, ta, 3), _op(rng, K, N, tb, 3)
-            _check(gemm.sgemm(a, b, threads=threads), a, b)
+            _check(gemm.sgemm(a, b, threads=threads, exact_threads=True), a, b)
 
 
 @needs_gemm
@@ -96,7 +96,7 @@ def test_batched_attention_products(threads, ta, tb):
         b = rng.uniform(-1, 1, (nb, N, K) if tb else (nb, K, N)).astype(np.float32)
         a = a.transpose(0, 2, 1) if ta else a
         b = b.transpose(0, 2, 1) if tb else b
-        _check(gemm.sgemm(a, b, threads=threads), a, b)
+        _check(gemm.sgemm(a, b, threads=threads, exact_threads=True), a, b)
 
 
 def test_tile_width_follows_the_cpu_flags():

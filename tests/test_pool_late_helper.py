@@ -150,9 +150,9 @@ for i in range(60):
     ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
     base = rng.standard_normal((nb, M, N)).astype(np.float32)
     for rep in range(3):
-        c = gemm.sgemm(a, b, threads=2)
+        c = gemm.sgemm(a, b, threads=2, exact_threads=True)
         acc = base.copy()
-        gemm.sgemm(a, b, threads=2, out=acc, accumulate=True)
+        gemm.sgemm(a, b, threads=2, out=acc, accumulate=True, exact_threads=True)
         tol = 2e-6 * max(1, K)
         bad += not np.allclose(c, ref, rtol=1e-5, atol=tol) or not np.allclose(acc, ref + base, rtol=1e-5, atol=tol)
     bad += os.sched_getaffinity(0) != mine

@@ -31,7 +31,7 @@ def test_gemm_matches_numpy_odd_shapes(threads, ta, tb):
     for M, N, K in ((1, 1, 1), (7, 13, 5), (6, 32, 256), (97, 33, 257), (200, 70, 600), (1, 300, 40),
                     (301, 1, 9), (5, 4, 0), (0, 7, 3)):
         a, b = _operand(rng, M, K, ta), _operand(rng, K, N, tb)
-        c = gemm.sgemm(a, b, threads=threads)
+        c = gemm.sgemm(a, b, threads=threads, exact_threads=True)
         ref = a.astype(np.float64) @ b.astype(np.float64)
         assert c.shape == (M, N)
         np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5 * max(1, np.sqrt(K)))
@@ -44,7 +44,7 @@ def test_batched_gemm_matches_numpy(threads):
     for nb, M, N, K in ((64, 64, 64, 32), (3, 50, 17, 300), (7, 1, 9, 4)):
         a = rng.uniform(-1, 1, (nb, M, K)).astype(np.float32)
         b = rng.uniform(-1, 1, (nb, N, K)).astype(np.float32).transpose(0, 2, 1)    # transposed views
-        c = gemm.sgemm(a, b, threads=threads)
+        c = gemm.sgemm(a, b, threads=threads, exact_threads=True)
         np.testing.assert_allclose(c, np.matmul(a.astype(np.float64), b), rtol=1e-5, atol=1e-5 * np.sqrt(K))
 
 
@@ -63,13 +63,13 @@ def test_gemm_of_expanded_and_reversed_views(threads):
     for av in views_a:
         for bv in views_b:
             ref = av.astype(np.float64) @ bv.astype(np.float64)
-            np.testing.assert_allclose(gemm.sgemm(av, bv, threads=threads), ref, rtol=1e-5, atol=1e-4)
-            np.testing.assert_allclose(gemm.sgemm(bv.T, av.T, threads=threads), ref.T, rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(gemm.sgemm(av, bv, threads=threads, exact_threads=True), ref, rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(gemm.sgemm(bv.T, av.T, threads=threads, exact_threads=True), ref.T, rtol=1e-5, atol=1e-4)
     A = rng.standard_normal((3, M, K)).astype(np.float32)
     B = rng.standard_normal((3, K, N)).astype(np.float32)
     for av in (np.broadcast_to(A[:1], A.shape), A[::-1], np.broadcast_to(A[:, :1], A.shape)):
         ref = np.matmul(av.astype(np.float64), B)
-        np.testing.assert_allclose(gemm.sgemm(av, B, threads=threads), ref, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(gemm.sgemm(av, B, threads=threads, exact_threads=True), ref, rtol=1e-5, atol=1e-4)
 
 
 def test_eager_matmul_of_an_expanded_tensor():

@@ -11,7 +11,8 @@ generated C is compiled with ``-march=native``: the kernel cache is keyed on the
 time with cpuid and XCR0). Elsewhere, and when its buffers cannot be allocated, the same call site runs
 the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
 off; ``mode="max-autotune"`` also times the BLAS variant. The thread count is OpenMP's
-(``ember.set_num_threads``), one thread below ``EM_GEMM_PAR_MIN`` (16M) multiply-adds. Accuracy: fused
+(``ember.set_num_threads``), fewer for small GEMMs: one below ``EM_GEMM_PAR_MIN`` (8M multiply-adds),
+then one per 4M (gemm_c.py ``em_gemm_threads``). Accuracy: fused
 multiply-adds in K order within blocks of ``EM_KC`` (the tests compare against NumPy at 1e-5 relative).
 
 ``library()`` builds the GEMM alone with exported entry points; ``sgemm(a, b, ...)`` calls it on NumPy
@@ -83,19 +84,20 @@ def _operand(x: np.ndarray, rows: int, cols: int):
 
 
 def sgemm(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None,
-          accumulate: bool = False) -> np.ndarray:
+          accumulate: bool = False, exact_threads: bool = False) -> np.ndarray:
     """``a @ b`` for float32 arrays of shape (M, K) / (K, N) or batches (nb, M, K) / (nb, K, N) through
-    ember's GEMM on ``threads`` threads (0: OpenMP's setting). Each matrix may be transposed (a view);
-    other layouts are copied. ``out`` (C-contiguous float32) receives the result; ``accumulate=True`` adds
-    the product to it instead.
+    ember's GEMM on up to ``threads`` threads (0: OpenMP's setting; fewer for small products, see the
+    module text; ``exact_threads=True``: that many whatever the size, for tests of the split). Each
+    matrix may be transposed (a view); other layouts are copied. ``out`` (C-contiguous float32) receives
+    the result; ``accumulate=True`` adds the product to it instead.
     Raises RuntimeError where the CPU has no such GEMM."""
-    run, c = sgemm_call(a, b, threads, out, accumulate)
+    run, c = sgemm_call(a, b, threads, out, accumulate, exact_threads)
     run()
     return c if a.ndim == 3 else c[0]
 
 
 def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray | None = None,
-               accumulate: bool = False):
+               accumulate: bool = False, exact_threads: bool = False):
     """``(run, c)``: ``run()`` computes ``sgemm(a, b, ...)`` into ``c`` (shape (nb, M, N)) with one foreign
     call whose arguments are worked out here once (the bench times ``run``, as generated code calls it)."""
     have = library()[2]
@@ -125,7 +127,8 @@ def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray |
         raise ValueError(f"sgemm: out must be a C-contiguous float32 array of {nb * M * N} elements, got "
                          f"{out.dtype} of shape {out.shape}")
     c = np.empty((nb, M, N), np.float32) if out is None else out.reshape(nb, M, N)
-    args = (int(threads), nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
+    nt = -abs(int(threads)) if exact_threads and threads else int(threads)   # (< 0: exactly, gemm_c.py)
+    args = (nt, nb, ta, tb, M, N, K, a3.ctypes.data, lda, sa, b3.ctypes.data, ldb, sb,
             c.ctypes.data, max(N, 1), M * N, int(bool(accumulate)))
 
     def run(_alive=(a3, b3)):         # the default keeps the (possibly copied) operands alive
@@ -135,7 +138,6 @@ def sgemm_call(a: np.ndarray, b: np.ndarray, threads: int = 0, out: np.ndarray |
     return run, c
 
 
-EAGER_MIN = 1 << 24         # nb*M*N*K from which eager matmuls use several threads (gemm_c.EM_GEMM_PAR_MIN)
 EAGER_SMALL = 1 << 14       # below this NumPy (OpenBLAS runs such products on one thread anyway)
 _F32 = np.dtype(np.float32)
 
@@ -161,6 +163,6 @@ def eager_matmul(a: np.ndarray, b: np.ndarray):
             return None
     except Exception:          # no C compiler: NumPy's BLAS
         return None
-    # below EAGER_MIN one thread: keeps these products off NumPy's BLAS pool (set to nt threads by
-    # set_num_threads), whose spinning synchronization costs far more than the product here
-    return sgemm(a, b, threads=nt if work >= EAGER_MIN else 1)
+    # small products run on one thread (gemm_c.py em_gemm_threads), which keeps them off NumPy's BLAS
+    # pool (set to nt threads by set_num_threads), whose spinning synchronization costs more than they do
+    return sgemm(a, b, threads=max(nt, 1))

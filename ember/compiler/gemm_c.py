@@ -20,7 +20,8 @@ each column chunk reads op(A) again). Every item is a single-threaded GEMM on it
 packing buffers, so items share nothing and need no barrier. They run on ember's work pool (pool_c.py):
 threads claim them one at a time and the call returns when all are done, so a thread whose core is busy
 with another process takes fewer items instead of holding everyone up. The thread count is OpenMP's
-(``omp_get_max_threads()``, which ``ember.set_num_threads`` sets).
+(``omp_get_max_threads()``, which ``ember.set_num_threads`` sets), or the caller's, fewer for small GEMMs
+(``em_gemm_threads``: one below ``EM_GEMM_PAR_MIN``, 8M multiply-adds).
 
 The register tile is written with GCC vector types: 16 floats (one zmm register) where ``__AVX512F__``
 is defined, 8 (one ymm) with AVX2+FMA; the same code in both (-march=native decides, and gcc enables
@@ -64,10 +65,11 @@ __EM_POOL__
 #define EM_MC 96
 #endif
 #ifndef EM_GEMM_PAR_MIN
-/* nb*M*N*K below this: one thread. Waking a thread costs 10-20 us, and on cores shared with other
-   processes a thread may wait a time slice: measured on 2 busy cores, the MLP step at batch 64 (GEMMs of
-   4-13M multiply-adds) ran 1.2-4x slower on two threads than on one; from batch 512 (100M) two won. */
-#define EM_GEMM_PAR_MIN (1LL << 24)
+/* nb*M*N*K below this: one thread; each thread past two needs another half of it (em_gemm_threads).
+   Waking a thread costs 10-20 us: measured on this 2-core machine, two threads ran 1.3-1.5x faster than
+   one from 8M multiply-adds (the MLP's 64x256x784, attention's 64 x 64x64x32), 0.9-1.3x at 2-4M. (A
+   thread on a core another process keeps busy is the pool's business: pool_c.py.) */
+#define EM_GEMM_PAR_MIN (1LL << 23)
 #endif
 #ifndef EM_ITEMS_PER_THREAD
 #define EM_ITEMS_PER_THREAD 4
@@ -333,15 +335,25 @@ static void em_task_gemm(void *c, long it, int w) {
     atomic_store(&j->failed, 1);
 }
 
+/* the threads a GEMM of `work` multiply-adds runs on, of nt asked for (nt <= 0: OpenMP's count; nt < 0
+   is -nt threads whatever the size, for the tests of the split): 1 below EM_GEMM_PAR_MIN, then one per
+   half of it */
+static int em_gemm_threads(int nt, long long work) {
+  if (nt < 0) return -nt;
+  if (nt == 0) nt = EM_MAXT();
+  const long long most = 2 * work / EM_GEMM_PAR_MIN;
+  return most < 2 ? 1 : (most < nt ? (int)most : nt);
+}
+
 /* nb GEMMs C[b] (+)= op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats; acc: add to C) on up to nt
-   threads (nt <= 0: OpenMP's count, or one below EM_GEMM_PAR_MIN); 0 when a buffer could not be
+   threads (nt 0: OpenMP's count; fewer for small GEMMs, see em_gemm_threads); 0 when a buffer could not be
    allocated or the CPU cannot run the tile (the caller then runs the BLAS). Several threads: a batch of
    at least 2 per thread runs one GEMM per item; otherwise each GEMM is cut into about 4 items per thread,
    column chunks of whole panels first (each item packs only its own columns of op(B)), then row groups. */
 static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                                 long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
   if (!em_sgemm_cpu_ok()) return 0;
-  if (nt <= 0) nt = (long long)nb * M * N * K < EM_GEMM_PAR_MIN ? 1 : EM_MAXT();
+  nt = em_gemm_threads(nt, (long long)nb * M * N * K);
   if (M <= 0 || N <= 0 || nb <= 0) return 1;
   if (nt <= 1) {
     for (long b = 0; b < nb; b++)

@@ -327,11 +327,13 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   const long long own_ns = em_pool_now() - t0;
   const int late = em_pool_wait(n, nt, mine, own_ns);   /* items other threads are finishing */
   /* did the helpers pay? The caller alone would have taken about n times its own item time: a job of at
-     least EM_POOL_JUDGE_NS no faster than 1.1x that sends them out (see em_pool_sit_out), one over 1.3x
-     halves their next sitting out */
+     least EM_POOL_JUDGE_NS where they took items and it ran no faster than 1.1x that sends them out (see
+     em_pool_sit_out), one over 1.3x halves their next sitting out. (Helpers that woke too late to take
+     an item cost the caller nothing but the wake-up: no judgement.) */
   const long long t1 = em_pool_now();
   const double alone = mine > 0 ? (double)own_ns * n / mine : 0.0, took = (double)(t1 - t0);
-  const int poor = late || (alone >= EM_POOL_JUDGE_NS && alone < 1.1 * took), good = !late && alone > 1.3 * took;
+  const int poor = late || (mine < n && alone >= EM_POOL_JUDGE_NS && alone < 1.1 * took),
+            good = !late && alone > 1.3 * took;
   pthread_mutex_lock(&em_pool_mu);
   for (int w = 1; w < nt; w++) {
     if (em_pool_sits[w]) continue;

@@ -213,3 +213,24 @@ def test_max_autotune_records_its_choice(tmp_path, monkeypatch):
     with open(autotune._learned_path()) as f:
         wins = json.load(f)
     assert sum(wins.values()) == 1
+
+
+@needs_gemm
+def test_max_autotune_times_each_distinct_program_once_and_keeps_the_default_unless_clearly_faster(
+        tmp_path, monkeypatch):
+    """Variants whose C is the default's (a BLAS-only setting where ember's GEMM runs the product) are not
+    timed as candidates of their own; a variant replaces the default only when faster by the margin (with
+    a margin no time can meet, the default stays)."""
+    from ember.compiler import autotune
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "MARGIN", 0.0)
+    cf = ember.compile(lambda a, b: (a @ b).relu(), mode="max-autotune")
+    a, b = ember.randn(128, 96), ember.randn(96, 112)
+    for _ in range(3):
+        np.testing.assert_allclose(cf(a, b).numpy(), (a @ b).relu().numpy(), rtol=1e-5, atol=1e-5)
+    tuner = cf.entries[-1].runner.native.autotuner
+    assert tuner.done and tuner.choice == 0
+    timed = set(tuner.timings)
+    split = repr(tuner._opts(autotune.VARIANTS.index(dict(gemm_split_min=1 << 21))))
+    assert repr(tuner._opts(0)) in timed and split not in timed
+    assert 1 < len(timed) < len(autotune.VARIANTS)

@@ -424,6 +424,15 @@ long ember_pool_late(void) {       /* helpers found late so far (pool_c.py: the 
   return 0;
 #endif
 }
+/* the pool's last job: items, the caller's items, ns it took, ns the caller alone would have taken (an
+   estimate), helpers taking part (0: they sat out) */
+void ember_pool_last(long long *out) {
+#if EM_HAVE_SGEMM
+  for (int i = 0; i < 5; i++) out[i] = em_pool_last[i];
+#else
+  for (int i = 0; i < 5; i++) out[i] = 0;
+#endif
+}
 int ember_simd_width(void) {
 #if EM_HAVE_SGEMM
   return EM_VW;

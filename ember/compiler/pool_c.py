@@ -20,10 +20,10 @@ thread notes when it claimed its current item. The caller, once no item is left 
 an item claimed longer ago than one of the caller's own items took plus that poll is *late*: the caller
 moves it onto its own CPU (``sched_setaffinity`` of a preempted thread moves it at once; the caller's
 CPU is idle while it sleeps), where it finishes its item. The next job pins it off the caller's CPU
-again. A helper that was late sits out the following jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at
-first, doubled each time it is late again up to 0.5 s; a job it finishes in time resets it), so on a
-busy core the pool runs about as one thread would, re-probing now and then; on a quiet machine no
-helper is ever late and nothing changes.
+again. A helper that was late, or whose job ran no faster than the caller alone would have, sits out
+the following jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at first, doubled each time up to 0.5 s;
+halved after 8 jobs in a row where it paid), so on a busy core the pool runs about as one thread
+would, re-probing now and then; on a quiet machine no helper is late and nothing changes.
 
 Waiting is passive: idle pool threads sleep on a condition variable. The claim counter carries the
 job's generation, so a thread holding a stale job can never claim an item of the next one. One job runs
@@ -71,7 +71,9 @@ static _Atomic long long em_pool_hold[EM_POOL_MAX];
 static char em_pool_moved[EM_POOL_MAX];
 static char em_pool_sits[EM_POOL_MAX];          /* worker w takes no part in the current job */
 static long long em_pool_bench_until[EM_POOL_MAX], em_pool_bench_len[EM_POOL_MAX];
+static int em_pool_good_run[EM_POOL_MAX];       /* jobs in a row worker w paid in (see em_pool_run) */
 static long em_pool_late_count = 0;             /* threads found late so far (tests, the bench) */
+static long long em_pool_last[5];               /* the last job: items, the caller's, ns taken, ns alone, helpers */
 static long em_pool_caller_tid = 0;             /* the caller of the current job */
 static int em_pool_caller_moved = 0;            /* a helper moved it onto its CPU (the caller undoes it) */
 #ifndef EM_POOL_SPIN_NS
@@ -82,6 +84,9 @@ static int em_pool_caller_moved = 0;            /* a helper moved it onto its CP
 #endif
 #ifndef EM_POOL_JUDGE_NS
 #define EM_POOL_JUDGE_NS 100000.0               /* jobs shorter than this (on the caller alone) are not judged */
+#endif
+#ifndef EM_POOL_GOOD_RUN
+#define EM_POOL_GOOD_RUN 8                      /* ... and halved after this many good jobs in a row */
 #endif
 #ifndef EM_POOL_BENCH_MAX_NS
 #define EM_POOL_BENCH_MAX_NS 500000000LL        /* ... doubled each time it is late again, up to this */
@@ -303,6 +308,7 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
     helpers += !em_pool_sits[w];
   }
   if (!helpers) {                               /* every helper sits out: the caller alone, nobody woken */
+    em_pool_last[0] = em_pool_last[1] = n, em_pool_last[4] = 0;
     pthread_mutex_unlock(&em_pool_mu);
     for (long i = 0; i < n; i++) fn(ctx, i, 0);
     pthread_mutex_unlock(&em_pool_run_mu);
@@ -328,17 +334,27 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   const int late = em_pool_wait(n, nt, mine, own_ns);   /* items other threads are finishing */
   /* did the helpers pay? The caller alone would have taken about n times its own item time: a job of at
      least EM_POOL_JUDGE_NS where they took items and it ran no faster than 1.1x that sends them out (see
-     em_pool_sit_out), one over 1.3x halves their next sitting out. (Helpers that woke too late to take
+     em_pool_sit_out); EM_POOL_GOOD_RUN jobs in a row over 1.3x halve their next sitting out (a machine
+     whose cores are all contended gives a good job now and then: measured, halving on each one kept the
+     helper in and two-thread calls at 0.3x one thread). (Helpers that woke too late to take
      an item cost the caller nothing but the wake-up: no judgement.) */
   const long long t1 = em_pool_now();
   const double alone = mine > 0 ? (double)own_ns * n / mine : 0.0, took = (double)(t1 - t0);
   const int poor = late || (mine < n && alone >= EM_POOL_JUDGE_NS && alone < 1.1 * took),
             good = !late && alone > 1.3 * took;
   pthread_mutex_lock(&em_pool_mu);
+  em_pool_last[0] = n, em_pool_last[1] = mine, em_pool_last[2] = t1 - t0, em_pool_last[3] = (long long)alone;
+  em_pool_last[4] = helpers;
   for (int w = 1; w < nt; w++) {
     if (em_pool_sits[w]) continue;
-    if (good && em_pool_bench_len[w] > EM_POOL_BENCH_NS) em_pool_bench_len[w] /= 2;
-    if (poor && em_pool_bench_until[w] <= t1) em_pool_sit_out(w, t1);
+    if (good && em_pool_bench_len[w] > EM_POOL_BENCH_NS && ++em_pool_good_run[w] >= EM_POOL_GOOD_RUN) {
+      em_pool_bench_len[w] /= 2;
+      em_pool_good_run[w] = 0;
+    }
+    if (poor) {
+      em_pool_good_run[w] = 0;
+      if (em_pool_bench_until[w] <= t1) em_pool_sit_out(w, t1);
+    }
   }
   if (em_pool_caller_moved) {                   /* a helper moved the caller: its own mask back */
     em_pool_set_mask(0, em_pool_all);

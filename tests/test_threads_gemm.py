@@ -234,3 +234,30 @@ def test_max_autotune_times_each_distinct_program_once_and_keeps_the_default_unl
     split = repr(tuner._opts(autotune.VARIANTS.index(dict(gemm_split_min=1 << 21))))
     assert repr(tuner._opts(0)) in timed and split not in timed
     assert 1 < len(timed) < len(autotune.VARIANTS)
+
+
+@needs_gemm
+def test_small_gemms_run_on_one_thread_whatever_is_asked():
+    """Below EM_GEMM_PAR_MIN (8M multiply-adds) the product never reaches the pool (one thread); from it,
+    two threads asked for are two (the pool's last job says so); exact_threads splits even small ones."""
+    import ctypes
+    lib = gemm.library()[0]
+    last = lib.get("ember_pool_last", (ctypes.c_void_p,), None)
+
+    def pool_job(fn):
+        before, after = np.full(5, -1, np.int64), np.full(5, -1, np.int64)
+        last(before.ctypes.data)
+        fn()
+        last(after.ctypes.data)
+        return None if (before == after).all() else after      # (a job's time in ns tells jobs apart)
+
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((256, 256)).astype(np.float32)           # 16.7M multiply-adds
+    small = rng.standard_normal((128, 128)).astype(np.float32)         # 2.1M
+    job = pool_job(lambda: gemm.sgemm(big, big, threads=2))
+    assert job is not None and job[0] >= 2                            # items on the pool
+    assert pool_job(lambda: gemm.sgemm(small, small, threads=2)) is None
+    job = pool_job(lambda: gemm.sgemm(small, small, threads=2, exact_threads=True))
+    assert job is not None and job[0] >= 2
+    np.testing.assert_allclose(gemm.sgemm(small, small, threads=2), small.astype(np.float64) @ small,
+                               rtol=1e-5, atol=1e-4)

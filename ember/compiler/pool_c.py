@@ -20,10 +20,12 @@ thread notes when it claimed its current item. The caller, once no item is left 
 an item claimed longer ago than one of the caller's own items took plus that poll is *late*: the caller
 moves it onto its own CPU (``sched_setaffinity`` of a preempted thread moves it at once; the caller's
 CPU is idle while it sleeps), where it finishes its item. The next job pins it off the caller's CPU
-again. A helper that was late, or whose job ran no faster than the caller alone would have, sits out
-the following jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at first, doubled each time up to 0.5 s;
-halved after 8 jobs in a row where it paid), so on a busy core the pool runs about as one thread
-would, re-probing now and then; on a quiet machine no helper is late and nothing changes.
+again. Symmetrically a helper out of items moves a late caller onto its own CPU (the caller restores
+its mask at the end of the job). When the recent jobs, late ones included, ran no faster than the
+caller alone would have (decayed sums of both; see em_pool_run), the helpers sit out the following
+jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at first, doubled each time up to 0.5 s; halved after 8
+jobs in a row where they paid), so where they cannot help the pool runs about as one thread would,
+re-probing now and then; on a quiet machine they pay and nothing changes.
 
 Waiting is passive: idle pool threads sleep on a condition variable. The claim counter carries the
 job's generation, so a thread holding a stale job can never claim an item of the next one. One job runs
@@ -72,6 +74,7 @@ static char em_pool_moved[EM_POOL_MAX];
 static char em_pool_sits[EM_POOL_MAX];          /* worker w takes no part in the current job */
 static long long em_pool_bench_until[EM_POOL_MAX], em_pool_bench_len[EM_POOL_MAX];
 static int em_pool_good_run[EM_POOL_MAX];       /* jobs in a row worker w paid in (see em_pool_run) */
+static double em_pool_sum_alone, em_pool_sum_took;   /* decayed sums over judged jobs (see em_pool_run) */
 static long em_pool_late_count = 0;             /* threads found late so far (tests, the bench) */
 static long long em_pool_last[5];               /* the last job: items, the caller's, ns taken, ns alone, helpers */
 static long em_pool_caller_tid = 0;             /* the caller of the current job */
@@ -180,7 +183,6 @@ static int em_pool_wait(long n, int nt, long c_items, long long own_ns) {
         em_pool_set_mask(em_pool_tid[w], here);
         em_pool_moved[w] = 1;
       }
-      em_pool_sit_out(w, now);
     }
     /* (none to watch: look again after late_ns, for a helper between its claim and noting it) */
     struct timespec ts;                         /* the condition variable's clock is CLOCK_REALTIME */
@@ -332,19 +334,27 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   const long mine = em_pool_work(gen, n, fn, ctx, 0);
   const long long own_ns = em_pool_now() - t0;
   const int late = em_pool_wait(n, nt, mine, own_ns);   /* items other threads are finishing */
-  /* did the helpers pay? The caller alone would have taken about n times its own item time: a job of at
-     least EM_POOL_JUDGE_NS where they took items and it ran no faster than 1.1x that sends them out (see
-     em_pool_sit_out); EM_POOL_GOOD_RUN jobs in a row over 1.3x halve their next sitting out (a machine
-     whose cores are all contended gives a good job now and then: measured, halving on each one kept the
-     helper in and two-thread calls at 0.3x one thread). (Helpers that woke too late to take
-     an item cost the caller nothing but the wake-up: no judgement.) */
+  /* did the helpers pay? The caller alone would have taken about n times its own item time. Over the
+     recent judged jobs (helpers took items; at least EM_POOL_JUDGE_NS alone, or one was late), the
+     decayed sums of that estimate and of the time taken compare: when the jobs ran less than 1.05x
+     faster than the caller alone would have, the helpers sit out (em_pool_sit_out). Judged by a sum, not
+     job by job: on a machine whose cores are all contended, two threads still paid 1.3-1.8x by the
+     median while single jobs often did not (sending helpers out on each such job measured 1.0x); one
+     stall of a few time slices outweighs many good jobs. EM_POOL_GOOD_RUN jobs in a row over 1.3x halve
+     the next sitting out. (Helpers that woke too late to take an item cost only the wake-up.) */
   const long long t1 = em_pool_now();
   const double alone = mine > 0 ? (double)own_ns * n / mine : 0.0, took = (double)(t1 - t0);
-  const int poor = late || (mine < n && alone >= EM_POOL_JUDGE_NS && alone < 1.1 * took),
-            good = !late && alone > 1.3 * took;
+  const int judged = mine < n && (late || alone >= EM_POOL_JUDGE_NS), good = !late && alone > 1.3 * took;
   pthread_mutex_lock(&em_pool_mu);
   em_pool_last[0] = n, em_pool_last[1] = mine, em_pool_last[2] = t1 - t0, em_pool_last[3] = (long long)alone;
   em_pool_last[4] = helpers;
+  int poor = 0;
+  if (judged) {
+    em_pool_sum_alone = 0.875 * em_pool_sum_alone + alone;
+    em_pool_sum_took = 0.875 * em_pool_sum_took + took;
+    poor = em_pool_sum_alone < 1.05 * em_pool_sum_took;
+    if (poor) em_pool_sum_alone = em_pool_sum_took = 0.0;     /* (a fresh start when they come back) */
+  }
   for (int w = 1; w < nt; w++) {
     if (em_pool_sits[w]) continue;
     if (good && em_pool_bench_len[w] > EM_POOL_BENCH_NS && ++em_pool_good_run[w] >= EM_POOL_GOOD_RUN) {

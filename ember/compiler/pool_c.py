@@ -233,9 +233,14 @@ static void em_pool_watch_caller(unsigned gen, long n, long c_items, long long o
     if (h ? now - h >= late_ns : now - t0 >= late_ns) break;
     if (now - t0 < EM_POOL_SPIN_NS) {
       sched_yield();
-    } else {                                    /* then passively, in short naps */
-      const struct timespec nap = {0, 50000};
-      nanosleep(&nap, 0);
+    } else {                                    /* then passively, in naps a new job cuts short */
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50000;
+      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      pthread_mutex_lock(&em_pool_mu);
+      if (em_pool_gen == gen) pthread_cond_timedwait(&em_pool_cv, &em_pool_mu, &ts);
+      pthread_mutex_unlock(&em_pool_mu);
     }
   }
   if (!atomic_load(&em_pool_hold[0])) return;  /* the caller waits for other helpers */

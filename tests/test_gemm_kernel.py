@@ -75,7 +75,7 @@ def test_accumulate_adds_to_out(threads, ta, tb):
 @needs_gemm
 @pytest.mark.parametrize("threads", [2, 3, 4])
 def test_one_gemm_split_over_threads(threads):
-    """Column chunks and row groups (300 x 70 on 4 threads: 2 chunks x 8 groups), one chunk (N <= NR),
+    """Column chunks and row groups (300 x 70 on 4 threads: 2-3 chunks x 6-8 groups, by layout), one chunk (N <= NR),
     fewer tiles than threads want (M = 7), K over several blocks: each item packs its own panels."""
     rng = np.random.default_rng(threads)
     for ta, tb in ((0, 0), (0, 1), (1, 0), (1, 1)):

@@ -336,10 +336,16 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   /* after the unlock: a woken thread does not block on the mutex the caller still holds (the threads
      test em_pool_gen under the mutex, so no wake-up is lost) */
   pthread_cond_broadcast(&em_pool_cv);
+  struct timespec c0, c1;                       /* the caller's CPU time on its items (see below) */
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
   const long mine = em_pool_work(gen, n, fn, ctx, 0);
   const long long own_ns = em_pool_now() - t0;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  const long long own_cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);
   const int late = em_pool_wait(n, nt, mine, own_ns);   /* items other threads are finishing */
-  /* did the helpers pay? The caller alone would have taken about n times its own item time. Over the
+  /* did the helpers pay? The caller alone would have taken about n times its own item time, counted in
+     CPU time (a caller preempted on its own items inflated a wall-clock estimate and made slow jobs look
+     paid: measured, jobs of 14 ms judged good against 1.8 ms alone). Over the
      recent judged jobs (helpers took items; at least EM_POOL_JUDGE_NS alone, or one was late), the
      decayed sums of that estimate and of the time taken compare: when the jobs ran less than 1.05x
      faster than the caller alone would have, the helpers sit out (em_pool_sit_out). Judged by a sum, not
@@ -348,7 +354,7 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
      stall of a few time slices outweighs many good jobs. EM_POOL_GOOD_RUN jobs in a row over 1.3x halve
      the next sitting out. (Helpers that woke too late to take an item cost only the wake-up.) */
   const long long t1 = em_pool_now();
-  const double alone = mine > 0 ? (double)own_ns * n / mine : 0.0, took = (double)(t1 - t0);
+  const double alone = mine > 0 ? (double)own_cpu * n / mine : 0.0, took = (double)(t1 - t0);
   const int judged = mine < n && (late || alone >= EM_POOL_JUDGE_NS), good = !late && alone > 1.3 * took;
   pthread_mutex_lock(&em_pool_mu);
   em_pool_last[0] = n, em_pool_last[1] = mine, em_pool_last[2] = t1 - t0, em_pool_last[3] = (long long)alone;

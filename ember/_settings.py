@@ -51,8 +51,6 @@ def set_default_device(device) -> None:
         raise TypeError(f"set_default_device(): expected a device (str, int or ember.device) or None, "
                         f"got {type(device).__name__}")
     d = _device_cls("opencl", device) if isinstance(device, int) else _device_cls(device)
-    if d.type == "meta":
-        raise RuntimeError("set_default_device(): ember has no 'meta' device; use 'cpu' or 'opencl'")
     _DEFAULT_DEVICE[0] = _check_device(d)
 
 

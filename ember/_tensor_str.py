@@ -213,9 +213,19 @@ def tensor_repr(t, tensor_contents=None) -> str:
     plain = cls is Tensor or getattr(t, "_is_param", False) or cls.__name__ == "Parameter"
     prefix = "tensor(" if plain else f"{cls.__name__}("
     indent = len(prefix)
-    data = t._host()
     dt = t._dtype
     suffixes = []
+    if t.is_meta:       # no values: torch prints "..." and the size
+        suffixes += ["device='meta'", "size=" + str(tuple(t._data.shape))]
+        if dt is not _dt.get_default_dtype():
+            suffixes.append(f"dtype=ember.{dt.name}")
+        tensor_str = "..."
+        if t.grad_fn is not None:
+            suffixes.append(f"grad_fn=<{t.grad_fn.name().rsplit('::', 1)[-1]}>")
+        elif t._rg:
+            suffixes.append("requires_grad=True")
+        return _add_suffixes(prefix + tensor_str, suffixes, indent)
+    data = t._host()
     if not t.is_cpu:
         suffixes.append(f"device='{t.device}'")
     has_default_dtype = dt in (_dt.get_default_dtype(), _dt.scalar_dtype(1j), _dt.int64, _dt.bool)

@@ -61,13 +61,19 @@ class device:
         return hash((self.type, self.index))
 
     def __enter__(self):
+        # as torch: factories inside the block make their tensors on this device
+        _DEVICE_STACK.append(_DEFAULT_DEVICE[0])
+        _DEFAULT_DEVICE[0] = _check_device(self)
         return self
 
     def __exit__(self, *a):
+        _DEFAULT_DEVICE[0] = _DEVICE_STACK.pop()
         return False
 
 
 CPU = device("cpu")
+META = device("meta")       # tensors with shapes and no data (ember/devices/meta.py)
+_DEVICE_STACK: list = []    # the default devices that ``with ember.device(...)`` blocks replaced
 
 
 _DEFAULT_DEVICE = [CPU]     # ember.set_default_device
@@ -83,8 +89,10 @@ def _check_device(d) -> device:
     dd = d if isinstance(d, device) else device(d) if isinstance(d, str) else None
     if dd is None:
         raise TypeError(f"expected a device (str or ember.device), got {type(d).__name__}")
-    if dd.type in ("cpu", "meta") and dd.index in (None, 0):
+    if dd.type == "cpu" and dd.index in (None, 0):
         return CPU
+    if dd.type == "meta":
+        return META
     if dd.type == "opencl":
         from .devices import opencl
         if not opencl.is_available():
@@ -218,7 +226,7 @@ class Tensor:
 
     @property
     def is_meta(self) -> bool:
-        return False
+        return type(self._data) is not np.ndarray and getattr(self._data, "is_meta", False)
 
     @property
     def layout(self):
@@ -275,7 +283,7 @@ class Tensor:
     def data_ptr(self) -> int:
         a = self._data
         if type(a) is not np.ndarray:
-            return a.block.buffer.int_ptr + a.offset
+            return 0 if getattr(a, "is_meta", False) else a.block.buffer.int_ptr + a.offset
         return a.__array_interface__["data"][0]
 
     def untyped_storage(self) -> "UntypedStorage":
@@ -338,6 +346,10 @@ class Tensor:
         a = self._data
         if type(a) is np.ndarray:
             return a
+        if getattr(a, "is_meta", False):     # (one element: a scalar read, as torch words it)
+            if a.size == 1:
+                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         from .devices import opencl
         return opencl.to_numpy(a)
 

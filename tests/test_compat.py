@@ -127,9 +127,14 @@ def test_default_device():
     assert str(ember.get_default_device()) == str(torch.get_default_device())
     for d in ("cpu", "cpu:0", ember.device("cpu"), None):
         ember.set_default_device(d)
-    for d in ("cuda", "cuda:0", "meta", "mps", "opencl:99"):
+    for d in ("cuda", "cuda:0", "mps", "opencl:99"):
         with pytest.raises(RuntimeError, match="cpu|OpenCL"):
             ember.set_default_device(d)
+    ember.set_default_device("meta")        # (the meta device: tests/test_meta_device.py)
+    try:
+        assert ember.empty(2).is_meta and ember.get_default_device() == ember.device("meta")
+    finally:
+        ember.set_default_device(None)
     with pytest.raises(TypeError):
         ember.set_default_device(1.5)
     assert ember.get_default_device().type == "cpu"

@@ -95,6 +95,9 @@ def device_of(t: Tensor):
     a = t._data
     if type(a) is DeviceArray:
         return _device_obj(a.device)
+    if getattr(a, "is_meta", False):
+        from ..tensor import META
+        return META
     return CPU
 
 
@@ -349,6 +352,9 @@ def to_device(t: Tensor, device, non_blocking: bool = False) -> Tensor:
     if dst.type == src.type and (dst.index or 0) == (src.index or 0):
         return t
     a = t._data
+    if dst.type == "meta" or src.type == "meta":
+        from .meta import move
+        return move(t, src, dst)
     if dst.type == "cpu":
         arr = _cl.to_numpy(a)
     elif dst.type == "opencl":

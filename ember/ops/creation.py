@@ -45,6 +45,9 @@ def _device_empty(shape, dt, device, requires_grad, fill=None):
         dev = _check_device(device)
         if dev is CPU:
             return None
+        if dev.type == "meta":
+            from ..devices import meta
+            return meta.empty(shape, dt, requires_grad)
         index = dev.index or 0
     from ..devices import dispatch, opencl
     dispatch.activate()

@@ -95,6 +95,8 @@ def _store(self: Tensor, r: Tensor) -> None:
     if type(d) is np.ndarray:
         np.copyto(d, r._data, casting="unsafe")
         return
+    if getattr(d, "is_meta", False):
+        return                          # (no values to write)
     from ..devices import opencl
     from ..autograd.grad_mode import no_grad
     if r._dtype is not self._dtype or r.device != self.device:

@@ -467,6 +467,8 @@ def _from_to(args, kw, name):
 
 def uniform_(self, *args, generator=None, **kw) -> Tensor:
     """Fill with uniform samples from [from, to) (``uniform_(from=0, to=1)``)."""
+    if self.is_meta:                # (no values to draw: nothing happens, as in torch)
+        return self
     frm, to, args = _from_to(args, kw, "uniform_")
     if args:
         frm = args.pop(0) if frm is None else frm
@@ -498,6 +500,8 @@ def _as_real(t):
 
 def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with normal samples N(mean, std**2) (complex: each part with variance std**2 / 2, as torch)."""
+    if self.is_meta:
+        return self
     if self._dtype.is_complex:
         _as_real(self).normal_(mean, std / np.sqrt(2.0), generator=generator)
         return self

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...tensor import Tensor, wrap
+from ...tensor import Tensor, wrap, _check_device, _on_device
 from .module import Module
 from .. import functional as F
 from ._norm_params import _affine, _factory, _reset_affine
@@ -37,7 +37,8 @@ class _NormBase(Module):
         if track_running_stats:
             self.register_buffer("running_mean", _factory((num_features,), 0.0, device, dtype))
             self.register_buffer("running_var", _factory((num_features,), 1.0, device, dtype))
-            self.register_buffer("num_batches_tracked", wrap(np.array(0, np.int64), _dt.int64))
+            self.register_buffer("num_batches_tracked", _on_device(wrap(np.array(0, np.int64), _dt.int64),
+                                                                   _check_device(device)))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

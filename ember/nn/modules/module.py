@@ -473,6 +473,11 @@ class Module:
     def cpu(self) -> "Module":
         return self.to("cpu")
 
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Parameters and buffers replaced by uninitialised tensors on ``device`` (a model built on meta)."""
+        from ...ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def opencl(self, device=None) -> "Module":
         """Move every parameter and buffer to the OpenCL device ``device`` (an index; default 0)."""
         return self.to(f"opencl:{device or 0}")

@@ -49,6 +49,13 @@ def sym(shape):
     return make
 
 
+def plain(*shapes):
+    """Uniform [-1, 1] matrices with nothing added to the diagonal (LU's pivots then move rows)."""
+    def make(rng, dtype):
+        return [rng.uniform(-1, 1, s).astype(_np(dtype)) for s in shapes]
+    return make
+
+
 def lower(shape, unit=False):
     def make(rng, dtype):
         n = shape[-1]
@@ -187,6 +194,16 @@ CASES = [
          make=lower((3, 3))),
     Case("solve_triangular_unit", lambda m, a, b: m.linalg.solve_triangular(a, b, upper=False, unitriangular=True),
          make=lower((3, 3)), dtypes=F64),
+    # LU with partial pivoting (plain random matrices, so the pivots are not just the diagonal)
+    Case("lu_factor", lambda m, a: m.linalg.lu_factor(a), make=plain((2, 4, 4)), double_backward=True),
+    Case("lu_factor_wide", lambda m, a: m.linalg.lu_factor(a), make=plain((2, 3, 5))),
+    Case("lu_factor_tall", lambda m, a: m.linalg.lu_factor_ex(a), make=plain((5, 3))),
+    Case("lu", lambda m, a: m.linalg.lu(a), make=plain((2, 4, 3))),
+    Case("lu_unpack", lambda m, a: m.lu_unpack(*m.linalg.lu_factor(a)), make=plain((3, 5))),
+    Case("lu_solve", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b), make=plain((2, 3, 3), (2, 3, 2)),
+         double_backward=True),
+    Case("lu_solve_adjoint_right", lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, left=False,
+                                                                      adjoint=True), make=plain((3, 3), (2, 3))),
     Case("det", lambda m, a: m.linalg.det(a), make=wellcond((2, 3, 3)), double_backward=True),
     Case("det_method", lambda m, a: a.det(), make=wellcond((4, 4))),
     Case("det_zero", lambda m, a: m.linalg.det(a), make=lambda rng, dt: [np.zeros((2, 0, 0), dt)]),

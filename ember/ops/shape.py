@@ -624,7 +624,10 @@ attach("unfold", unfold, function=False)
 
 
 def _diag_kernel(x, offset, dim1, dim2):
-    return np.diagonal(x, offset, dim1, dim2)
+    d = np.diagonal(x, offset, dim1, dim2)
+    if x.flags.writeable:       # (NumPy's diagonal view is read-only; torch's is written through: .fill_)
+        d.flags.writeable = True
+    return d
 
 
 def _diag_bw(ctx, g):

@@ -1,14 +1,17 @@
 """Ready-made parametrizations, as ``torch.nn.utils.parametrizations``: ``weight_norm`` (weight =
-g * v / ||v||, with ``original0`` = g and ``original1`` = v) and ``spectral_norm`` (weight / sigma, sigma
-estimated by power iteration on persistent buffers ``_u`` and ``_v``)."""
+g * v / ||v||, with ``original0`` = g and ``original1`` = v), ``spectral_norm`` (weight / sigma, sigma
+estimated by power iteration on persistent buffers ``_u`` and ``_v``) and ``orthogonal`` (in
+``_orthogonal.py``: the weight is an orthogonal matrix, through the matrix exponential, the Cayley map or
+Householder reflectors)."""
 from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 from .. import functional as F
 from . import parametrize
+from ._orthogonal import orthogonal  # noqa: F401
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
 
 
 def _norm_except_dim(v, pow: float, dim: int):

@@ -9,7 +9,7 @@ from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 from .. import functional as F
 from . import parametrize
-from ._orthogonal import orthogonal  # noqa: F401
+from ._orthogonal import orthogonal, _Orthogonal  # noqa: F401
 
 __all__ = ["orthogonal", "weight_norm", "spectral_norm"]
 

@@ -299,8 +299,17 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         out_sizes = [math.floor(float(n) * s) for n, s in zip(spatial, scales)]
         if recompute_scale_factor:
             scales = None
+    if mode == "lanczos" and not antialias:
+        raise ValueError("Lanczos mode requires antialias=True")
     if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by ember yet; use antialias=False")
+        if mode not in ("bilinear", "bicubic", "lanczos") or nd != 4:
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                             "4-D tensor as input")
+        if not input._dtype.is_floating_point:
+            raise NotImplementedError(f"interpolate: antialias=True supports floating-point input in ember, got "
+                                      f"{dtype_name(input._dtype)}")
+        from ._interpolate_aa import interpolate_antialias
+        return interpolate_antialias(input, out_sizes, scales, mode, bool(align_corners))
     if nd not in (3, 4, 5) or mode not in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic",
                                            "trilinear", "area") or (mode == "bicubic" and nd != 4):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the "

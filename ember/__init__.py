@@ -36,7 +36,8 @@ from .random import manual_seed, seed, initial_seed, Generator, get_rng_state, s
 
 uint16 = uint32 = uint64 = None
 from ._layout import layout, strided, sparse_coo  # noqa: E402,F401
-contiguous_format = preserve_format = channels_last = "memory_format"
+from ._memory_format import (memory_format, contiguous_format, preserve_format, channels_last,  # noqa: E402,F401
+                             channels_last_3d)
 from . import linalg  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft on numpy.fft)
 

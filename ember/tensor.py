@@ -327,6 +327,11 @@ class Tensor:
 
     def is_contiguous(self, memory_format=None) -> bool:
         a = self._data
+        if memory_format is not None:
+            from ._memory_format import is_contiguous_as, check, contiguous_format, preserve_format
+            check(memory_format, "is_contiguous")
+            if memory_format is not contiguous_format and memory_format is not preserve_format:
+                return is_contiguous_as(a.shape, self.stride(), memory_format)
         if type(a) is not np.ndarray:
             return a.is_contiguous()
         return a.flags.c_contiguous or a.size <= 1 or _c_contig(a)

@@ -22,13 +22,17 @@ CLONE = register("clone", lambda x: np.array(x, copy=True, order="K"), lambda ct
 
 
 def clone(input, *, memory_format=None):
-    if memory_format is not None and memory_format != "memory_format":     # (ember's formats are one placeholder)
-        raise TypeError(f"clone(): argument 'memory_format' must be torch.memory_format, not "
-                        f"{type(memory_format).__name__}")
+    if memory_format is not None:       # (None and preserve_format: the input's layout, as order="K" keeps it)
+        from .._memory_format import to_format
+        return to_format(input, memory_format, "clone", copy=True)
     return apply(CLONE, (input,))
 
 
 def contiguous(self, memory_format=None):
+    if memory_format is not None:
+        from .._memory_format import to_format, contiguous_format
+        if memory_format is not contiguous_format:
+            return to_format(self, memory_format, "contiguous")
     d = self._data
     if d.flags.c_contiguous if type(d) is np.ndarray else d.is_contiguous():     # (or a device array)
         return self
@@ -105,7 +109,15 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
         if device != self.device:
             from ..devices.dispatch import to_device
             moved = to_device(self, device, non_blocking)
-            return moved if dtype is None else _to_dtype(moved, dtype, False)
+            moved = moved if dtype is None else _to_dtype(moved, dtype, False)
+            if memory_format is not None:
+                from .._memory_format import to_format
+                moved = to_format(moved, memory_format, "to")
+            return moved
+    if memory_format is not None:
+        from .._memory_format import to_format
+        r = self if dtype is None else _to_dtype(self, dtype, copy)
+        return to_format(r, memory_format, "to", copy=copy and r is self)
     if dtype is None:
         return clone(self) if copy else self
     return _to_dtype(self, dtype, copy)

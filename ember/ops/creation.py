@@ -236,8 +236,11 @@ def _like(fn_fill):
             r = _device_empty(shape, dt, -1 - input._data.device if device is None else device, requires_grad)
             if r is not None:
                 return r
-        return _finish(_alloc(shape, dt.np, fn_fill, shape, dt.np), dt, requires_grad,
-                       input.device if device is None else device)
+        arr = _alloc(shape, dt.np, fn_fill, shape, dt.np)
+        if memory_format is not None or (type(input._data) is np.ndarray and not input._data.flags.c_contiguous):
+            from .._memory_format import like_layout      # (channels_last, or preserved from the input)
+            arr = like_layout(arr, input, memory_format, f.__name__)
+        return _finish(arr, dt, requires_grad, input.device if device is None else device)
     return f
 
 

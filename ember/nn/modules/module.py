@@ -460,13 +460,16 @@ class Module:
             device = _check_device(device)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-        if dtype is None and device is None:
+        fmt = kwargs.get("memory_format")
+        if dtype is None and device is None and fmt is None:
             return self
         non_blocking = kwargs.get("non_blocking", False)
 
         def move(t):
             if device is not None:
                 t = t.to(device, non_blocking=non_blocking)
+            if fmt is not None and t.dim() in (4, 5):     # (as torch: the 4-D/5-D weights take the format)
+                t = t.contiguous(memory_format=fmt)
             return t.to(dtype) if dtype is not None and t.is_floating_point() else t
         return self._apply(move)
 

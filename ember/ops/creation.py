@@ -177,9 +177,9 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 
 def _factory(fill):
-    def f(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+    def f(*sizes, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None, generator=None):
-        shape = shape_arg(size, f.__name__)
+        shape = shape_arg(sizes if size is None else (size,), f.__name__)
         for s in shape:
             if s < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
@@ -261,8 +261,8 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 
 
 def _new(fill):
-    def f(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-        shape = shape_arg(size, f.__name__)
+    def f(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        shape = shape_arg(sizes if size is None else (size,), f.__name__)
         if any(s < 0 for s in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
         dt = dtype_arg(dtype, f.__name__) or self._dtype

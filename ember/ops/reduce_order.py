@@ -376,17 +376,21 @@ def _maxmin(input, dim, keepdim, out, largest):
                    {"axis": d, "keepdims": keepdim}, out)
 
 
-def max(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):  # noqa: A001
+def max(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None, other=None):  # noqa: A001
     """``max(x)`` -> the largest value; ``max(x, dim)`` -> (values, indices); ``max(x, other)`` -> maximum."""
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("max", dim, keepdim, axis, keepdims)
+    if other is not None and dim is None:   # max(input, other=...): the elementwise maximum
+        dim = other
     return _maxmin(input, dim, keepdim, out, True)
 
 
-def min(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None):  # noqa: A001
+def min(input, dim=None, keepdim: bool = False, *, out=None, axis=None, keepdims=None, other=None):  # noqa: A001
     """``min(x)`` -> the smallest value; ``min(x, dim)`` -> (values, indices); ``min(x, other)`` -> minimum."""
     if axis is not None or keepdims is not None:
         dim, keepdim = numpy_names("min", dim, keepdim, axis, keepdims)
+    if other is not None and dim is None:
+        dim = other
     return _maxmin(input, dim, keepdim, out, False)
 
 

@@ -68,8 +68,10 @@ RESHAPE_COPY.node_name = "UnsafeViewBackward0"     # torch's reshape that must c
 _VIEW_NODE = node_class("ViewBackward0")
 
 
-def view(self, *shape):
+def view(self, *shape, size=None, dtype=None):
     """A view with a new shape (or ``view(dtype)``: reinterpret the bits)."""
+    if not shape:                           # torch's keyword forms: view(size=...), view(dtype=...)
+        shape = (dtype,) if dtype is not None else (size,) if size is not None else ()
     if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
         return _view_dtype(self, shape[0])
     shape = _infer_shape(shape_arg(shape), self.numel())  # (numel: symbolic while tracing)
@@ -98,9 +100,9 @@ def _view_dtype(self, dt):
     return view_of(self, arr, dt)
 
 
-def reshape(input, *shape):
+def reshape(input, *sizes, shape=None):
     """Like view when the layout allows it, else a copy."""
-    shape = _infer_shape(shape_arg(shape), input.numel())
+    shape = _infer_shape(shape_arg(sizes if shape is None else (shape,)), input.numel())
     try:
         np.reshape(input._data, shape, copy=False)
         return apply_view(VIEW, (input,), {"shape": shape})
@@ -193,9 +195,9 @@ PERMUTE = register("permute", lambda x, axes: np.transpose(x, axes), _permute_bw
 _TRANSPOSE, _T = node_class("TransposeBackward0"), node_class("TBackward0")
 
 
-def permute(input, *dims):
+def permute(input, *order, dims=None):
     nd = input._data.ndim
-    dims = shape_arg(dims) if dims else ()
+    dims = shape_arg(order) if order else shape_arg((dims,)) if dims is not None else ()
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
                            f"the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not "
@@ -289,8 +291,8 @@ _SQUEEZE = (node_class("SqueezeBackward0"), node_class("SqueezeBackward1"), node
 _UNSQUEEZE = node_class("UnsqueezeBackward0")
 
 
-def expand(self, *sizes):
-    sizes = shape_arg(sizes)
+def expand(self, *sizes, size=None):
+    sizes = shape_arg(sizes if size is None else (size,))
     shp = self._data.shape
     nd = len(sizes)
     if nd < len(shp):

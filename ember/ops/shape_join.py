@@ -263,8 +263,10 @@ def _repeat_bw(ctx, g):
 REPEAT = register("repeat", lambda x, reps: np.ascontiguousarray(np.tile(x, reps)) if reps else x.copy(), _repeat_bw)
 
 
-def repeat(self, *sizes) -> Tensor:
+def repeat(self, *sizes, repeats=None) -> Tensor:
     """``Tensor.repeat``: tile the tensor ``sizes[i]`` times along dim ``i`` (a copy)."""
+    if repeats is not None and not sizes:
+        sizes = (repeats,)
     if not sizes:
         raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     reps = sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer)) else sizes

@@ -75,7 +75,11 @@ def _one_op(t) -> bool:
     return type(t._data) is np.ndarray and FACTORY[0] is None
 
 
-def split(tensor, split_size_or_sections, dim: int = 0):
+def split(tensor, split_size_or_sections=None, dim: int = 0, *, split_size=None):
+    if split_size_or_sections is None:      # (the method's keyword is split_size)
+        if split_size is None:
+            raise TypeError("split() missing 1 required positional argument: 'split_size'")
+        split_size_or_sections = split_size
     nd = tensor._data.ndim
     d = wrap_dim(dim, nd)
     size = tensor._data.shape[d]

@@ -157,6 +157,9 @@ def _sparse_aware(dense_fn, name):
                 raise RuntimeError(f"{name}: out= is not supported with a sparse operand")
             return mm(input, other) if type(input) is SparseTensor else _ops.dense_mm_sparse(input, other)
         return dense_fn(input, other, out=out)
+    if name == "mm":                        # (torch's keyword for mm's second operand is mat2)
+        def fn(input, mat2, *, out=None, _fn=fn):
+            return _fn(input, mat2, out=out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = dense_fn.__doc__
     fn.__module__ = "ember"

@@ -249,14 +249,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
 
 # ---- one_hot --------------------------------------------------------------------------------------------
 
-def one_hot(tensor, num_classes: int = -1) -> Tensor:
-    """int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each index
+def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's keyword
+    """int64 tensor of shape ``input.shape + (num_classes,)`` with a 1 at each index
     (``num_classes=-1`` infers ``max + 1``)."""
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(tensor).__name__}")
-    if tensor._dtype is not _dt.int64:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input._dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    a = tensor._data
+    a = input._data
     if num_classes == -1:
         if a.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")

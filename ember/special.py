@@ -6,8 +6,8 @@ come from those ops: ``erfcx`` (a continued fraction for x >= 1, where exp(x^2) 
 overflow), ``ndtr``, ``ndtri``, ``log_ndtr``, ``entr``, ``xlog1py``, ``multigammaln``, and the
 exponentially scaled Bessel functions ``i0e`` / ``i1e`` (an asymptotic series for |x| >= 30, where
 exp(-|x|) * I(x) would overflow). Not provided: the Bessel functions of the first/second kind and
-the orthogonal-polynomial families (``bessel_j0``, ``chebyshev_polynomial_t``, ...), ``zeta``,
-``gammainc`` / ``gammaincc`` and ``airy_ai``.
+the orthogonal-polynomial families (``bessel_j0``, ``chebyshev_polynomial_t``, ...), ``zeta`` and
+``airy_ai``. ``gammainc`` / ``gammaincc`` (differentiable in x) live in ``distributions/_incomplete_gamma``.
 """
 from __future__ import annotations
 
@@ -20,7 +20,19 @@ from .tensor import Tensor, wrap
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfcx", "erfinv", "exp2", "expm1", "log1p", "gammaln", "digamma", "psi",
            "polygamma", "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "entr", "sinc",
-           "round", "softmax", "log_softmax", "logsumexp", "xlogy", "xlog1py"]
+           "round", "softmax", "log_softmax", "logsumexp", "xlogy", "xlog1py", "gammainc", "gammaincc"]
+
+
+def gammainc(input, other, *, out=None):  # noqa: A002
+    """The regularized lower incomplete gamma function P(input, other)."""
+    from .distributions._incomplete_gamma import gammainc as f
+    return f(input, other, out=out)
+
+
+def gammaincc(input, other, *, out=None):  # noqa: A002
+    """The regularized upper incomplete gamma function Q(input, other)."""
+    from .distributions._incomplete_gamma import gammaincc as f
+    return f(input, other, out=out)
 
 _SQRT1_2 = math.sqrt(0.5)
 

@@ -3,9 +3,11 @@
 Available: Normal, Laplace, Categorical, OneHotCategorical, Bernoulli, Geometric, Uniform, Exponential,
 Independent, MultivariateNormal, Gamma, Chi2, Beta, Dirichlet, MixtureSameFamily, TransformedDistribution
 with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose), LogNormal, Poisson, Binomial, StudentT, Cauchy, Gumbel, HalfNormal;
-``kl_divergence`` with ``register_kl`` for same-type pairs of the first group; ``constraints``. Not yet
-here: NegativeBinomial, Weibull, Pareto, LowRankMultivariateNormal, relaxed distributions; gradients of Gamma / Beta /
-Dirichlet draws with respect to their concentrations.
+``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``: the pairs torch registers among these
+families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
+Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
+``_incomplete_gamma.py``). Not yet here: NegativeBinomial, Weibull, Pareto, LowRankMultivariateNormal, relaxed
+distributions.
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -38,6 +40,7 @@ from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
+from . import kl_families  # noqa: F401,E402  (registers the other families' KL divergences)
 
 __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Geometric", "Uniform",
            "Exponential", "Independent", "MultivariateNormal", "Gamma", "Chi2", "Beta", "Dirichlet",

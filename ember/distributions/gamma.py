@@ -1,9 +1,9 @@
 """``Gamma`` (torch.distributions.gamma) and the gamma sampler that Beta, Dirichlet and StudentT draw from.
 
 Draws come from the default generator's NumPy gamma sampler (so ``ember.manual_seed`` fixes them) and
-are clamped to the dtype's smallest normal number, as torch does. ``rsample`` carries gradients to a
-Gamma's ``rate``; a gradient through a draw with respect to a *concentration* (torch's implicit
-reparameterisation of the gamma sampler) is not implemented and raises when one is asked for.
+are clamped to the dtype's smallest normal number, as torch does. ``rsample`` carries gradients to the
+``rate`` and, by implicit reparameterisation (dx/da = -(dP/da) / density, ``_incomplete_gamma.py``), to the
+concentration: Beta, Dirichlet and StudentT draws, made from gamma draws, get theirs through it.
 """
 from __future__ import annotations
 
@@ -19,17 +19,18 @@ __all__ = ["Gamma"]
 
 
 def _standard_gamma(concentration, shape, dist):
-    """Gamma(concentration, 1) draws of ``shape`` (no gradient), from the default generator."""
+    """Gamma(concentration, 1) draws of ``shape`` from the default generator (differentiable in the
+    concentration)."""
     from ..random import _gen
     from ..ops.creation import tensor
-    if concentration.requires_grad and is_grad_enabled():
-        raise NotImplementedError(f"{dist}.rsample: gradients of a draw with respect to the concentration "
-                                  "(implicit reparameterisation of the gamma sampler) are not implemented in ember; "
-                                  "use sample(), or detach the concentration")
     alpha = np.broadcast_to(concentration.detach().cpu().numpy().astype(np.float64), tuple(shape))
     draw = _gen(None).standard_gamma(alpha)
     tiny = float(_dt.finfo(concentration.dtype).tiny)
-    return tensor(np.maximum(draw, tiny), dtype=concentration.dtype)
+    x = tensor(np.maximum(draw, tiny), dtype=concentration.dtype)
+    if concentration.requires_grad and is_grad_enabled():
+        from ._incomplete_gamma import gamma_reparam
+        x = gamma_reparam(concentration, x)
+    return x
 
 
 class Gamma(Distribution):
@@ -72,8 +73,12 @@ class Gamma(Distribution):
                 - self.rate * value - lgamma(self.concentration))
 
     def cdf(self, value):
-        raise NotImplementedError("Gamma.cdf needs the regularized incomplete gamma function (torch.special."
-                                  "gammainc), which ember does not have")
+        from .. import as_tensor
+        from ._incomplete_gamma import gammainc
+        value = as_tensor(value, dtype=self.rate.dtype)
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         from .. import lgamma, digamma

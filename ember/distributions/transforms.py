@@ -38,6 +38,21 @@ class Transform:
     def event_dim(self) -> int:
         return max(self.domain.event_dim, self.codomain.event_dim)
 
+    # equality as torch's (kl_divergence of two TransformedDistributions compares their transforms):
+    # parameterless maps are equal by class, parameterised ones by their parameters, others by identity
+    def __eq__(self, other):
+        return self._same(other)
+
+    def __ne__(self, other):
+        return not self._same(other)
+
+    __hash__ = object.__hash__
+
+    def _same(self, other) -> bool:
+        if type(self) in _BY_CLASS:
+            return isinstance(other, type(self))
+        return self is other
+
     @property
     def inv(self):
         inv = self._inv() if self._inv is not None else None
@@ -307,3 +322,30 @@ class AbsTransform(Transform):
 
     def _inverse(self, y):
         return y
+
+
+def _param_equal(a, b) -> bool:
+    import numbers
+    if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
+        return a == b
+    from .. import as_tensor
+    return bool((as_tensor(a) == as_tensor(b)).all())
+
+
+def _affine_same(self, other) -> bool:
+    return (isinstance(other, AffineTransform) and _param_equal(self.loc, other.loc)
+            and _param_equal(self.scale, other.scale))
+
+
+def _power_same(self, other) -> bool:
+    return isinstance(other, PowerTransform) and _param_equal(self.exponent, other.exponent)
+
+
+def _compose_same(self, other) -> bool:
+    return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+
+_BY_CLASS = (ExpTransform, SigmoidTransform, TanhTransform, SoftplusTransform, AbsTransform)
+AffineTransform._same = _affine_same
+PowerTransform._same = _power_same
+ComposeTransform._same = _compose_same

@@ -110,6 +110,14 @@ SPECS = {
                                "drift": "close"}),
     "prune_deploy": (10, 1e-3, {"sparsity": "equal", "mask_names": "equal", "acc": "equal", "profiled": "equal",
                                 "ref_out": "close", "fused_out": "close"}),
+    "meta_materialize": (10, 1e-3, {"accs": "equal", "meta_report": "equal", "meta_out": "equal", "conv_cl": "equal",
+                                    "same_copy": "equal", "layout": "equal", "x_mean": "close", "x_bicubic": "close",
+                                    "copy_is_meta": "equal"}),
+    "orthogonal_rnn": (10, 1e-3, {"keys": "equal", "orth_ok": "equal", "sym_err": "close", "same_after_remove": "equal",
+                                  "plain_class": "equal", "pred": "close"}),
+    "glow_lu_flow": (10, 1e-3, {"recon_ok": "equal", "inv_ok": "equal", "checks": "close"}),
+    "vi_gamma": (10, 1e-3, {"rate_err": "close", "dir_err": "close", "cdf": "close", "same_cdf": "close",
+                            "means": "close"}),
 }
 
 # per-program keyword arguments for the torch side only: torch.compile's inductor backend spends ~70 s
@@ -189,7 +197,9 @@ RANDOM_RUNS = {"digits_cnn": ({}, 0.9), "char_lstm": ({}, 0.9), "mingpt": ({}, 0
                "timeseries_attention": ({}, 0.95), "metric_learning": ({}, 0.97),
                "makemore_rnn": ({}, 0.9), "cifar_resnet": ({"epochs": 4}, 0.95),
                "style_superres": ({}, 0.95), "mixup_classifier": ({}, 0.95), "flows_mdn": ({}, 0.97),
-               "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9)}
+               "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9),
+               "meta_materialize": ({}, 0.9), "orthogonal_rnn": ({}, 0.9), "glow_lu_flow": ({}, 0.9),
+               "vi_gamma": ({}, 0.9)}
 
 
 @pytest.mark.parametrize("name", sorted(RANDOM_RUNS))

@@ -95,9 +95,9 @@ def _sparse_rebuild():
 def _get_layout(name):
     """torch.serialization._get_layout: the layout object a checkpoint names ("torch.sparse_coo")."""
     from .._layout import layout
-    if name not in ("torch.strided", "torch.sparse_coo"):
-        raise pickle.UnpicklingError(f"the checkpoint uses layout {name}; ember has torch.strided and "
-                                     "torch.sparse_coo")
+    if name not in ("torch.strided", "torch.sparse_coo", "torch.sparse_csr"):
+        raise pickle.UnpicklingError(f"the checkpoint uses layout {name}; ember has torch.strided, "
+                                     "torch.sparse_coo and torch.sparse_csr")
     return layout(name[6:])
 
 
@@ -108,7 +108,8 @@ def _layout_of(name):
 _LAZY_ALLOWED = {"torch.nn.parameter.Parameter": _parameter_class, "torch.nn.Parameter": _parameter_class,
                  "torch._utils._rebuild_sparse_tensor": _sparse_rebuild,
                  "torch.serialization._get_layout": lambda: _get_layout,
-                 "torch.sparse_coo": _layout_of("sparse_coo"), "torch.strided": _layout_of("strided")}
+                 "torch.sparse_coo": _layout_of("sparse_coo"), "torch.strided": _layout_of("strided"),
+                 "torch.sparse_csr": _layout_of("sparse_csr")}
 
 
 def _lookup_default(full: str):

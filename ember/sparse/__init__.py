@@ -9,8 +9,12 @@ sparse (strided results), sparse * scalar / sparse / dense, negation, division b
 ``log_softmax``, ``sparse.addmm``, autograd through all of these (to the values, the dense operands and
 sparse leaves), printing, pickling and ``ember.save``/``ember.load`` in torch's format; ``ember.compile``
 runs a call with a sparse argument eagerly. Any other op raises ``NotImplementedError`` naming the op
-and the layout. Sparse tensors live on the CPU.
-on the CPU.
+and the layout. Sparse tensors live on the CPU. ``sparse.mm`` of two COO matrices gives a COO matrix
+(through the dense product: memory of the dense result).
+
+CSR matrices (``_csr.py``): ``ember.sparse_csr_tensor``, ``Tensor.to_sparse_csr()``, ``crow_indices`` /
+``col_indices`` / ``values``, ``@`` / ``mm`` / ``matmul`` / ``sparse.mm`` with a strided matrix (gradients to
+the values and the strided operand), ``to_dense``, ``to_sparse_coo``, printing and saving in torch's format.
 """
 from __future__ import annotations
 
@@ -19,6 +23,10 @@ from ..tensor import Tensor
 from . import _ops
 from ._coo import SparseTensor, SparseLayoutError, _rebuild_sparse_tensor  # noqa: F401
 from ._ops import coalesce, log_softmax, mm, softmax, sparse_coo_tensor, sum, to_dense, to_sparse  # noqa: F401
+from . import _csr
+from ._csr import SparseCsrTensor  # noqa: F401
+
+_SPARSE_TYPES = frozenset({SparseTensor, SparseCsrTensor})
 
 __all__ = ["mm", "sum", "softmax", "log_softmax", "addmm", "check_sparse_tensor_invariants"]
 
@@ -146,16 +154,17 @@ def _install_methods():
     Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype)
     Tensor.is_sparse = False
     Tensor.is_sparse_csr = False
+    Tensor.to_sparse_csr = _csr.to_sparse_csr
 
 
 def _sparse_aware(dense_fn, name):
     """``ember.mm``/``ember.matmul``: sparse operands go to the sparse product (only these function forms
     look; the dense path pays one type check here and nothing in ``apply``)."""
     def fn(input, other, *, out=None):
-        if type(input) is SparseTensor or type(other) is SparseTensor:
+        if type(input) in _SPARSE_TYPES or type(other) in _SPARSE_TYPES:
             if out is not None:
                 raise RuntimeError(f"{name}: out= is not supported with a sparse operand")
-            return mm(input, other) if type(input) is SparseTensor else _ops.dense_mm_sparse(input, other)
+            return mm(input, other) if type(input) in _SPARSE_TYPES else _ops.dense_mm_sparse(input, other)
         return dense_fn(input, other, out=out)
     if name == "mm":                        # (torch's keyword for mm's second operand is mat2)
         def fn(input, mat2, *, out=None, _fn=fn):
@@ -171,7 +180,8 @@ def _install(ns: dict) -> None:
     from ..ops.registry import FUNCTIONS
     for name in ("mm", "matmul"):
         ns[name] = FUNCTIONS[name] = _sparse_aware(FUNCTIONS[name], name)
-    ns.update(sparse_coo_tensor=sparse_coo_tensor, spmm=spmm, layout=layout, strided=strided, sparse_coo=sparse_coo)
+    ns.update(sparse_coo_tensor=sparse_coo_tensor, spmm=spmm, layout=layout, strided=strided, sparse_coo=sparse_coo,
+              sparse_csr_tensor=_csr.sparse_csr_tensor, sparse_csr=_csr.sparse_csr)
 
 
 _install_methods()

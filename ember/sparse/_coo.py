@@ -256,8 +256,13 @@ def make_sparse(indices: np.ndarray, values: Tensor, shape: tuple, coalesced: bo
 
 def _rebuild_sparse_tensor(layout, data):
     """Rebuild a pickled sparse tensor (torch's ``torch._utils._rebuild_sparse_tensor``)."""
+    if layout == "sparse_csr":
+        from ._csr import sparse_csr_tensor
+        crow, col, values, size = data
+        return sparse_csr_tensor(crow, col, values, size)
     if layout != sparse_coo:
-        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has only sparse_coo")
+        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has sparse_coo and "
+                                  "sparse_csr")
     if len(data) == 3:
         indices, values, size = data
         coalesced = None

@@ -255,9 +255,10 @@ def mm(sparse: SparseTensor, dense: Tensor) -> Tensor:
     """sparse (n, m) @ dense (m, k) -> dense (n, k); a 1-D ``dense`` gives the matrix-vector product."""
     if not isinstance(sparse, SparseTensor):
         raise RuntimeError("sparse.mm: expected a sparse_coo tensor as the first argument")
-    if isinstance(dense, SparseTensor):
-        raise RuntimeError("sparse.mm: ember multiplies a sparse_coo matrix by a strided one only (got two sparse "
-                           "tensors; call .to_dense() on the second)")
+    if isinstance(dense, SparseTensor):     # sparse @ sparse: a sparse COO result (through the dense product)
+        if dense.ndim != 2:
+            raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix as the second operand, got {dense.ndim}-D")
+        return to_sparse(mm(sparse, to_dense(dense)))
     d = sparse._data
     if len(d.shape) != 2 or d.indices.shape[0] != 2:
         raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix with 2 sparse dims, got size {list(d.shape)} "

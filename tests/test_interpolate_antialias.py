@@ -9,7 +9,8 @@ import ember
 from oracle import same_error
 
 CALLS = [((32, 24), dict(size=(7, 5))), ((16, 16), dict(scale_factor=0.3)), ((9, 13), dict(size=(20, 4))),
-         ((16, 16), dict(scale_factor=0.5, recompute_scale_factor=True)), ((10, 10), dict(size=(3, 4), align_corners=True)),
+         ((16, 16), dict(scale_factor=0.5, recompute_scale_factor=True)),
+         ((10, 10), dict(size=(3, 4), align_corners=True)),
          ((8, 8), dict(size=(1, 1))), ((64, 48), dict(scale_factor=(0.25, 1 / 3)))]
 
 

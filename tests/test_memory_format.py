@@ -4,7 +4,6 @@ gradients through the layout change, the same conv results either way, and the e
 import pickle
 
 import numpy as np
-import pytest
 import torch
 
 import ember
@@ -18,14 +17,16 @@ def _layouts(L):
     out.append((y.stride(), y.is_contiguous(), y.is_contiguous(memory_format=L.channels_last)))
     out.append((y.clone().stride(), y.contiguous().stride(), L.empty_like(y).stride(), L.zeros_like(y).stride(),
                 (y + 1).stride(), (y * y).stride(), y.to(L.float64).stride(), y.detach().stride()))
-    out.append((x.is_contiguous(memory_format=L.channels_last), L.randn(3, 4).is_contiguous(memory_format=L.channels_last),
-                L.randn(2, 1, 4, 4).is_contiguous(memory_format=L.channels_last)))
+    cl = L.channels_last
+    out.append((x.is_contiguous(memory_format=cl), L.randn(3, 4).is_contiguous(memory_format=cl),
+                L.randn(2, 1, 4, 4).is_contiguous(memory_format=cl)))
     out.append(L.nn.Conv2d(3, 4, 3).to(memory_format=L.channels_last).weight.stride())
     out.append((x.to(memory_format=L.channels_last).stride(), x.to(L.float64, memory_format=L.channels_last).stride()))
-    out.append((x.clone(memory_format=L.channels_last).stride(), y.clone(memory_format=L.contiguous_format).stride(),
-                x.contiguous(memory_format=L.preserve_format).stride(), y.clone(memory_format=L.preserve_format).stride()))
+    out.append((x.clone(memory_format=cl).stride(), y.clone(memory_format=L.contiguous_format).stride(),
+                x.contiguous(memory_format=L.preserve_format).stride(),
+                y.clone(memory_format=L.preserve_format).stride()))
     z = L.zeros(2, 3, 4, 5, 6).contiguous(memory_format=L.channels_last_3d)
-    out.append((z.stride(), z.is_contiguous(memory_format=L.channels_last_3d), z.is_contiguous(memory_format=L.channels_last)))
+    out.append((z.stride(), z.is_contiguous(memory_format=L.channels_last_3d), z.is_contiguous(memory_format=cl)))
     out.append((L.empty_like(x, memory_format=L.channels_last).stride(),
                 L.ones_like(y, memory_format=L.contiguous_format).stride()))
     (y * L.arange(120.0).reshape(2, 3, 4, 5)).sum().backward()
@@ -43,7 +44,8 @@ def test_layouts_match_torch():
 def test_conv_model_on_channels_last_gives_the_same_numbers():
     res = []
     for L in (torch, ember):
-        m = L.nn.Sequential(L.nn.Conv2d(3, 4, 3, padding=1), L.nn.BatchNorm2d(4), L.nn.ReLU(), L.nn.MaxPool2d(2)).double()
+        nn = L.nn
+        m = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2)).double()
         with L.no_grad():
             for p in m.parameters():
                 p.copy_(L.tensor(np.linspace(-1, 1, p.numel()).reshape(p.shape)))

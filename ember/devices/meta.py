@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor, wrap, device as _device
+from ..tensor import Tensor, wrap, device as _device, _empty_strides as _contig
+from ._strided import StridedInfo
 from ..ops import registry as R
 
 __all__ = ["MetaArray", "empty", "move", "is_meta_array", "META"]
@@ -42,15 +43,7 @@ _SIZE_ONLY_RULES = frozenset({"reshape_copy", "cat"})
 _INDEXING = ("index", "gather", "scatter", "embedding", "take", "getitem", "setitem")
 
 
-def _contig(shape):
-    st, acc = [], 1
-    for n in reversed(shape):
-        st.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(st))
-
-
-class MetaArray:
+class MetaArray(StridedInfo):
     """Shape, dtype, strides and offset (in elements) of data that does not exist."""
 
     __slots__ = ("shape", "dtype", "strides", "offset", "__weakref__")
@@ -70,30 +63,6 @@ class MetaArray:
         _LIVE[0] -= 1
         if not _LIVE[0]:
             _deactivate()
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    def is_contiguous(self) -> bool:
-        if self.size <= 1:
-            return True
-        return all(st == c for st, c, n in zip(self.strides, _contig(self.shape), self.shape) if n != 1)
 
     def reshape(self, shape, order="C", copy=None):
         """The view NumPy would make with this layout (its strides on a one-element shadow, never read);

@@ -5,7 +5,8 @@ FAMILIES = ["elementwise", "shape", "copies", "reduce", "creation", "inplace", "
             "reduce_order", "reduce_scan", "reduce_softmax", "reduce_values", "reduce_norm",
             "index", "index_masked", "index_scatter", "index_dim",
             "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers", "linalg_decompositions",
-            "linalg_norms", "linalg_lu", "linalg_householder", "shape_split", "shape_join", "shape_rearrange", "random_ops", "stats", "stats_histogram",
+            "linalg_norms", "linalg_lu", "linalg_householder", "shape_split", "shape_join", "shape_rearrange",
+            "random_ops", "stats", "stats_histogram",
             "complex_ops"]
 
 

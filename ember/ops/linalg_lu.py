@@ -20,7 +20,6 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor
 from .registry import register, apply, attach
 from .linalg import LinAlgError, _check_linalg, _not_impl, _const, _eye, _out_tuple, _out, _batch_prefix, _tensor_arg
 from .linalg_parts import tril, triu
@@ -196,8 +195,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
         raise RuntimeError("torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
                            f"[{', '.join(str(s) for s in LU_data._data.shape)}] instead")
     if LU_pivots._dtype is not _dt.int32:
-        raise RuntimeError(f"torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
-                           "Note: this function is intended to be used with the output produced by torch.linalg.lu_factor")
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
+                           "Note: this function is intended to be used with the output produced by "
+                           "torch.linalg.lu_factor")
     m, n = LU_data._data.shape[-2:]
     empty = _const(np.zeros(0), LU_data._dtype)
     if unpack_data:

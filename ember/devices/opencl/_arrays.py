@@ -3,11 +3,10 @@
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._device_runtime import Block, _runtime
+from .._strided import StridedInfo
 
 _ITEM_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong", 16: "ulong2"}
 
@@ -20,7 +19,7 @@ def _contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
-class DeviceArray:
+class DeviceArray(StridedInfo):
     """The storage of a device tensor: ``block`` + byte ``offset`` + ``shape`` + element ``strides``
     + NumPy ``dtype`` + device index. Views share the block (see the module docstring)."""
 
@@ -42,34 +41,6 @@ class DeviceArray:
     @property
     def element_offset(self) -> int:
         return self.offset // self.dtype.itemsize
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    def is_contiguous(self) -> bool:
-        """C-contiguous, ignoring the strides of size-1 dims (torch's rule); empty arrays are."""
-        expected = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n == 0:
-                return True
-            if n != 1:
-                if s != expected:
-                    return False
-                expected *= n
-        return True
 
     def _extent(self) -> tuple:
         """(lowest, highest + 1) element index reached, relative to the block start."""

@@ -7,7 +7,9 @@ and LAPACK's failure reports (singular, not positive-definite), used by the file
 * ``linalg_parts.py``: triangular parts (tril/triu), trace, diagonal;
 * ``linalg_solvers.py``: inv, solve, triangular solves, cholesky_solve/inverse, matrix_power, matrix_exp;
 * ``linalg_decompositions.py``: cholesky, qr, eigh, svd, and what the SVD gives: pinv, lstsq;
-* ``linalg_norms.py``: det/slogdet, the norms behind ``ember.linalg``, cond, matrix_rank.
+* ``linalg_norms.py``: det/slogdet, the norms behind ``ember.linalg``, cond, matrix_rank;
+* ``linalg_lu.py``: LU with partial pivoting (lu_factor(_ex), lu, lu_solve, lu_unpack);
+* ``linalg_householder.py``: geqrf and householder_product (orgqr).
 
 Only a few ops are registered: ``matmul`` (every product: mm, bmm, mv, dot, inner, tensordot and the
 backward of all of them), ``add_scaled`` (``beta * input + alpha * product`` for the addmm family),

@@ -159,3 +159,12 @@ def test_hook_leaves_when_the_last_meta_tensor_goes():
     gc.collect()
     assert not any(getattr(h, "__module__", "") == "ember.devices.meta" for h in R.HOOKS)
     assert R.DEVICE_RUN[0] is None or getattr(R.DEVICE_RUN[0], "__module__", "") != "ember.devices.meta"
+
+
+def test_copy_across_meta_and_cpu_like_torch():
+    for L in (torch, ember):
+        m = L.empty(3, device="meta")
+        assert m.copy_(L.ones(3)) is m and m.is_meta
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+            L.ones(3).copy_(m)
+        assert L.nn.Linear(3, 4).to("meta").weight.is_meta

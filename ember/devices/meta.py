@@ -154,6 +154,10 @@ def _hook(op, args, attrs, run_next):
 
 
 def _run(op, args, attrs):
+    if op.name == "copy_":          # across devices as torch: into meta is a no-op, out of meta has no data
+        if type(args[0]._data) is not MetaArray:
+            raise NotImplementedError(_NO_DATA)
+        args = args[:1] + tuple(a for a in args[1:] if not isinstance(a, Tensor) or type(a._data) is MetaArray)
     for a in args:
         if (isinstance(a, Tensor) and type(a._data) is not MetaArray and a._data.ndim
                 and not getattr(a, "_host_const", False) and not any(w in op.name for w in _INDEXING)):

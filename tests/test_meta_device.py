@@ -168,3 +168,39 @@ def test_copy_across_meta_and_cpu_like_torch():
         with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
             L.ones(3).copy_(m)
         assert L.nn.Linear(3, 4).to("meta").weight.is_meta
+
+
+def _init_empty_weights(L, build):
+    """accelerate's ``init_empty_weights``: every parameter registered while building is re-wrapped on meta
+    with ``param_cls(p.to(meta), **p.__dict__)``."""
+    nn = L.nn
+    old_register = nn.Module.register_parameter
+
+    def register_empty_parameter(module, name, param):
+        old_register(module, name, param)
+        if param is not None:
+            param_cls = type(module._parameters[name])
+            kwargs = module._parameters[name].__dict__
+            kwargs["requires_grad"] = param.requires_grad
+            module._parameters[name] = param_cls(module._parameters[name].to(L.device("meta")), **kwargs)
+    nn.Module.register_parameter = register_empty_parameter
+    try:
+        return build()
+    finally:
+        nn.Module.register_parameter = old_register
+
+
+def test_accelerate_style_empty_weights_then_assign():
+    outs = []
+    for L in (torch, ember):
+        m = _init_empty_weights(L, lambda: L.nn.Sequential(L.nn.Linear(4, 8), L.nn.LayerNorm(8), L.nn.Linear(8, 2)))
+        assert all(p.is_meta and p.requires_grad and type(p) is L.nn.Parameter for p in m.parameters())
+        m.load_state_dict({k: L.ones(v.shape) for k, v in m.state_dict().items()}, assign=True)
+        assert not any(p.is_meta for p in m.parameters())
+        outs.append(m(L.ones(1, 4)).detach().numpy())
+        with L.device("meta"):
+            assert L.get_default_device().type == "meta" and L.arange(5).is_meta and L.tensor([1.0]).is_meta
+        assert L.get_default_device().type == "cpu"
+    np.testing.assert_allclose(outs[1], outs[0])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        ember.nn.Parameter(ember.ones(2), foo=1)

@@ -13,7 +13,12 @@ class Parameter(Tensor):
 
     _is_param = True
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True, **state):
+        # ``Parameter(t, **old_param.__dict__)`` (accelerate's init_empty_weights re-wraps parameters so):
+        # ember keeps private fields (``_vc``, ``_grad``, hooks) in ``__dict__``; those are not arguments
+        unknown = [k for k in state if not k.startswith("_")]
+        if unknown:
+            raise TypeError(f"Parameter.__new__() got an unexpected keyword argument '{unknown[0]}'")
         if data is None:
             from ..ops.creation import empty
             data = empty(0)

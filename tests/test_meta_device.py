@@ -204,3 +204,13 @@ def test_accelerate_style_empty_weights_then_assign():
     np.testing.assert_allclose(outs[1], outs[0])
     with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
         ember.nn.Parameter(ember.ones(2), foo=1)
+
+
+def test_huge_meta_factories_allocate_nothing():
+    a = ember.zeros(100000, 100000, device="meta")       # 40 GB if it were allocated
+    b = ember.ones(60000, 60000, device=ember.device("meta"))
+    with ember.device("meta"):
+        c = ember.empty(100000, 100000)
+        lin = ember.nn.Linear(40000, 40000)
+    assert a.is_meta and b.is_meta and c.is_meta and lin.weight.is_meta
+    assert tuple((a @ c).shape) == (100000, 100000)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._numpy_quiet import ensure as _fp_quiet
-from ..tensor import Tensor, wrap, _check_device, _on_device, CPU
+from ..tensor import Tensor, wrap, _check_device, _on_device, CPU, _DEFAULT_DEVICE
 from ..memory import _alloc
 from .registry import attach, FACTORY
 from ._util import shape_arg, check_scalar_fits, check_tensor, dtype_arg, wrap_unsigned
@@ -184,7 +184,10 @@ def _factory(fill):
             if s < 0:
                 raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
         dt = dtype_arg(dtype, f.__name__) or _dt.get_default_dtype()
-        r = None if fill is not _EMPTY or device is None else _device_empty(shape, dt, device, requires_grad)
+        if device is None and _DEFAULT_DEVICE[0] is not CPU:     # (inside ``with ember.device(...)``)
+            device = _DEFAULT_DEVICE[0]
+        r = None if device is None or (fill is not _EMPTY and getattr(device, "type", device) != "meta") else \
+            _device_empty(shape, dt, device, requires_grad)       # (meta: no host array, whatever the fill)
         if r is None:
             r = _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad, device)
         if out is not None:

@@ -51,7 +51,7 @@ from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401
 from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: spawn, Queue, ...)
 from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
-from .special import mvlgamma  # noqa: E402,F401
+from .special import mvlgamma, gammainc as igamma, gammaincc as igammac  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from ._settings import *  # noqa: E402,F401,F403
 from . import _threads  # noqa: E402

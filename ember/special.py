@@ -34,6 +34,10 @@ def gammaincc(input, other, *, out=None):  # noqa: A002
     from .distributions._incomplete_gamma import gammaincc as f
     return f(input, other, out=out)
 
+
+Tensor.igamma = lambda self, other: gammainc(self, other)        # torch.Tensor.igamma / igammac
+Tensor.igammac = lambda self, other: gammaincc(self, other)
+
 _SQRT1_2 = math.sqrt(0.5)
 
 

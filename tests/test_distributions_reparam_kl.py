@@ -136,3 +136,9 @@ def test_binomial_kl_with_larger_q_count_raises_like_torch():
         with pytest.raises(NotImplementedError, match="q.total_count > p.total_count"):
             L.distributions.kl_divergence(L.distributions.Binomial(3, probs=L.tensor(0.5)),
                                           L.distributions.Binomial(5, probs=L.tensor(0.5)))
+
+
+def test_igamma_names():
+    x = np.array([1.0, 2.0, 0.5])
+    for fn in (lambda L: L.igamma(L.tensor(x), L.tensor(x[::-1].copy())), lambda L: L.tensor(x).igammac(L.tensor(x))):
+        np.testing.assert_allclose(fn(ember).numpy(), fn(torch).numpy(), rtol=1e-12)

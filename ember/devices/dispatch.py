@@ -35,6 +35,7 @@ from ..tensor import Tensor, wrap, device as _device, CPU
 from ..autograd.grad_mode import GRAD
 from ..ops import registry as R
 from . import opencl as _cl
+from ._results import wrap_results
 
 __all__ = ["activate", "deactivate", "run", "to_device", "device_of", "is_device_array", "KERNELS",
            "FORCE_FALLBACK"]
@@ -140,14 +141,7 @@ def run(op, args, attrs):
             res = _generated(op, args, attrs, dev)
         if res is None:
             res = _fallback(op, args, attrs, dev)
-    if op.nout == 1:
-        out = wrap(res)
-        outs = (out,)
-    else:
-        outs = tuple(wrap(r) for r in res)
-        out = outs
-    R.record_grad(op, args, attrs, outs)
-    return out
+    return wrap_results(op, args, attrs, res)
 
 
 def _generated(op, args, attrs, dev):

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..tensor import Tensor, wrap, device as _device, _empty_strides as _contig
 from ._strided import StridedInfo
+from ._results import wrap_results
 from ..ops import registry as R
 
 __all__ = ["MetaArray", "empty", "move", "is_meta_array", "META"]
@@ -169,14 +170,7 @@ def _run(op, args, attrs):
     res = _view(op, args, attrs) if R.VIEW_CALL[0] is op else None
     if res is None:
         res = _sized(op, args, attrs)
-    if op.nout == 1:
-        out = wrap(res[0])
-        outs = (out,)
-    else:
-        outs = tuple(wrap(r) for r in res)
-        out = outs
-    R.record_grad(op, args, attrs, outs)
-    return out
+    return wrap_results(op, args, attrs, res[0] if op.nout == 1 else res)
 
 
 def _sized(op, args, attrs):

@@ -85,14 +85,9 @@ class SparseCsrTensor(SparseTensor):
             return head + body
         text = (part("crow_indices", self.crow_indices()._data, _dt.int64)[len(pad):] + ",\n"
                 + part("col_indices", d.indices[1], _dt.int64) + ",\n" + part("values", d.values, dt))
-        suffixes = [f"size={tuple(d.shape)}", f"nnz={d.indices.shape[1]}"]
-        if dt is not _dt.get_default_dtype():
-            suffixes.append(f"dtype=ember.{dt.name}")
-        suffixes.append("layout=ember.sparse_csr")
-        if self.grad_fn is not None:
-            suffixes.append(f"grad_fn=<{self.grad_fn.name().rsplit('::', 1)[-1]}>")
-        elif self._rg:
-            suffixes.append("requires_grad=True")
+        from ._repr import suffixes_of
+        suffixes = suffixes_of(self, [f"size={tuple(d.shape)}", f"nnz={d.indices.shape[1]}"],
+                               (_dt.get_default_dtype(),), "sparse_csr")
         return _add_suffixes("tensor(" + text, suffixes, len(pad))
 
     def __reduce_ex__(self, proto):

@@ -21,12 +21,18 @@ def sparse_repr(t) -> str:
     vals = " " * _INDENT + "values="
     text = (head + _part(d.indices, _dt.int64, len(head)) + ",\n" + vals + _part(d.values, dt, len(vals))
             + ",\n" + " " * _INDENT + f"size={tuple(d.shape)}")
-    suffixes = [f"nnz={d.indices.shape[1]}"]
-    if dt not in (_dt.get_default_dtype(), _dt.scalar_dtype(1j), _dt.int64, _dt.bool):
-        suffixes.append(f"dtype=ember.{dt.name}")
-    suffixes.append("layout=ember.sparse_coo")
+    hidden = (_dt.get_default_dtype(), _dt.scalar_dtype(1j), _dt.int64, _dt.bool)
+    return _add_suffixes(text, suffixes_of(t, [f"nnz={d.indices.shape[1]}"], hidden, "sparse_coo"), _INDENT)
+
+
+def suffixes_of(t, first: list, hidden_dtypes, layout_name: str) -> list:
+    """``first`` then the dtype (unless one of ``hidden_dtypes``), the layout and the autograd state."""
+    suffixes = list(first)
+    if t._dtype not in hidden_dtypes:
+        suffixes.append(f"dtype=ember.{t._dtype.name}")
+    suffixes.append(f"layout=ember.{layout_name}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name().rsplit('::', 1)[-1]}>")
     elif t._rg:
         suffixes.append("requires_grad=True")
-    return _add_suffixes(text, suffixes, _INDENT)
+    return suffixes

@@ -62,6 +62,14 @@ def is_contiguous_as(shape, strides, fmt) -> bool:
     return True
 
 
+def tensor_is_contiguous(t, fmt) -> bool:
+    """``t.is_contiguous(memory_format=fmt)`` for a format other than contiguous_format."""
+    check(fmt, "is_contiguous")
+    if fmt is preserve_format:
+        return t.is_contiguous()
+    return is_contiguous_as(t.shape, t.stride(), fmt)
+
+
 def to_format(t, fmt, fn: str, copy: bool = False):
     """``t`` laid out in ``fmt`` (ember ops, so autograd records it): itself when it already is, unless
     ``copy``. ``contiguous_format`` is plain ``contiguous()``; ``preserve_format`` keeps ``t``."""

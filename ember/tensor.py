@@ -327,11 +327,9 @@ class Tensor:
 
     def is_contiguous(self, memory_format=None) -> bool:
         a = self._data
-        if memory_format is not None:
-            from ._memory_format import is_contiguous_as, check, contiguous_format, preserve_format
-            check(memory_format, "is_contiguous")
-            if memory_format is not contiguous_format and memory_format is not preserve_format:
-                return is_contiguous_as(a.shape, self.stride(), memory_format)
+        if memory_format is not None and getattr(memory_format, "name", None) != "contiguous_format":
+            from ._memory_format import tensor_is_contiguous        # (channels_last...; refuses non-formats)
+            return tensor_is_contiguous(self, memory_format)
         if type(a) is not np.ndarray:
             return a.is_contiguous()
         return a.flags.c_contiguous or a.size <= 1 or _c_contig(a)
@@ -351,10 +349,8 @@ class Tensor:
         a = self._data
         if type(a) is np.ndarray:
             return a
-        if getattr(a, "is_meta", False):     # (one element: a scalar read, as torch words it)
-            if a.size == 1:
-                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
-            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        if getattr(a, "is_meta", False):
+            raise a.no_data_error()
         from .devices import opencl
         return opencl.to_numpy(a)
 

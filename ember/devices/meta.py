@@ -76,6 +76,12 @@ class MetaArray(StridedInfo):
     def __array__(self, *a, **k):
         raise NotImplementedError(_NO_DATA)
 
+    def no_data_error(self) -> Exception:
+        """torch's error for reading the values (one element: a scalar read, as torch words it)."""
+        if self.size == 1:
+            return RuntimeError("Tensor.item() cannot be called on meta tensors")
+        return NotImplementedError(_NO_DATA)
+
     def __repr__(self):
         return f"MetaArray(shape={self.shape}, dtype={self.dtype})"
 

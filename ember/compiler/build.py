@@ -694,11 +694,17 @@ def omp_max_threads() -> int:
     return _runtime()[0].get("ember_omp_max_threads", (), ctypes.c_int)()
 
 
+# f(n) for every omp_set_num_threads(n): ember's work pool counts its threads itself (render_par.py)
+THREAD_LISTENERS: list = []
+
+
 def omp_set_num_threads(n: int) -> None:
-    """Set the number of threads OpenMP regions in compiled kernels use from now on."""
+    """Set the number of threads OpenMP regions in compiled kernels (and ember's work pool) use from now on."""
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ValueError(f"omp_set_num_threads expects a positive int, got {n!r}")
     _runtime()[0].get("ember_omp_set_num_threads", (ctypes.c_int,), None)(n)
+    for f in THREAD_LISTENERS:
+        f(n)
 
 
 class EntryPoint:

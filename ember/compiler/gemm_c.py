@@ -74,10 +74,14 @@ __EM_POOL__
 #ifndef EM_ITEMS_PER_THREAD
 #define EM_ITEMS_PER_THREAD 4
 #endif
+/* ember's thread count (ember_pool_set_threads, which ember.set_num_threads calls once the library is
+   loaded); OpenMP's until then. Not OpenMP's alone: torch shares the process's libgomp, and its
+   set_num_threads (called by a module at import) would change ember's count too. */
+static int em_pool_nthreads = 0;
 #ifdef _OPENMP
-#define EM_MAXT() omp_get_max_threads()     /* ember.set_num_threads() sets OpenMP's count */
+#define EM_MAXT() (em_pool_nthreads > 0 ? em_pool_nthreads : omp_get_max_threads())
 #else
-#define EM_MAXT() 1
+#define EM_MAXT() (em_pool_nthreads > 0 ? em_pool_nthreads : 1)
 #endif
 typedef float em_vf __attribute__((vector_size(EM_VW * 4)));
 typedef float em_vfu __attribute__((vector_size(EM_VW * 4), aligned(4)));
@@ -450,6 +454,30 @@ int ember_sgemm_acc(int nt, long nb, int ta, int tb, long M, long N, long K, con
   return em_sgemm_batched_acc(nt, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, acc);
 #else
   return 0;
+#endif
+}
+/* the work pool for generated parallel loops (native.POOL_STUB_C): fn(ctx, item, worker) for item in
+   [0, n) on nt threads (nt <= 0: ember's count); the pool's thread count and its setter */
+void ember_pool_run(int nt, long n, void (*fn)(void *, long, int), void *ctx) {
+#if EM_HAVE_SGEMM
+  em_pool_run(nt > 0 ? nt : EM_MAXT(), n, fn, ctx);
+#else
+  (void)nt;
+  for (long i = 0; i < n; i++) fn(ctx, i, 0);
+#endif
+}
+int ember_pool_threads(void) {
+#if EM_HAVE_SGEMM
+  return EM_MAXT();
+#else
+  return 1;
+#endif
+}
+void ember_pool_set_threads(int n) {
+#if EM_HAVE_SGEMM
+  em_pool_nthreads = n;
+#else
+  (void)n;
 #endif
 }
 /* C[b] = op(A[b]) op(B[b]): the signature graph libraries call (shared_gemm.GEMM_STUB_C) */

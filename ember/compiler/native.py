@@ -142,6 +142,11 @@ def _render(parts, options, name):
         if getattr(options, "native_gemm", False):
             from .shared_gemm import GEMM_STUB_C     # the GEMM itself is in its own library
             head.append(GEMM_STUB_C)
+    from . import render_par
+    if any(render_par.uses_pool(b) for b in bodies):
+        head.append(render_par.POOL_STUB_C)   # parallel loops run on ember's pool (in the GEMM's library)
+        if any("em_sgemm_ptr" in h for h in head):        # (batched GEMMs on the pool too)
+            head.append(render_par.POOL_GEMM_C)
     from .units import HEAD_END        # (_build_lib splits the kernels after it into parallel builds)
     head.append(HEAD_END)
     return "\n".join(head) + "\n" + "\n".join(bodies), uses_blas
@@ -166,8 +171,10 @@ def compile_programs(program, name, options, cls=Compiled):
 def _build_lib(src, name, uses_blas):
     from . import build, shared_gemm
     t0 = time.perf_counter()
+    from . import render_par
     gemm = shared_gemm.uses_gemm(src)
-    if gemm:
+    pool = render_par.uses_pool(src)
+    if gemm or pool:
         shared_gemm.prefetch()       # its build (when not cached) runs beside this one
     from .units import split
     runs = build.STATS["compiles"]
@@ -176,6 +183,8 @@ def _build_lib(src, name, uses_blas):
     STATS["builds"] += build.STATS["compiles"] - runs
     if gemm:
         shared_gemm.bind(lib)
+    if pool:
+        render_par.bind(lib)
     dt = time.perf_counter() - t0
     _record("compile::cache_hit" if lib.cache_hit else "compile::cc", dt, graph=name, key=lib.key[:16])
     return lib

@@ -23,17 +23,20 @@ import numpy as np
 
 from . import prims as P
 from . import lower as L
-from . import render_special
+from . import render_special, render_par
 from .lower import Aff
 from .render_special import Scope, Block, _text, minmax_update, arg_update
 
 _VIEWS = P.VIEWS
 
 
+PARALLEL_MIN = 1 << 20
+
+
 class Options:
     """Code generation choices (autotune varies them)."""
 
-    def __init__(self, parallel_min=1 << 20, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
+    def __init__(self, parallel_min=None, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
                  gemm_split_min=1 << 62, timing=None, native_gemm=None):
         if blas_available is None:
             from . import blas as _blas
@@ -42,6 +45,9 @@ class Options:
         # gained nothing on these memory-bound loops, and on cores shared with another process every
         # fork-join waits for the thread on the busy core (measured: the compiled batch-64 MLP step with
         # 64K as the threshold ran 1.4-4x slower on two threads than on one next to a busy loop)
+        if parallel_min is None:
+            import os
+            parallel_min = int(os.environ.get("EMBER_PARALLEL_MIN", "") or PARALLEL_MIN)
         self.parallel_min = parallel_min
         # GEMMs with M*N*K above this are split over the OpenMP threads (off by default: on a machine whose
         # cores are busy the split loses; max-autotune measures it)
@@ -369,7 +375,7 @@ class KernelGen:
                 par = parallel_work if gi == 0 else None
                 simd = simd_reduction if gi == len(opened) - 1 and par is None else None
                 header, pragma = self.dialect.loop(gname, ext, parallel_work=par, simd=simd or None)
-                blk = Block(header, sc, pragma)
+                blk = Block(header, sc, pragma, (gname, ext, 1, par) if par is not None else None)
                 self.scopes[-1].lines.append(blk)
                 inner = blk
             return inner
@@ -396,6 +402,7 @@ class KernelGen:
         root = Scope(0)
         self.scopes = [root]
         body(dry=False, records=records)
+        self.root = root            # (render_par.outline renders it again as a parallel-loop function)
         # the body names buffers b<id>; the function takes them as parameters p0, p1 ... (in order of first
         # use), so kernels that differ only in which buffers they touch share one C function
         body = "\n".join(_text(root.lines, 1))
@@ -404,7 +411,7 @@ class KernelGen:
             bid = int(m.group(1))
             if bid in self.used and bid not in order:
                 order.append(bid)
-        names = {f"b{bid}": f"p{i}" for i, bid in enumerate(order)}
+        names = self.names = {f"b{bid}": f"p{i}" for i, bid in enumerate(order)}
         body = re.sub(r"\bb\d+\b", lambda m: names.get(m.group(0), m.group(0)), body)
         self.order, self.body = order, body       # (the OpenCL renderer declares the parameters itself)
         params = ["void **bufs"] + [f"{P.ctype(self.used[bid].dtype)} *restrict {names[f'b{bid}']}" for bid in order]
@@ -691,18 +698,31 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
     calls = {}
     kernel_src = {}
     elidable = _elidable(sched)
+    tasks = []          # the pool tasks of parallel kernel functions (render_par), beside the entries
+    pool = getattr(options, "pool_loops", True)
     for k in sched.kernels:
         g = _gen_kernel(k, sched, slot_of, errors, options, elidable.get(id(k), set()))
         params, body, args = g.result
         uses_blas |= g.uses_blas
         checks[k.name] = g.has_check
+        par = render_par.outline(g, g.names) if pool else None
+        if par is not None:
+            body = ("  int64_t *restrict em_err = (int64_t *)bufs[1];\n" if g.has_check else "") + par[0]
+            params = f"{params}, {render_par.PAR_PARAMS}"
+            par = par[1]
         key = (params, body)
         fn = shared.get(key)
         if fn is None:
             fn = shared[key] = f"kern{len(shared)}"
             parts.append(f"static void {fn}({params}) {{\n{_size_locals(body)}{body}\n}}")
+            if par is not None:
+                tasks.append(render_par.task_text(fn, params))
         kernel_src[k.name] = body
-        calls[k.name] = f"  {fn}({', '.join(args)});  /* {k.describe()} */"
+        if par is not None:
+            calls[k.name] = render_par.call_text(fn, args, par, k.describe())
+        else:
+            calls[k.name] = f"  {fn}({', '.join(args)});  /* {k.describe()} */"
+    parts += tasks
     entries = []
     timed = []          # kernel names in the order of the timing table (options.timing)
     for si, (kernels, step) in enumerate(sched.segments):

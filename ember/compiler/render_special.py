@@ -25,14 +25,16 @@ class Scope:
 
 
 class Block:
-    """A loop (header line) around a scope; ``pragma`` goes above the header."""
+    """A loop (header line) around a scope; ``pragma`` goes above the header. ``par``: (variable, extent,
+    step, work) of a kernel's parallel loop (render_par.py runs it on ember's pool), else None."""
 
-    __slots__ = ("header", "scope", "pragma")
+    __slots__ = ("header", "scope", "pragma", "par")
 
-    def __init__(self, header, scope, pragma=None):
+    def __init__(self, header, scope, pragma=None, par=None):
         self.header = header
         self.scope = scope
         self.pragma = pragma
+        self.par = par
 
 
 _PAR = "EMBER_PARALLEL_FOR("
@@ -133,7 +135,10 @@ def emit_gemm(g, st):
                     f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N})")
             if _many(nb):
                 blas = f"for (int64_t b = 0; b < {nb}LL; b++) {blas}"
-            call = (f"EM_SGEMM_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
+            # a batch (attention's products) is split over ember's threads from a smaller size than the
+            # GEMM's own threshold: one GEMM per item (render_par.POOL_STUB_C, EM_SGEMM_NT_OR)
+            macro = f"EM_SGEMM_NT_OR({work}LL, " if _many(nb) else "EM_SGEMM_OR("
+            call = (f"{macro}{blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
                     f"{K}L, {an} + {aoff}LL, {lda}L, {sab if _many(nb) else 0}L, {bn} + {boff}LL, {ldb}L, "
                     f"{sbb if _many(nb) else 0}L, {out}, {N}L, {M * N}L);")
             g.emit(0, f"if ({work}LL >= {_gemm.MIN_WORK}LL) {call} else {blas};" if symbolic else call)
@@ -286,8 +291,9 @@ def gen_colreduce(g, dry, records=None):
         g.emit(kb_level, f"for (int64_t q = 0; q < nq; q++) {{ const int64_t kv = kb + q; "
                             f"{out}[{g.render_aff(ooff)}] = {res}; }}")
         sc = g.scopes.pop()
-        header, par = g.dialect.loop("kb", kin_ext, step=BLK, parallel_work=total if not kout else None)
-        g.scopes[-1].lines.append(Block(header, sc, par))
+        work = total if not kout else None
+        header, par = g.dialect.loop("kb", kin_ext, step=BLK, parallel_work=work)
+        g.scopes[-1].lines.append(Block(header, sc, par, ("kb", kin_ext, BLK, work) if work is not None else None))
     else:
         # last dim reduced: a scalar accumulator per kept position
         acc = g.tmp("acc")
@@ -315,7 +321,7 @@ def gen_colreduce(g, dry, records=None):
         d = kout[i]
         sc = g.scopes.pop()
         header, par = g.dialect.loop(f"c{d}", x.shape[d], parallel_work=total if i == 0 else None)
-        g.scopes[-1].lines.append(Block(header, sc, par))
+        g.scopes[-1].lines.append(Block(header, sc, par, (f"c{d}", x.shape[d], 1, total) if i == 0 else None))
 
 def reduce_update_at(g, op, a, ai, v, level, sfx, ridx, R):
     if op == "sum":

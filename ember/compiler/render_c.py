@@ -87,7 +87,11 @@ class CDialect:
 
     def colreduce_block(self, kept: int) -> int:
         """How many kept-inner positions a reduction over leading dims accumulates at once
-        (render_special.gen_colreduce; ``kept`` of them in all)."""
+        (render_special.gen_colreduce; ``kept`` of them in all). Blocks are what threads share out: a
+        bias gradient's 256 columns in blocks of 64 run on up to four threads (a size known only at run
+        time keeps 256, so the C is the same at every size)."""
+        if type(kept) is int and kept < 2048:
+            return 64
         return 256
 
     def render(self, prim, dtype, operands) -> str:

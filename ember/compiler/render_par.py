@@ -53,13 +53,17 @@ typedef struct { int64_t ext, step, chunk; long items; int nt; } em_par_span;
 __attribute__((visibility("hidden"))) em_pool_run_fn em_pool_run_ptr = 0;
 __attribute__((visibility("hidden"))) em_pool_threads_fn em_pool_threads_ptr = 0;
 __attribute__((visibility("hidden"))) int em_par_last_nt = 0;
+__attribute__((visibility("hidden"))) long em_par_runs = 0;
 void ember_bind_pool(void *run, void *threads) {
   em_pool_run_ptr = (em_pool_run_fn)run;
   em_pool_threads_ptr = (em_pool_threads_fn)threads;
 }
 /* the thread count the last parallel loop ran on (1: it ran on the caller alone) */
 int ember_par_last_threads(void) { return em_par_last_nt; }
+/* how many loops ran on several threads so far */
+long ember_par_runs(void) { return em_par_runs; }
 #else
+extern __attribute__((visibility("hidden"))) long em_par_runs;
 extern __attribute__((visibility("hidden"))) em_pool_run_fn em_pool_run_ptr;
 extern __attribute__((visibility("hidden"))) em_pool_threads_fn em_pool_threads_ptr;
 extern __attribute__((visibility("hidden"))) int em_par_last_nt;
@@ -85,6 +89,7 @@ __attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
   s->items = (long)((s->ext + s->chunk - 1) / s->chunk);
   s->nt = nt;
   em_par_last_nt = nt;
+  em_par_runs++;
   return 1;
 }
 __attribute__((unused)) static void em_par_run(em_par_span *s, em_par_task fn, void *ctx) {

@@ -6,7 +6,7 @@ placed in the outermost loop where all the indices it depends on are defined (lo
 hoisted: a per-row ``rstd`` is computed once per row, a scalar once per kernel) and reused within its
 scope. Adjacent loop dimensions are collapsed into one loop when every access advances uniformly
 across them, so contiguous elementwise kernels are one flat, vectorizable loop. The outermost loop is
-``EMBER_PARALLEL_FOR(work)`` (OpenMP above a size threshold, see build.OMP_PRELUDE). Matmuls call
+``EMBER_PARALLEL_FOR(work)``; render_par.py runs it in chunks on ember's work pool above a size threshold. Matmuls call
 ``cblas_sgemm``/``cblas_dgemm`` with transposes expressed as BLAS flags, or a generated loop when no
 BLAS is available (or when autotuning found it faster); see ``render_special.py``.
 
@@ -41,10 +41,12 @@ class Options:
         if blas_available is None:
             from . import blas as _blas
             blas_available = _blas.blas_available()
-        # elementwise/reduction loops fork OpenMP threads from this many iterations: below it two threads
-        # gained nothing on these memory-bound loops, and on cores shared with another process every
-        # fork-join waits for the thread on the busy core (measured: the compiled batch-64 MLP step with
-        # 64K as the threshold ran 1.4-4x slower on two threads than on one next to a busy loop)
+        # a kernel's outer loop runs on ember's work pool (render_par.py) from this much work: elements x
+        # statements x render_par.cost_factor (an exp or libm call per element weighs 16). One million
+        # (EMBER_PARALLEL_MIN overrides it): cheap elementwise loops gained nothing from two threads below
+        # it on this 2-core machine (memory-bound), exp-heavy ones (GELU, softmax rows) gained from 64K
+        # elements; on cores shared with another process a split waits for a thread on the busy core, which
+        # the pool's dynamic items limit to the item it holds
         if parallel_min is None:
             import os
             parallel_min = int(os.environ.get("EMBER_PARALLEL_MIN", "") or PARALLEL_MIN)

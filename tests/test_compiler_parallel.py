@@ -13,6 +13,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
+from ember.bench.compile import step_function
 from compile_support import _reset  # noqa: F401  (fresh compiler state per test)
 
 MIN = 1 << 17         # the threshold these tests set (work: elements x statements x cost factor)
@@ -139,13 +140,7 @@ def test_adam_step_matches_eager_on_two_threads(low_threshold):
             model = ember.nn.Sequential(ember.nn.Linear(64, 128), ember.nn.GELU(), ember.nn.Linear(128, 10))
             opt = ember.optim.Adam(model.parameters(), lr=1e-2)
             x, y = T(256, 64, seed=5), ember.tensor(_rng(6).integers(0, 10, 256))
-
-            def step(model, opt, x, y):
-                opt.zero_grad()
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-                return loss.detach()
+            step = step_function(ember, "mlp")        # zero_grad, cross-entropy, backward, step
             run = ember.compile(step) if compiled else step
             losses = [float(run(model, opt, x, y)) for _ in range(3)]
             before = par_runs(run) if compiled else 0

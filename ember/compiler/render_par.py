@@ -46,17 +46,17 @@ _ANY_DECL = re.compile(r"^(?:const )?(?:unsigned |signed )?[A-Za-z_]\w*(?: \*+| 
 POOL_STUB_C = r"""/* ember's work pool for parallel loops, in the GEMM's library (ember.compiler.render_par) */
 #include <string.h>
 typedef void (*em_par_task)(void *, long, int);
-typedef void (*em_pool_run_fn)(int, long, em_par_task, void *);
-typedef int (*em_pool_threads_fn)(void);
+typedef void (*em_par_pool_fn)(int, long, em_par_task, void *);
+typedef int (*em_par_threads_fn)(void);
 typedef struct { int64_t ext, step, chunk; long items; int nt; } em_par_span;
 #ifndef EM_UNIT_EXTERN
-__attribute__((visibility("hidden"))) em_pool_run_fn em_pool_run_ptr = 0;
-__attribute__((visibility("hidden"))) em_pool_threads_fn em_pool_threads_ptr = 0;
+__attribute__((visibility("hidden"))) em_par_pool_fn em_par_pool_ptr = 0;
+__attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr = 0;
 __attribute__((visibility("hidden"))) int em_par_last_nt = 0;
 __attribute__((visibility("hidden"))) long em_par_runs = 0;
 void ember_bind_pool(void *run, void *threads) {
-  em_pool_run_ptr = (em_pool_run_fn)run;
-  em_pool_threads_ptr = (em_pool_threads_fn)threads;
+  em_par_pool_ptr = (em_par_pool_fn)run;
+  em_par_threads_ptr = (em_par_threads_fn)threads;
 }
 /* the thread count the last parallel loop ran on (1: it ran on the caller alone) */
 int ember_par_last_threads(void) { return em_par_last_nt; }
@@ -64,8 +64,8 @@ int ember_par_last_threads(void) { return em_par_last_nt; }
 long ember_par_runs(void) { return em_par_runs; }
 #else
 extern __attribute__((visibility("hidden"))) long em_par_runs;
-extern __attribute__((visibility("hidden"))) em_pool_run_fn em_pool_run_ptr;
-extern __attribute__((visibility("hidden"))) em_pool_threads_fn em_pool_threads_ptr;
+extern __attribute__((visibility("hidden"))) em_par_pool_fn em_par_pool_ptr;
+extern __attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr;
 extern __attribute__((visibility("hidden"))) int em_par_last_nt;
 #endif
 #ifndef EM_PAR_ITEMS
@@ -75,9 +75,9 @@ extern __attribute__((visibility("hidden"))) int em_par_last_nt;
 __attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
   if (work < EMBER_PARALLEL_MIN) { em_par_last_nt = 1; return 0; }
 #ifdef _OPENMP
-  const int nt = em_pool_threads_ptr ? em_pool_threads_ptr() : omp_get_max_threads();
+  const int nt = em_par_threads_ptr ? em_par_threads_ptr() : omp_get_max_threads();
 #else
-  const int nt = em_pool_threads_ptr ? em_pool_threads_ptr() : 1;
+  const int nt = em_par_threads_ptr ? em_par_threads_ptr() : 1;
 #endif
   const int64_t iters = (s->ext + s->step - 1) / s->step;
   if (nt <= 1 || iters < 2) { em_par_last_nt = 1; return 0; }
@@ -93,7 +93,7 @@ __attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
   return 1;
 }
 __attribute__((unused)) static void em_par_run(em_par_span *s, em_par_task fn, void *ctx) {
-  if (em_pool_run_ptr) { em_pool_run_ptr(s->nt, s->items, fn, ctx); return; }
+  if (em_par_pool_ptr) { em_par_pool_ptr(s->nt, s->items, fn, ctx); return; }
 #ifdef _OPENMP
   EMBER_PRAGMA(omp parallel for schedule(dynamic, 1) num_threads(s->nt))
   for (long i = 0; i < s->items; i++) fn(ctx, i, omp_get_thread_num());
@@ -112,8 +112,8 @@ POOL_GEMM_C = r"""#ifndef EMBER_GEMM_BATCH_MIN
 #ifndef EM_UNIT_EXTERN
 /* the thread count for a batch of GEMMs of `work` multiply-adds (0: the GEMM's own choice) */
 __attribute__((visibility("hidden"))) int em_par_gemm_threads(int64_t work) {
-  if (work < EMBER_GEMM_BATCH_MIN || !em_pool_threads_ptr) return 0;
-  return em_pool_threads_ptr();
+  if (work < EMBER_GEMM_BATCH_MIN || !em_par_threads_ptr) return 0;
+  return em_par_threads_ptr();
 }
 #else
 __attribute__((visibility("hidden"))) int em_par_gemm_threads(int64_t work);

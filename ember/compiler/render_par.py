@@ -148,9 +148,16 @@ def outline(g, names: dict):
     loop = _text([Block(f"for (int64_t {var} = em_lo; {var} < em_hi; {inc})", blk.scope)], 2)
     used = set(_IDENT.findall("\n".join(loop)))
     carried = []                 # (name, C type) of top-level locals the loop reads
-    for ln in pre:
+    top = set()                  # indices of the pre lines outside any brace (raw C blocks such as the
+    depth = 0                    # generated GEMM loops declare their own locals)
+    for i, ln in enumerate(pre):
         if isinstance(ln, Block):
             continue
+        if depth == 0:
+            top.add(i)
+        depth += ln.count("{") - ln.count("}")
+    for i in sorted(top):
+        ln = pre[i]
         m = _DECL.match(ln)
         if m is not None:
             if m.group("name") in used:
@@ -161,8 +168,8 @@ def outline(g, names: dict):
             return None          # (an array or pointer local the loop reads: not carried)
     keep = {n for n, _ in carried}
     pre_lines = []
-    for ln in pre:
-        m = _DECL.match(ln) if isinstance(ln, str) else None
+    for i, ln in enumerate(pre):
+        m = _DECL.match(ln) if i in top else None
         if m is not None and m.group("name") in keep:
             pre_lines.append(f"{m.group('name')} = {m.group('expr')};")
         else:

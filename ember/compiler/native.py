@@ -145,8 +145,6 @@ def _render(parts, options, name):
     from . import render_par
     if any(render_par.uses_pool(b) for b in bodies):
         head.append(render_par.POOL_STUB_C)   # parallel loops run on ember's pool (in the GEMM's library)
-        if any("em_sgemm_ptr" in h for h in head):        # (batched GEMMs on the pool too)
-            head.append(render_par.POOL_GEMM_C)
     from .units import HEAD_END        # (_build_lib splits the kernels after it into parallel builds)
     head.append(HEAD_END)
     return "\n".join(head) + "\n" + "\n".join(bodies), uses_blas

@@ -33,7 +33,7 @@ import re
 from . import prims as P
 from .render_special import Block, _text
 
-__all__ = ["POOL_STUB_C", "POOL_GEMM_C", "outline", "task_text", "call_text", "uses_pool", "PAR_PARAMS"]
+__all__ = ["POOL_STUB_C", "outline", "task_text", "call_text", "uses_pool", "PAR_PARAMS"]
 
 PAR_PARAMS = "int64_t em_lo, int64_t em_hi, int em_mode, unsigned char *restrict em_v"
 
@@ -105,28 +105,9 @@ __attribute__((unused)) static void em_par_run(em_par_span *s, em_par_task fn, v
   const int64_t lo = (int64_t)(it) * (s).chunk, hi = lo + (s).chunk < (s).ext ? lo + (s).chunk : (s).ext
 """
 
-# batches of GEMMs split over ember's threads (after shared_gemm.GEMM_STUB_C, whose em_sgemm_ptr it calls)
-POOL_GEMM_C = r"""#ifndef EMBER_GEMM_BATCH_MIN
-#define EMBER_GEMM_BATCH_MIN (1LL << 20)     /* multiply-adds from which a batch of GEMMs is split */
-#endif
-#ifndef EM_UNIT_EXTERN
-/* the thread count for a batch of GEMMs of `work` multiply-adds (0: the GEMM's own choice) */
-__attribute__((visibility("hidden"))) int em_par_gemm_threads(int64_t work) {
-  if (work < EMBER_GEMM_BATCH_MIN || !em_par_threads_ptr) return 0;
-  return em_par_threads_ptr();
-}
-#else
-__attribute__((visibility("hidden"))) int em_par_gemm_threads(int64_t work);
-#endif
-#define EM_SGEMM_NT_OR(work, blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) \
-  do { if (!em_sgemm_ptr || !em_sgemm_ptr(em_par_gemm_threads(work), nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, \
-                                         C, ldc, sc)) { blas; } } while (0)
-"""
-
-
 def uses_pool(source: str) -> bool:
     """Whether a generated source runs parallel loops on the pool (then it is bound to it)."""
-    return "em_par_plan(" in source or "EM_SGEMM_NT_OR(" in source
+    return "em_par_plan(" in source
 
 
 def outline(g, names: dict):

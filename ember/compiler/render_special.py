@@ -135,10 +135,7 @@ def emit_gemm(g, st):
                     f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N})")
             if _many(nb):
                 blas = f"for (int64_t b = 0; b < {nb}LL; b++) {blas}"
-            # a batch (attention's products) is split over ember's threads from a smaller size than the
-            # GEMM's own threshold: one GEMM per item (render_par.POOL_STUB_C, EM_SGEMM_NT_OR)
-            macro = f"EM_SGEMM_NT_OR({work}LL, " if _many(nb) else "EM_SGEMM_OR("
-            call = (f"{macro}{blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
+            call = (f"EM_SGEMM_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
                     f"{K}L, {an} + {aoff}LL, {lda}L, {sab if _many(nb) else 0}L, {bn} + {boff}LL, {ldb}L, "
                     f"{sbb if _many(nb) else 0}L, {out}, {N}L, {M * N}L);")
             g.emit(0, f"if ({work}LL >= {_gemm.MIN_WORK}LL) {call} else {blas};" if symbolic else call)

@@ -29,7 +29,8 @@ Kernels (all exported names start with ``ember_eager_``):
 - ``norm_stats(x, mean, var, rows, d, nt)``: the mean and the two-pass biased variance of each row;
 - ``layer_norm(x, w, b, mean, var, y, rows, d, eps, nt)`` and ``layer_norm_backward(g, x, w, mean,
   var, gx, gw, gb, rows, d, eps, nt)``: layer norm's normalize + affine and its closed-form
-  derivative (w, b, gx, gw, gb may be NULL when absent or not needed).
+  derivative (w, b, gx, gw, gb may be NULL when absent or not needed);
+- the 2-d window kernels of convolution and max pooling (``eager_source_window.py``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import math
 
 from ..compiler.pool_c import POOL_C
 from ..compiler.prims import C_PRELUDE, _EXP
+from .eager_source_window import BODY as WINDOW_BODY
 
 # elements of an elementwise item; rows of a row item are chosen so an item is about this much work
 ITEM = 1 << 14
@@ -91,7 +93,7 @@ def source() -> str:
         "  return x > 0.0f ? 1.0f - e : e;\n"
         "}\n")
     sizes = f"#define EM_LANES {LANES}\n#define EM_ITEM {ITEM}\n#define EM_BLOCK {BLOCK}\n"
-    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY))
+    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, WINDOW_BODY))
 
 
 _BODY = r"""

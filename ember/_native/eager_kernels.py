@@ -1,4 +1,5 @@
-"""Native eager kernels: the exp-bound composites (gelu, softmax/log_softmax, layer norm) and the 2-d
+"""Native eager kernels: the exp-bound composites (gelu, softmax/log_softmax, layer norm, cross entropy
+with class indices) and the 2-d
 window kernels of convolution and max pooling (im2col, col2im, max_pool, its gather and scatter) as one
 call each into a C library ember generates and builds on first use (``eager_source.py``).
 
@@ -35,6 +36,8 @@ _SIGNATURES = {
     "norm_stats": ((_P, _P, _P, _L, _L, _I), None),
     "layer_norm": ((_P, _P, _P, _P, _P, _P, _L, _L, _F, _I), None),
     "layer_norm_backward": ((_P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _F, _I), ctypes.c_int),
+    "cross_entropy": ((_P, _P, _P, _P, _P, _L, _L, _L, _I), _L),
+    "cross_entropy_backward": ((_P, _P, _P, _P, _L, _L, _L, _F, _I), None),
     "im2col": ((_P, _P, _L, _P, _I), None),
     "col2im": ((_P, _P, _L, _P, _I), None),
     "max_pool": ((_P, _P, _P, _L, _P, _I), None),
@@ -231,6 +234,48 @@ def layer_norm_backward(g2, x2, w, mean, var, eps: float, need_x: bool, need_wb:
                                   _opt(p, gb), m, d, eps, _threads(x2.size)):
         raise MemoryError(f"layer_norm backward: could not allocate {2 * d} floats per row block")
     return gx, gw, gb
+
+
+# ---- cross entropy with class indices over (N, C) float32 logits ----------------------------------------
+
+def _targets_ok(t, rows) -> bool:
+    return type(t) is _NDARRAY and t.dtype == _I64 and t.shape == (rows,) and t.flags.c_contiguous
+
+
+def cross_entropy(x, t, ignore_index: int, per_row: bool):
+    """``(logp, losses, total, count, bad)`` of cross entropy over float32 (N, C) logits and int64 (N,)
+    targets: log_softmax, the per-row losses (when ``per_row``, else None; 0 where the target is
+    ``ignore_index``), their sum and the number of rows not ignored (floats), and the first row whose
+    target is out of range (-1: none); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or x.ndim != 2 or not _ok(x) or x.size == 0 or not _targets_ok(t, x.shape[0]):
+        return None
+    rows, d = x.shape
+    logp = np.empty_like(x)
+    losses = np.empty(rows, _F32) if per_row else None
+    sums = np.empty(2, np.float64)
+    p = fns["_ptr"]
+    bad = fns["cross_entropy"](p(x), p(t), p(logp), _opt(p, losses), p(sums), rows, d, ignore_index,
+                               _threads(x.size))
+    if bad == -2:
+        raise MemoryError(f"cross_entropy: could not allocate the partial sums of {rows} rows")
+    return logp, losses, float(sums[0]), float(sums[1]), bad
+
+
+def cross_entropy_backward(logp, t, ignore_index: int, scale, row_g=None):
+    """``(softmax - onehot(t)) * scale`` per row of float32 (N, C) log-probabilities (rows whose target is
+    ``ignore_index``: ``0 * softmax``); ``row_g`` (float32 (N,)) gives each row its own scale (reduction
+    'none'); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or logp.ndim != 2 or not _ok(logp) or logp.size == 0 or not _targets_ok(t, logp.shape[0]) \
+            or (row_g is not None and not (_ok(row_g) and row_g.shape == t.shape)):
+        return None
+    rows, d = logp.shape
+    gx = np.empty_like(logp)
+    p = fns["_ptr"]
+    fns["cross_entropy_backward"](p(logp), p(t), _opt(p, row_g), p(gx), rows, d, ignore_index, float(scale),
+                                  _threads(logp.size))
+    return gx
 
 
 # ---- 2-d windows: im2col / col2im / max pooling over (N, C, H, W) float32 ----------------------------------

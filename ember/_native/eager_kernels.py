@@ -38,6 +38,7 @@ _SIGNATURES = {
     "layer_norm_backward": ((_P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _F, _I), ctypes.c_int),
     "cross_entropy": ((_P, _P, _P, _P, _P, _L, _L, _L, _I), _L),
     "cross_entropy_backward": ((_P, _P, _P, _P, _L, _L, _L, _F, _I), None),
+    "mask_grad": ((_P, _P, _P, _L, _I, _F, _F, _F, _F, _I, _I), None),
     "im2col": ((_P, _P, _L, _P, _I), None),
     "col2im": ((_P, _P, _L, _P, _I), None),
     "max_pool": ((_P, _P, _P, _L, _P, _I), None),
@@ -276,6 +277,29 @@ def cross_entropy_backward(logp, t, ignore_index: int, scale, row_g=None):
     fns["cross_entropy_backward"](p(logp), p(t), _opt(p, row_g), p(gx), rows, d, ignore_index, float(scale),
                                   _threads(logp.size))
     return gx
+
+
+# ---- the gradient mask of piecewise-linear activations -------------------------------------------------
+
+MASK_MODES = {"gt": 0, "open": 1, "outside": 2, "nonzero": 3, "pos": 4}
+_NUMBER = (float, int)
+
+
+def mask_grad(g, x, mode: str, a=0.0, b=0.0, s_in=1.0, s_out=0.0):
+    """``g * s_in`` where the condition ``mode`` holds on ``x``, else ``g * s_out`` (+0 when ``s_out`` is
+    0), for float32 arrays of one shape; the bounds and scales are Python numbers (compared and multiplied
+    in float32, as NumPy does with them); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    code = MASK_MODES.get(mode)
+    if not fns or code is None or g.shape != x.shape or not _ok(g, x) or g.size == 0:
+        return None
+    for v in (a, b, s_in, s_out):
+        if type(v) not in _NUMBER:
+            return None
+    y = np.empty_like(g)
+    p = fns["_ptr"]
+    fns["mask_grad"](p(g), p(x), p(y), g.size, code, a, b, s_in, s_out, s_out == 0, _threads(g.size))
+    return y
 
 
 # ---- 2-d windows: im2col / col2im / max pooling over (N, C, H, W) float32 ----------------------------------

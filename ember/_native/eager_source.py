@@ -34,6 +34,7 @@ Kernels (all exported names start with ``ember_eager_``):
   row_g, gx, rows, d, ignore, scale, nt)``: cross entropy with class indices over (rows, d) logits (no
   class weights, no label smoothing): log_softmax, the per-row losses and their sum; and
   ``(softmax - onehot) * scale``;
+- the gradient mask of piecewise-linear activations (``eager_source_mask.py``);
 - the 2-d window kernels of convolution and max pooling (``eager_source_window.py``).
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ import math
 
 from ..compiler.pool_c import POOL_C
 from ..compiler.prims import C_PRELUDE, _EXP
+from .eager_source_mask import BODY as MASK_BODY
 from .eager_source_window import BODY as WINDOW_BODY
 
 # elements of an elementwise item; rows of a row item are chosen so an item is about this much work
@@ -97,7 +99,7 @@ def source() -> str:
         "  return x > 0.0f ? 1.0f - e : e;\n"
         "}\n")
     sizes = f"#define EM_LANES {LANES}\n#define EM_ITEM {ITEM}\n#define EM_BLOCK {BLOCK}\n"
-    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, WINDOW_BODY))
+    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, MASK_BODY, WINDOW_BODY))
 
 
 _BODY = r"""

@@ -234,24 +234,25 @@ void ember_eager_gelu_backward(const float *g, const float *x, float *gx, long n
 /* ---- softmax / log_softmax over the last dim ---- */
 typedef struct { const float *g, *x; float *y; long d; int log_form; } em_softmax_t;
 
+/* softmax (log_form 0) or log_softmax of one row */
+static inline void em_softmax_row(const float *restrict x, float *restrict y, long d, int log_form) {
+  const float m = em_row_max(x, d);
+  for (long i = 0; i < d; i++) y[i] = em_exp_small(x[i] - m);
+  const float s = em_row_sum(y, d);
+  if (log_form) {
+    const float ls = logf(s);
+    for (long i = 0; i < d; i++) y[i] = (x[i] - m) - ls;
+  } else {
+    const float inv = 1.0f / s;
+    for (long i = 0; i < d; i++) y[i] *= inv;
+  }
+}
+
 static void em_softmax_range(const void *args, long r0, long r1, long item) {
   (void)item;
   const em_softmax_t *a = (const em_softmax_t *)args;
   const long d = a->d;
-  for (long r = r0; r < r1; r++) {
-    const float *restrict x = a->x + r * d;
-    float *restrict y = a->y + r * d;
-    const float m = em_row_max(x, d);
-    for (long i = 0; i < d; i++) y[i] = em_exp_small(x[i] - m);
-    const float s = em_row_sum(y, d);
-    if (a->log_form) {
-      const float ls = logf(s);
-      for (long i = 0; i < d; i++) y[i] = (x[i] - m) - ls;
-    } else {
-      const float inv = 1.0f / s;
-      for (long i = 0; i < d; i++) y[i] *= inv;
-    }
-  }
+  for (long r = r0; r < r1; r++) em_softmax_row(a->x + r * d, a->y + r * d, d, a->log_form);
 }
 
 static void em_softmax_bw_range(const void *args, long r0, long r1, long item) {
@@ -295,12 +296,8 @@ static void em_ce_range(const void *args, long r0, long r1, long item) {
   const long d = a->d;
   double sum = 0.0, count = 0.0, bad = -1.0;
   for (long r = r0; r < r1; r++) {
-    const float *restrict x = a->x + r * d;
     float *restrict y = a->y + r * d;
-    const float m = em_row_max(x, d);
-    for (long i = 0; i < d; i++) y[i] = em_exp_small(x[i] - m);
-    const float ls = logf(em_row_sum(y, d));
-    for (long i = 0; i < d; i++) y[i] = (x[i] - m) - ls;
+    em_softmax_row(a->x + r * d, y, d, 1);
     const long t = a->t[r];
     float l = 0.0f;
     if (t != a->ignore) {

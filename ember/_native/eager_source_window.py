@@ -27,6 +27,7 @@ BODY = r"""
 typedef struct {
   const float *x; float *y; const long *ci; long *idx;
   long H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw;
+  int scatter;
 } em_win_t;
 
 /* the outputs ow in [lo, hi) whose input column w0 + ow * sw lies in [0, W) */
@@ -38,60 +39,62 @@ static inline void em_win_cols(long w0, long sw, long W, long OW, long *lo, long
   *lo = a; *hi = b;
 }
 
-static void em_im2col_range(const void *args, long p0, long p1, long item) {
-  (void)item;
-  const em_win_t *a = (const em_win_t *)args;
-  const long H = a->H, W = a->W, OH = a->OH, OW = a->OW, sw = a->sw;
+/* im2col (add 0: the image a->x copied into the columns a->y) or col2im (add 1: the columns a->x added
+   into the zeroed image a->y) of planes [p0, p1): one walk over the kernel offsets and output rows serves
+   both; inlined with a constant `add`, so each direction compiles to its own loops */
+static inline __attribute__((always_inline)) void em_cols_planes(const em_win_t *a, long p0, long p1,
+                                                                 const int add) {
+  const long H = a->H, W = a->W, OH = a->OH, OW = a->OW, sw = a->sw, per = a->kh * a->kw * OH * OW;
   for (long p = p0; p < p1; p++) {
-    const float *x = a->x + p * H * W;
-    float *c = a->y + p * a->kh * a->kw * OH * OW;
+    const float *x = add ? 0 : a->x + p * H * W;
+    float *img = add ? a->y + p * H * W : 0;
+    float *c = add ? 0 : a->y + p * per;
+    const float *cin = add ? a->x + p * per : 0;
+    if (add) for (long n = 0; n < H * W; n++) img[n] = 0.0f;
+    long row = 0;
     for (long i = 0; i < a->kh; i++)
       for (long j = 0; j < a->kw; j++) {
         const long w0 = j * a->dw - a->pw;
         long lo, hi;
         em_win_cols(w0, sw, W, OW, &lo, &hi);
-        for (long oh = 0; oh < OH; oh++, c += OW) {
+        for (long oh = 0; oh < OH; oh++, row += OW) {
           const long ih = oh * a->sh - a->ph + i * a->dh;
-          if (ih < 0 || ih >= H) {
-            for (long ow = 0; ow < OW; ow++) c[ow] = 0.0f;
+          const int in = ih >= 0 && ih < H;
+          if (add) {
+            if (!in) continue;
+            float *restrict xr = img + ih * W + w0;
+            const float *restrict cr = cin + row;
+            if (sw == 1)
+              for (long ow = lo; ow < hi; ow++) xr[ow] += cr[ow];
+            else
+              for (long ow = lo; ow < hi; ow++) xr[ow * sw] += cr[ow];
+            continue;
+          }
+          float *restrict cr = c + row;
+          if (!in) {
+            for (long ow = 0; ow < OW; ow++) cr[ow] = 0.0f;
             continue;
           }
           const float *restrict xr = x + ih * W + w0;
-          for (long ow = 0; ow < lo; ow++) c[ow] = 0.0f;
+          for (long ow = 0; ow < lo; ow++) cr[ow] = 0.0f;
           if (sw == 1)
-            for (long ow = lo; ow < hi; ow++) c[ow] = xr[ow];
+            for (long ow = lo; ow < hi; ow++) cr[ow] = xr[ow];
           else
-            for (long ow = lo; ow < hi; ow++) c[ow] = xr[ow * sw];
-          for (long ow = hi; ow < OW; ow++) c[ow] = 0.0f;
+            for (long ow = lo; ow < hi; ow++) cr[ow] = xr[ow * sw];
+          for (long ow = hi; ow < OW; ow++) cr[ow] = 0.0f;
         }
       }
   }
 }
 
+static void em_im2col_range(const void *args, long p0, long p1, long item) {
+  (void)item;
+  em_cols_planes((const em_win_t *)args, p0, p1, 0);
+}
+
 static void em_col2im_range(const void *args, long p0, long p1, long item) {
   (void)item;
-  const em_win_t *a = (const em_win_t *)args;
-  const long H = a->H, W = a->W, OH = a->OH, OW = a->OW, sw = a->sw;
-  for (long p = p0; p < p1; p++) {
-    float *x = a->y + p * H * W;
-    const float *c = a->x + p * a->kh * a->kw * OH * OW;
-    for (long n = 0; n < H * W; n++) x[n] = 0.0f;
-    for (long i = 0; i < a->kh; i++)
-      for (long j = 0; j < a->kw; j++) {
-        const long w0 = j * a->dw - a->pw;
-        long lo, hi;
-        em_win_cols(w0, sw, W, OW, &lo, &hi);
-        for (long oh = 0; oh < OH; oh++, c += OW) {
-          const long ih = oh * a->sh - a->ph + i * a->dh;
-          if (ih < 0 || ih >= H) continue;
-          float *restrict xr = x + ih * W + w0;
-          if (sw == 1)
-            for (long ow = lo; ow < hi; ow++) xr[ow] += c[ow];
-          else
-            for (long ow = lo; ow < hi; ow++) xr[ow * sw] += c[ow];
-        }
-      }
-  }
+  em_cols_planes((const em_win_t *)args, p0, p1, 1);
 }
 
 /* one output row at a time, offset by offset in torch's order, vectorized along the row: the first
@@ -146,28 +149,24 @@ static void em_max_pool_range(const void *args, long p0, long p1, long item) {
   }
 }
 
-static void em_gather_range(const void *args, long p0, long p1, long item) {
+/* per plane of H (here: HW) elements and OH (here: L) indices ci: gather y[l] = x[ci[l]], or (scatter)
+   y zeroed and y[ci[l]] = x[l] */
+static void em_index_range(const void *args, long p0, long p1, long item) {
   (void)item;
   const em_win_t *a = (const em_win_t *)args;
   const long HW = a->H, L = a->OH;
   for (long p = p0; p < p1; p++) {
-    const float *x = a->x + p * HW;
     const long *ix = a->ci + p * L;
-    float *y = a->y + p * L;
-    for (long l = 0; l < L; l++) y[l] = x[ix[l]];
-  }
-}
-
-static void em_scatter_range(const void *args, long p0, long p1, long item) {
-  (void)item;
-  const em_win_t *a = (const em_win_t *)args;
-  const long HW = a->H, L = a->OH;
-  for (long p = p0; p < p1; p++) {
-    const float *g = a->x + p * L;
-    const long *ix = a->ci + p * L;
-    float *out = a->y + p * HW;
-    for (long n = 0; n < HW; n++) out[n] = 0.0f;
-    for (long l = 0; l < L; l++) out[ix[l]] = g[l];
+    if (a->scatter) {
+      const float *g = a->x + p * L;
+      float *out = a->y + p * HW;
+      for (long n = 0; n < HW; n++) out[n] = 0.0f;
+      for (long l = 0; l < L; l++) out[ix[l]] = g[l];
+    } else {
+      const float *x = a->x + p * HW;
+      float *y = a->y + p * L;
+      for (long l = 0; l < L; l++) y[l] = x[ix[l]];
+    }
   }
 }
 
@@ -202,12 +201,12 @@ void ember_eager_max_pool(const float *x, float *y, long *idx, long planes, cons
 void ember_eager_gather(const float *x, const long *idx, float *y, long planes, long hw, long l, int nt) {
   em_win_t a = {0};
   a.x = x; a.y = y; a.ci = idx; a.H = hw; a.OH = l;
-  em_split(nt, planes, em_planes_per_item(l), em_gather_range, &a);
+  em_split(nt, planes, em_planes_per_item(l), em_index_range, &a);
 }
 
 void ember_eager_scatter(const float *g, const long *idx, float *out, long planes, long hw, long l, int nt) {
   em_win_t a = {0};
-  a.x = g; a.y = out; a.ci = idx; a.H = hw; a.OH = l;
-  em_split(nt, planes, em_planes_per_item(hw), em_scatter_range, &a);
+  a.x = g; a.y = out; a.ci = idx; a.H = hw; a.OH = l; a.scatter = 1;
+  em_split(nt, planes, em_planes_per_item(hw), em_index_range, &a);
 }
 """

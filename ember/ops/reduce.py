@@ -15,8 +15,9 @@ from ._util import dims_arg, dtype_arg
 
 
 def _expand_back(g, in_shape, dims, keepdim):
-    """Broadcast a reduced gradient back to ``in_shape``."""
-    if not keepdim and dims:
+    """Broadcast a reduced gradient back to ``in_shape`` (reduced leading dims need no unsqueeze: expand
+    adds them, e.g. a full sum's 0-d gradient or a bias gradient's)."""
+    if not keepdim and dims and sorted(dims) != list(range(len(dims))):
         shp = list(g._data.shape)
         for d in sorted(dims):
             shp.insert(d, 1)

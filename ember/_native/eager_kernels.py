@@ -1,5 +1,7 @@
-"""Native eager kernels: the exp-bound composites (gelu, softmax/log_softmax, layer norm) as one call
-each into a C library ember generates and builds on first use (``eager_source.py``).
+"""Native eager kernels: the exp-bound composites (gelu, softmax/log_softmax, layer norm, cross entropy
+with class indices) and the 2-d
+window kernels of convolution and max pooling (im2col, col2im, max_pool, its gather and scatter) as one
+call each into a C library ember generates and builds on first use (``eager_source.py``).
 
 Each function takes NumPy arrays and returns the result array, or None when the native path does not
 apply (not float32, a layout it does not handle, no C compiler, ``EMBER_EAGER_NATIVE=0``); the caller
@@ -34,6 +36,14 @@ _SIGNATURES = {
     "norm_stats": ((_P, _P, _P, _L, _L, _I), None),
     "layer_norm": ((_P, _P, _P, _P, _P, _P, _L, _L, _F, _I), None),
     "layer_norm_backward": ((_P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _F, _I), ctypes.c_int),
+    "cross_entropy": ((_P, _P, _P, _P, _P, _L, _L, _L, _I), _L),
+    "cross_entropy_backward": ((_P, _P, _P, _P, _L, _L, _L, _F, _I), None),
+    "mask_grad": ((_P, _P, _P, _L, _I, _F, _F, _F, _F, _I, _I), None),
+    "im2col": ((_P, _P, _L, _P, _I), None),
+    "col2im": ((_P, _P, _L, _P, _I), None),
+    "max_pool": ((_P, _P, _P, _L, _P, _I), None),
+    "gather": ((_P, _P, _P, _L, _L, _L, _I), None),
+    "scatter": ((_P, _P, _P, _L, _L, _L, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions
@@ -225,3 +235,161 @@ def layer_norm_backward(g2, x2, w, mean, var, eps: float, need_x: bool, need_wb:
                                   _opt(p, gb), m, d, eps, _threads(x2.size)):
         raise MemoryError(f"layer_norm backward: could not allocate {2 * d} floats per row block")
     return gx, gw, gb
+
+
+# ---- cross entropy with class indices over (N, C) float32 logits ----------------------------------------
+
+def _targets_ok(t, rows) -> bool:
+    return type(t) is _NDARRAY and t.dtype == _I64 and t.shape == (rows,) and t.flags.c_contiguous
+
+
+def cross_entropy(x, t, ignore_index: int, per_row: bool):
+    """``(logp, losses, total, count, bad)`` of cross entropy over float32 (N, C) logits and int64 (N,)
+    targets: log_softmax, the per-row losses (when ``per_row``, else None; 0 where the target is
+    ``ignore_index``), their sum and the number of rows not ignored (floats), and the first row whose
+    target is out of range (-1: none); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or x.ndim != 2 or not _ok(x) or x.size == 0 or not _targets_ok(t, x.shape[0]):
+        return None
+    rows, d = x.shape
+    logp = np.empty_like(x)
+    losses = np.empty(rows, _F32) if per_row else None
+    sums = np.empty(2, np.float64)
+    p = fns["_ptr"]
+    bad = fns["cross_entropy"](p(x), p(t), p(logp), _opt(p, losses), p(sums), rows, d, ignore_index,
+                               _threads(x.size))
+    if bad == -2:
+        raise MemoryError(f"cross_entropy: could not allocate the partial sums of {rows} rows")
+    return logp, losses, float(sums[0]), float(sums[1]), bad
+
+
+def cross_entropy_backward(logp, t, ignore_index: int, scale, row_g=None):
+    """``(softmax - onehot(t)) * scale`` per row of float32 (N, C) log-probabilities (rows whose target is
+    ``ignore_index``: ``0 * softmax``); ``row_g`` (float32 (N,)) gives each row its own scale (reduction
+    'none'); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or logp.ndim != 2 or not _ok(logp) or logp.size == 0 or not _targets_ok(t, logp.shape[0]) \
+            or (row_g is not None and not (_ok(row_g) and row_g.shape == t.shape)):
+        return None
+    rows, d = logp.shape
+    gx = np.empty_like(logp)
+    p = fns["_ptr"]
+    fns["cross_entropy_backward"](p(logp), p(t), _opt(p, row_g), p(gx), rows, d, ignore_index, float(scale),
+                                  _threads(logp.size))
+    return gx
+
+
+# ---- the gradient mask of piecewise-linear activations -------------------------------------------------
+
+MASK_MODES = {"gt": 0, "open": 1, "outside": 2, "nonzero": 3, "pos": 4}
+_NUMBER = (float, int)
+
+
+def mask_grad(g, x, mode: str, a=0.0, b=0.0, s_in=1.0, s_out=0.0):
+    """``g * s_in`` where the condition ``mode`` holds on ``x``, else ``g * s_out`` (+0 when ``s_out`` is
+    0), for float32 arrays of one shape; the bounds and scales are Python numbers (compared and multiplied
+    in float32, as NumPy does with them); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    code = MASK_MODES.get(mode)
+    if not fns or code is None or g.shape != x.shape or not _ok(g, x) or g.size == 0:
+        return None
+    for v in (a, b, s_in, s_out):
+        if type(v) not in _NUMBER:
+            return None
+    y = np.empty_like(g)
+    p = fns["_ptr"]
+    fns["mask_grad"](p(g), p(x), p(y), g.size, code, a, b, s_in, s_out, s_out == 0, _threads(g.size))
+    return y
+
+
+# ---- 2-d windows: im2col / col2im / max pooling over (N, C, H, W) float32 ----------------------------------
+
+_I64 = np.dtype(np.int64)
+
+
+def _geometry(hw, out, k, stride, top_left, dil):
+    """The geometry array the window kernels read: (H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)."""
+    return np.array((hw[0], hw[1], out[0], out[1], k[0], k[1], stride[0], stride[1], top_left[0], top_left[1],
+                     dil[0], dil[1]), dtype=np.int64)
+
+
+def im2col(x, k, stride, pad, dil, out):
+    """Columns (N, C*kh*kw, OH*OW) of a float32 (N, C, H, W) array (``pad``: top, bottom, left, right;
+    ``out``: (OH, OW)); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or x.ndim != 4 or not _ok(x) or x.size == 0:
+        return None
+    N, C = x.shape[:2]
+    K, L = k[0] * k[1], out[0] * out[1]
+    cols = np.empty((N, C * K, L), _F32)
+    p = fns["_ptr"]
+    geo = _geometry(x.shape[2:], out, k, stride, (pad[0], pad[2]), dil)
+    fns["im2col"](p(x), p(cols), N * C, p(geo), _threads(cols.size))
+    return cols
+
+
+def col2im(cols, out_hw, stride, pad, dil):
+    """The adjoint of ``im2col``: float32 columns (N, C, kh, kw, OH, OW) summed into (N, C, *out_hw);
+    None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or cols.ndim != 6 or not _ok(cols) or cols.size == 0:
+        return None
+    N, C, kh, kw, OH, OW = cols.shape
+    x = np.empty((N, C) + tuple(out_hw), _F32)
+    p = fns["_ptr"]
+    geo = _geometry(out_hw, (OH, OW), (kh, kw), stride, (pad[0], pad[2]), dil)
+    fns["col2im"](p(cols), p(x), N * C, p(geo), _threads(cols.size))
+    return x
+
+
+def max_pool(x, k, s, p, d, outs):
+    """(values, int64 flat in-plane indices) of 2-d max pooling of a float32 (N, C, H, W) array with
+    symmetric padding ``p`` and output size ``outs``; None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or x.ndim != 4 or not _ok(x) or x.size == 0:
+        return None
+    N, C = x.shape[:2]
+    y = np.empty((N, C) + tuple(outs), _F32)
+    idx = np.empty((N, C) + tuple(outs), _I64)
+    ptr = fns["_ptr"]
+    geo = _geometry(x.shape[2:], outs, k, s, p, d)
+    fns["max_pool"](ptr(x), ptr(y), ptr(idx), N * C, ptr(geo), _threads(x.size))
+    return y, idx
+
+
+def _plane_args(a, idx):
+    """(planes, elements per plane of ``a``, indices per plane) when ``a`` is float32 and ``idx`` int64,
+    both C-contiguous (N, C, ...) arrays; else None."""
+    if a.ndim < 2 or idx.ndim != a.ndim or not _ok(a) or type(idx) is not _NDARRAY or idx.dtype != _I64 \
+            or not idx.flags.c_contiguous or a.shape[:2] != idx.shape[:2] or a.size == 0 or idx.size == 0:
+        return None
+    planes = a.shape[0] * a.shape[1]
+    return planes, a.size // planes, idx.size // planes
+
+
+def gather_planes(x, idx):
+    """``x`` read at the in-plane indices ``idx`` (in range: they come from max pooling); None where NumPy
+    runs."""
+    fns = _STATE[0] or _fns()
+    args = fns and _plane_args(x, idx)
+    if not args:
+        return None
+    planes, hw, l = args
+    y = np.empty(idx.shape, _F32)
+    p = fns["_ptr"]
+    fns["gather"](p(x), p(idx), p(y), planes, hw, l, _threads(idx.size))
+    return y
+
+
+def scatter_planes(g, idx, in_hw):
+    """Zeros of (N, C, *in_hw) with ``g`` written at the in-plane indices ``idx`` (in range and distinct in
+    each plane: windows that do not overlap); None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    args = fns and g.shape == idx.shape and _plane_args(g, idx)
+    if not args:
+        return None
+    planes, l, _ = args
+    out = np.empty(g.shape[:2] + tuple(in_hw), _F32)
+    p = fns["_ptr"]
+    fns["scatter"](p(g), p(idx), p(out), planes, out.size // planes, l, _threads(out.size))
+    return out

@@ -29,7 +29,13 @@ Kernels (all exported names start with ``ember_eager_``):
 - ``norm_stats(x, mean, var, rows, d, nt)``: the mean and the two-pass biased variance of each row;
 - ``layer_norm(x, w, b, mean, var, y, rows, d, eps, nt)`` and ``layer_norm_backward(g, x, w, mean,
   var, gx, gw, gb, rows, d, eps, nt)``: layer norm's normalize + affine and its closed-form
-  derivative (w, b, gx, gw, gb may be NULL when absent or not needed).
+  derivative (w, b, gx, gw, gb may be NULL when absent or not needed);
+- ``cross_entropy(x, t, logp, loss, sums, rows, d, ignore, nt)`` / ``cross_entropy_backward(logp, t,
+  row_g, gx, rows, d, ignore, scale, nt)``: cross entropy with class indices over (rows, d) logits (no
+  class weights, no label smoothing): log_softmax, the per-row losses and their sum; and
+  ``(softmax - onehot) * scale``;
+- the gradient mask of piecewise-linear activations (``eager_source_mask.py``);
+- the 2-d window kernels of convolution and max pooling (``eager_source_window.py``).
 """
 from __future__ import annotations
 
@@ -37,6 +43,8 @@ import math
 
 from ..compiler.pool_c import POOL_C
 from ..compiler.prims import C_PRELUDE, _EXP
+from .eager_source_mask import BODY as MASK_BODY
+from .eager_source_window import BODY as WINDOW_BODY
 
 # elements of an elementwise item; rows of a row item are chosen so an item is about this much work
 ITEM = 1 << 14
@@ -91,7 +99,7 @@ def source() -> str:
         "  return x > 0.0f ? 1.0f - e : e;\n"
         "}\n")
     sizes = f"#define EM_LANES {LANES}\n#define EM_ITEM {ITEM}\n#define EM_BLOCK {BLOCK}\n"
-    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY))
+    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, MASK_BODY, WINDOW_BODY))
 
 
 _BODY = r"""
@@ -226,24 +234,25 @@ void ember_eager_gelu_backward(const float *g, const float *x, float *gx, long n
 /* ---- softmax / log_softmax over the last dim ---- */
 typedef struct { const float *g, *x; float *y; long d; int log_form; } em_softmax_t;
 
+/* softmax (log_form 0) or log_softmax of one row */
+static inline void em_softmax_row(const float *restrict x, float *restrict y, long d, int log_form) {
+  const float m = em_row_max(x, d);
+  for (long i = 0; i < d; i++) y[i] = em_exp_small(x[i] - m);
+  const float s = em_row_sum(y, d);
+  if (log_form) {
+    const float ls = logf(s);
+    for (long i = 0; i < d; i++) y[i] = (x[i] - m) - ls;
+  } else {
+    const float inv = 1.0f / s;
+    for (long i = 0; i < d; i++) y[i] *= inv;
+  }
+}
+
 static void em_softmax_range(const void *args, long r0, long r1, long item) {
   (void)item;
   const em_softmax_t *a = (const em_softmax_t *)args;
   const long d = a->d;
-  for (long r = r0; r < r1; r++) {
-    const float *restrict x = a->x + r * d;
-    float *restrict y = a->y + r * d;
-    const float m = em_row_max(x, d);
-    for (long i = 0; i < d; i++) y[i] = em_exp_small(x[i] - m);
-    const float s = em_row_sum(y, d);
-    if (a->log_form) {
-      const float ls = logf(s);
-      for (long i = 0; i < d; i++) y[i] = (x[i] - m) - ls;
-    } else {
-      const float inv = 1.0f / s;
-      for (long i = 0; i < d; i++) y[i] *= inv;
-    }
-  }
+  for (long r = r0; r < r1; r++) em_softmax_row(a->x + r * d, a->y + r * d, d, a->log_form);
 }
 
 static void em_softmax_bw_range(const void *args, long r0, long r1, long item) {
@@ -272,6 +281,85 @@ void ember_eager_softmax_backward(const float *g, const float *y, float *gx, lon
                                   int nt) {
   em_softmax_t a = {g, y, gx, d, log_form};
   em_split(nt, rows, em_rows_per_item(d), em_softmax_bw_range, &a);
+}
+
+/* ---- cross entropy with class indices over (rows, d) float32 logits ---- */
+typedef struct {
+  const float *x, *logp; const long *t; float *y, *loss; double *partial; long d, ignore; float scale;
+} em_ce_t;
+
+/* log_softmax rows into logp; loss (may be NULL) -logp[t] per row (0 where ignored); the item's sums of
+   the losses and of the valid rows into partial[3 item], partial[3 item + 1], its first row whose target
+   is out of range (or -1) into partial[3 item + 2] */
+static void em_ce_range(const void *args, long r0, long r1, long item) {
+  const em_ce_t *a = (const em_ce_t *)args;
+  const long d = a->d;
+  double sum = 0.0, count = 0.0, bad = -1.0;
+  for (long r = r0; r < r1; r++) {
+    float *restrict y = a->y + r * d;
+    em_softmax_row(a->x + r * d, y, d, 1);
+    const long t = a->t[r];
+    float l = 0.0f;
+    if (t != a->ignore) {
+      if (t < 0 || t >= d) {
+        if (bad < 0.0) bad = (double)r;
+        continue;
+      }
+      l = -y[t];
+      sum += l;
+      count += 1.0;
+    }
+    if (a->loss) a->loss[r] = l;
+  }
+  a->partial[3 * item] = sum;
+  a->partial[3 * item + 1] = count;
+  a->partial[3 * item + 2] = bad;
+}
+
+/* d/dx of the loss: (exp(logp) * valid - onehot(t)) * scale per row (rows with the ignored target: 0 * p) */
+static void em_ce_bw_range(const void *args, long r0, long r1, long item) {
+  (void)item;
+  const em_ce_t *a = (const em_ce_t *)args;
+  const long d = a->d;
+  for (long r = r0; r < r1; r++) {
+    const float *restrict lp = a->logp + r * d;
+    float *restrict gx = a->y + r * d;
+    const long t = a->t[r];
+    const float valid = t != a->ignore ? 1.0f : 0.0f;
+    const float s = a->loss ? a->loss[r] : a->scale;     /* reduction 'none': the row's own gradient */
+    for (long i = 0; i < d; i++) gx[i] = em_exp_small(lp[i]) * valid;
+    if (valid != 0.0f && t >= 0 && t < d) gx[t] = (float)((double)gx[t] - 1.0);   /* (the forward checked t) */
+    for (long i = 0; i < d; i++) gx[i] *= s;
+  }
+}
+
+/* returns the first row whose target is out of range, -1 if none, -2 when out of memory; sums[0] the loss total, sums[1] the count
+   of valid rows (added item by item in order: the same on any number of threads) */
+long ember_eager_cross_entropy(const float *x, const long *t, float *logp, float *loss, double *sums,
+                               long rows, long d, long ignore, int nt) {
+  const long per = em_rows_per_item(d), items = (rows + per - 1) / per;
+  double *partial = (double *)malloc(sizeof(double) * 3 * (items > 0 ? items : 1));
+  if (!partial) return -2;
+  em_ce_t a = {0};
+  a.x = x; a.t = t; a.y = logp; a.loss = loss; a.partial = partial; a.d = d; a.ignore = ignore;
+  em_split(nt, rows, per, em_ce_range, &a);
+  long bad = -1;
+  sums[0] = sums[1] = 0.0;
+  for (long it = 0; it < items; it++) {
+    sums[0] += partial[3 * it];
+    sums[1] += partial[3 * it + 1];
+    if (bad < 0 && partial[3 * it + 2] >= 0.0) bad = (long)partial[3 * it + 2];
+  }
+  free(partial);
+  return bad;
+}
+
+/* scale: the gradient of every row (g, or g / count for 'mean'); row_g: per-row gradients ('none') or NULL */
+void ember_eager_cross_entropy_backward(const float *logp, const long *t, const float *row_g, float *gx,
+                                        long rows, long d, long ignore, float scale, int nt) {
+  em_ce_t a = {0};
+  a.logp = logp; a.t = t; a.y = gx; a.loss = (float *)row_g; a.d = d; a.ignore = ignore; a.scale = scale;
+  em_split(nt, rows, em_rows_per_item(d), em_ce_bw_range, &a);
 }
 
 /* ---- layer norm over the last dim ---- */

@@ -51,25 +51,31 @@ class Node:
         node = op.node_cls(op, args, attrs, len(outs))
         edges = []
         meta = []
+        save = op.save
+        # one pass over the arguments: edges, input metadata and (save "i") each tensor's version
+        versions = [] if save else None
+        save_in = save and "i" in save
         for a in args:
-            if isinstance(a, Tensor) and a._rg:
-                fn = a.grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else a)
-                meta.append((a._data.shape, a._dtype))
+            if isinstance(a, Tensor):
+                if a._rg:
+                    fn = a.grad_fn
+                    edges.append((fn, a._output_nr) if fn is not None else a)
+                    meta.append((a._data.shape, a._dtype))
+                else:
+                    edges.append(None)
+                    meta.append(None)
+                if save_in:
+                    vc = a._vc
+                    if vc is None:
+                        vc = a._vc = [0]
+                    versions.append((a, vc, vc[0]))
             else:
                 edges.append(None)
                 meta.append(None)
         node.edges = edges
         node.in_meta = meta
-        save = op.save
         if save:
-            versions = []
-            if "i" in save:
-                for a in args:
-                    if isinstance(a, Tensor):
-                        vc = a._get_vc()
-                        versions.append((a, vc, vc[0]))
-            else:
+            if not save_in:
                 for ch in save:
                     if ch.isdigit():
                         a = args[int(ch)]

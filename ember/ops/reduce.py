@@ -15,8 +15,9 @@ from ._util import dims_arg, dtype_arg
 
 
 def _expand_back(g, in_shape, dims, keepdim):
-    """Broadcast a reduced gradient back to ``in_shape``."""
-    if not keepdim and dims:
+    """Broadcast a reduced gradient back to ``in_shape`` (reduced leading dims need no unsqueeze: expand
+    adds them, e.g. a full sum's 0-d gradient or a bias gradient's)."""
+    if not keepdim and dims and sorted(dims) != list(range(len(dims))):
         shp = list(g._data.shape)
         for d in sorted(dims):
             shp.insert(d, 1)
@@ -30,10 +31,10 @@ _BF16 = _dt.bfloat16.np
 def _sum_kernel(x, axis, keepdims, dtype=None):
     if dtype is None and x.dtype.kind in "biu":
         dtype = np.int64
+    # the ufunc's own reduce (np.sum is a Python wrapper around it: a few microseconds per call here)
     if dtype is None and x.dtype == _BF16:      # accumulate in float32 and round once, as torch
-        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(_BF16)
-    r = np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
-    return r
+        return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(_BF16)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
 def _sum_bw(ctx, g):

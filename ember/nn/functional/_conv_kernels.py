@@ -3,7 +3,8 @@
 Geometry arrives as per-dim tuples: ``stride``, ``dil``, the kernel size ``k``, and ``pad`` flattened as
 ``(before0, after0, before1, after1, ...)`` (for 2-d that is torch's (top, bottom, left, right)). Arrays
 are (N, C, *spatial). ``im2col`` is a strided view of the zero-padded input copied once into columns
-(N, C*prod(k), prod(out)); ``col2im`` sums columns back with one strided slice-add per kernel offset.
+(N, C*prod(k), prod(out)); ``col2im`` sums columns back with one strided slice-add per kernel offset. For float32 in 2-d both are
+one call into the native window kernels (``ember/_native``, the same values), NumPy the fallback.
 float16/bfloat16 accumulate in float32 and round once at the end, as torch's CPU kernels do.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ... import dtypes as _dt
+from ..._native import eager_kernels as _native
 
 _LOW = (np.dtype(_dt.float16.np), np.dtype(_dt.bfloat16.np))
 
@@ -65,6 +67,10 @@ def im2col(x, k, stride, pad, dil):
     """Columns (N, C*prod(k), prod(out)) of the zero-padded input, and the output size ``out``."""
     N, C = x.shape[:2]
     out = out_sizes(x.shape[2:], k, stride, pad, dil)
+    if len(out) == 2:
+        cols = _native.im2col(x, k, stride, pad, dil, out)     # float32 2-d: one C pass (None: NumPy runs)
+        if cols is not None:
+            return cols, out
     cols = _windows(_padded(x, pad), k, stride, dil, out).reshape(N, C * _prod(k), _prod(out))
     return cols, out
 
@@ -72,6 +78,10 @@ def im2col(x, k, stride, pad, dil):
 def col2im(cols, out_sp, stride, pad, dil):
     """Sum columns (N, C, *k, *o) back into an (N, C, *out_sp) image: one slice-add per kernel offset."""
     nsp = len(out_sp)
+    if nsp == 2:
+        x = _native.col2im(cols, out_sp, stride, pad, dil)     # float32 2-d: one C pass (None: NumPy runs)
+        if x is not None:
+            return x
     N, C = cols.shape[:2]
     k, o = cols.shape[2:2 + nsp], cols.shape[2 + nsp:]
     full = tuple(max(out_sp[i] + pad[2 * i] + pad[2 * i + 1], (o[i] - 1) * stride[i] + dil[i] * (k[i] - 1) + 1)

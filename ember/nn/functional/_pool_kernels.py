@@ -4,7 +4,9 @@ Arrays are (N, C, *spatial); geometry is per-dim tuples ``k`` (kernel), ``s`` (s
 symmetric) and ``d`` (dilation). The kernels walk the kernel offsets (a handful of vectorised strided
 slices of the padded input) rather than copying every window, which is both faster and gives torch's scan
 order for ties and NaN (a NaN wins, the last one seen). Max-pooling indices are flat positions in each
-input plane (``(z * H + y) * W + x`` in 3-d), as torch's.
+input plane (``(z * H + y) * W + x`` in 3-d), as torch's. Float32 2-d max pooling, and the gather and
+scatter of windows that do not overlap, are one call each into the native window kernels
+(``ember/_native``, the same results); NumPy runs the rest.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import itertools
 import numpy as np
 
 from ... import dtypes as _dt
+from ..._native import eager_kernels as _native
 
 LOW = (np.dtype(_dt.float16.np), np.dtype(_dt.bfloat16.np))
 
@@ -72,6 +75,10 @@ def max_pool_kernel(x, k, s, p, d, ceil):
     sizes = x.shape[2:]
     nsp = len(sizes)
     outs = pool_outs(sizes, k, s, p, d, ceil)
+    if nsp == 2:
+        r = _native.max_pool(x, k, s, p, d, outs)     # float32: one C pass, the same scan (None: NumPy runs)
+        if r is not None:
+            return r
     is_float = x.dtype.kind == "f"
     fill = -np.inf if is_float else np.iinfo(x.dtype).min
     xp = _padded(x, outs, k, s, p, d, fill)
@@ -113,6 +120,10 @@ def max_pool_kernel(x, k, s, p, d, ceil):
 
 def scatter_kernel(g, idx, in_hw, unique):
     """Each gradient value added at its flat in-plane index of an (N, C, *in_hw) zero array."""
+    if unique:
+        out = _native.scatter_planes(g, idx, in_hw)     # float32: one C pass (None: NumPy runs)
+        if out is not None:
+            return out
     N, C = g.shape[:2]
     HW = int(np.prod(in_hw))
     L = int(np.prod(g.shape[2:]))           # (explicit sizes: an empty batch has no -1 to infer)
@@ -129,6 +140,10 @@ def scatter_kernel(g, idx, in_hw, unique):
 
 
 def gather_kernel(x, idx, unique):
+    if unique:                                          # indices from max pooling: in range
+        y = _native.gather_planes(x, idx)
+        if y is not None:
+            return y
     N, C = x.shape[:2]
     picked = np.take_along_axis(x.reshape(N * C, int(np.prod(x.shape[2:]))),
                                 idx.reshape(N * C, int(np.prod(idx.shape[2:]))), axis=1)

@@ -60,6 +60,9 @@ def _check_tensor(x, name: str) -> Tensor:
     return x
 
 
+_F32 = np.dtype(np.float32)
+
+
 def _need_float(x, kernel_name: str, name: str) -> Tensor:
     """torch's float-only activations raise NotImplementedError naming their CPU kernel and the dtype."""
     _check_tensor(x, name)
@@ -151,6 +154,10 @@ def _mask_of(x, mode, a, b):
 
 
 def _mask_bw_kernel(g, x, mode, a=0.0, b=0.0, s_in=1.0, s_out=0.0):
+    if g.dtype == _F32:
+        r = _native.mask_grad(g, x, mode, a, b, s_in, s_out)     # one native pass (None: NumPy runs)
+        if r is not None:
+            return r
     m = _mask_of(x, mode, a, b)
     gi = g if s_in == 1 else g * s_in
     if s_out == 0:

@@ -154,7 +154,26 @@ def _log_softmax1(x):
     return s
 
 
+def _ce_native(x, t, reduction, ignore_index):
+    """The common case in one native call (float32 (N, C) logits, int64 targets, no class weights or
+    smoothing): ``(loss, logp)`` as the NumPy kernel gives them, or None where it runs."""
+    r = _native.cross_entropy(x, t, ignore_index, reduction == "none")
+    if r is None:
+        return None
+    logp, losses, total, count, bad = r
+    if bad >= 0:
+        raise IndexError(f"Target {int(t[bad])} is out of bounds.")
+    if reduction == "none":
+        return losses, logp
+    loss = total if reduction == "sum" else (total / count if count else float("nan"))
+    return np.asarray(loss, dtype=np.float32), logp
+
+
 def _ce_kernel(x, t, w, reduction, ignore_index, label_smoothing):
+    if w is None and not label_smoothing and x.dtype == np.float32:
+        r = _ce_native(x, t, reduction, ignore_index)
+        if r is not None:
+            return r
     od = x.dtype
     x = _up(x)
     x, t, single = _batched(x, t)
@@ -194,7 +213,23 @@ def _ce_scale(g, reduction, wt, single):
     return g * _inv_total(wt)
 
 
+def _ce_bw_native(g, t, reduction, ignore_index, logp):
+    """``_ce_bw_kernel``'s common case (see ``_ce_native``) in one native call; None where NumPy runs."""
+    if g.dtype != np.float32:
+        return None
+    if reduction == "none":
+        return _native.cross_entropy_backward(logp, t, ignore_index, 0.0, g)
+    if reduction == "sum":
+        return _native.cross_entropy_backward(logp, t, ignore_index, g)
+    count = np.count_nonzero(t != ignore_index)
+    return _native.cross_entropy_backward(logp, t, ignore_index, g * (1.0 / count if count else 0.0))
+
+
 def _ce_bw_kernel(g, x, t, w, reduction, ignore_index, label_smoothing, logp=None):
+    if w is None and not label_smoothing and logp is not None and x.dtype == np.float32 and x.ndim == 2:
+        r = _ce_bw_native(g, t, reduction, ignore_index, logp)
+        if r is not None:
+            return r
     od = x.dtype
     x = _up(x)
     x, t, single = _batched(x, t)

@@ -281,7 +281,7 @@ def cross_entropy_backward(logp, t, ignore_index: int, scale, row_g=None):
 
 # ---- the gradient mask of piecewise-linear activations -------------------------------------------------
 
-MASK_MODES = {"gt": 0, "open": 1, "outside": 2, "nonzero": 3, "pos": 4}
+MASK_MODES = {"gt": 0, "open": 1, "outside": 2, "nonzero": 3, "pos": 4, "notle": 4}
 _NUMBER = (float, int)
 
 

@@ -7,7 +7,7 @@ five passes; this is one:
 
 - ``mask_grad(g, x, y, n, mode, a, b, s_in, s_out, zero_out, nt)``: ``y = cond(x) ? g * s_in :
   (zero_out ? +0 : g * s_out)`` with ``cond`` one of ``x > a`` (mode 0), ``a < x < b`` (1),
-  ``not (a <= x <= b)`` (2, NaN passes), ``x != 0`` (3, NaN passes), ``not (x <= 0)`` (4, NaN passes).
+  ``not (a <= x <= b)`` (2, NaN passes), ``x != 0`` (3, NaN passes), ``not (x <= a)`` (4, NaN passes; relu's ``pos`` with a = 0).
   ``s_in`` 1 multiplies by one, so the passed gradient keeps its bits, as NumPy's bitwise select does.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ static void em_mask_range(const void *args, long i0, long i1, long item) {
     case 1: EM_MASK_LOOP(v > a && v < b) break;
     case 2: EM_MASK_LOOP(!(v >= a && v <= b)) break;
     case 3: EM_MASK_LOOP(v != 0.0f) break;
-    default: EM_MASK_LOOP(!(v <= 0.0f)) break;
+    default: EM_MASK_LOOP(!(v <= a)) break;
   }
 }
 

@@ -51,7 +51,7 @@ def _hardshrink(b, n, args, at):
 @decomp("threshold")
 def _threshold(b, n, args, at):
     x = args[0]
-    return [_finish(b, n, b.where(b.ew("gt", x, at["threshold"]), x, at["value"], dtype=x.dtype))]
+    return [_finish(b, n, b.where(b.ew("le", x, at["threshold"]), at["value"], x, dtype=x.dtype))]
 
 
 @decomp("hardtanh")
@@ -73,6 +73,8 @@ def _mask_of(b, x, mode, a, c):
         return b.ew("gt", x, a)
     if mode == "open":
         return b.ew("and", b.ew("gt", x, a), b.ew("lt", x, c))
+    if mode == "notle":         # NaN passes, as in torch's threshold backward
+        return b.ew("not", b.ew("le", x, a))
     if mode == "outside":
         return b.ew("not", b.ew("and", b.ew("ge", x, a), b.ew("le", x, c)))
     if mode == "nonzero":

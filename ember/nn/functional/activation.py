@@ -144,8 +144,10 @@ def _inplace(input: Tensor, fn, name: str) -> Tensor:
 def _mask_of(x, mode, a, b):
     if mode == "gt":            # x > a
         return np.greater(x, a)
-    if mode == "open":          # a < x < b
+    if mode == "open":          # a < x < b (NaN drops, as torch's vectorized hardtanh backward)
         return np.greater(x, a) & np.less(x, b)
+    if mode == "notle":         # not (x <= a): x > a, and NaN passes (torch's threshold backward)
+        return ~np.less_equal(x, a)
     if mode == "outside":       # not (a <= x <= b); NaN passes, as in torch's shrink backward
         return ~(np.greater_equal(x, a) & np.less_equal(x, b))
     if mode == "nonzero":       # on an output: softshrink's output is nonzero exactly where |x| > lambd
@@ -181,15 +183,16 @@ def _masked(g, x, mode, a=0.0, b=0.0, s_in=1.0, s_out=0.0):
 # ---- threshold / relu / relu6 / hardtanh --------------------------------------------------------------
 
 def _threshold_kernel(x, threshold, value):
+    # torch: value where x <= threshold, else x (so NaN stays NaN)
     if x.dtype.kind in "iub":
-        r = np.where(np.greater(x, threshold), x, value)
+        r = np.where(np.less_equal(x, threshold), value, x)
     else:
-        r = _where(np.greater(x, threshold), x, np.asarray(value, dtype=x.dtype))
+        r = _where(np.less_equal(x, threshold), np.asarray(value, dtype=x.dtype), x)
     return r if r.dtype == x.dtype else r.astype(x.dtype)
 
 
 THRESHOLD = register("threshold", _threshold_kernel,
-                     lambda ctx, g: (_masked(g, ctx.inputs[0], "gt", a=ctx.attrs["threshold"]),), save="i")
+                     lambda ctx, g: (_masked(g, ctx.inputs[0], "notle", a=ctx.attrs["threshold"]),), save="i")
 
 
 def threshold(input, threshold, value, inplace: bool = False):  # noqa: A002 - torch's names

@@ -244,7 +244,7 @@ def _threshold(b, node, node2):
     a = node.attrs
     th = a.get("threshold", node.inputs[1] if len(node.inputs) > 1 else None)
     val = a.get("value", node.inputs[2] if len(node.inputs) > 2 else None)
-    _out(b, node, b.op("Where", [b.op("Greater", [x, _scalar(b, th, dt)]), x, _scalar(b, val, dt)]))
+    _out(b, node, b.op("Where", [b.op("LessOrEqual", [x, _scalar(b, th, dt)]), _scalar(b, val, dt), x]))
 
 
 @conv("clamp")

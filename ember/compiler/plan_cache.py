@@ -99,9 +99,12 @@ class _Encoder:
         self.ops: dict = {}            # op name -> OpDef
 
     def op(self, opdef):
-        mod = getattr(getattr(opdef, "kernel", None), "__module__", None) or ""
-        if not mod.startswith("ember."):
-            raise Uncacheable(f"op {opdef.name} is not one of ember's (its kernel is in {mod or '?'})")
+        from ..ops.registry import OpDef, REGISTRY
+        kernel = getattr(opdef, "kernel", None)
+        mod = getattr(kernel, "__module__", None) or ""
+        ours = mod.startswith("ember.") or isinstance(kernel, np.ufunc)     # (neg, abs: NumPy's ufuncs)
+        if type(opdef) is not OpDef or REGISTRY.get(opdef.name) is not opdef or not ours:
+            raise Uncacheable(f"op {opdef.name} is not one of ember's own (a custom op's code is the user's)")
         if self.ops.setdefault(opdef.name, opdef) is not opdef:
             raise Uncacheable(f"two ops are named {opdef.name}")
         self.out.append(f"op:{opdef.name}")

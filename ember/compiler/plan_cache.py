@@ -91,14 +91,24 @@ def _array_token(a: np.ndarray) -> str:
     return f"nd({a.dtype.str},{a.shape},{hashlib.sha256(a.view(np.uint8).reshape(-1)).hexdigest()[:32]})"
 
 
+_SCALARS = frozenset({type(None), bool, int, str, float, complex})
+_VALUE_FIELDS = 6                      # Value's dataclass fields (more in its __dict__: extra attributes)
+_OPNODE_FIELDS = 7
+
+
 class _Encoder:
-    """Writes a program as text that differs whenever the pipeline could produce another plan."""
+    """Writes a program as tokens (joined with NUL, which no token holds) that differ whenever the
+    pipeline could produce another plan."""
 
     def __init__(self):
         self.out: list = []
         self.ops: dict = {}            # op name -> OpDef
+        self.checked: set = set()      # ids of the OpDefs checked
 
     def op(self, opdef):
+        self.out.append(opdef.name)
+        if id(opdef) in self.checked:
+            return
         from ..ops.registry import OpDef, REGISTRY
         kernel = getattr(opdef, "kernel", None)
         mod = getattr(kernel, "__module__", None) or ""
@@ -107,12 +117,12 @@ class _Encoder:
             raise Uncacheable(f"op {opdef.name} is not one of ember's own (a custom op's code is the user's)")
         if self.ops.setdefault(opdef.name, opdef) is not opdef:
             raise Uncacheable(f"two ops are named {opdef.name}")
-        self.out.append(f"op:{opdef.name}")
+        self.checked.add(id(opdef))
 
     def enc(self, x):
         out = self.out
         t = type(x)
-        if x is None or t is bool or t is int or t is str or t is float or t is complex:
+        if t in _SCALARS:
             out.append(repr(x))
         elif t is Value:
             out.append(f"%{x.id}")
@@ -125,10 +135,14 @@ class _Encoder:
             out.append("{")
             for k, v in x.items():
                 self.enc(k)
-                out.append(":")
                 self.enc(v)
             out.append("}")
-        elif t is AttrRef:
+        else:
+            self.other(x, t)
+
+    def other(self, x, t):
+        out = self.out
+        if t is AttrRef:
             out.append(f"ref%{x.value.id}")
         elif isinstance(x, np.ndarray):
             out.append(_array_token(x))
@@ -154,24 +168,39 @@ class _Encoder:
             raise Uncacheable(f"a value of type {t.__module__}.{t.__qualname__} in the program")
 
     def value(self, v: Value):
-        extra = {k: a for k, a in vars(v).items() if k not in ("id", "kind", "shape", "dtype", "ref",
-                                                                "requires_grad")}
-        self.out.append(f"V{v.id}:{v.kind}:{tuple(v.shape)}:{v.requires_grad}:")
-        self.enc(v.dtype)
-        if v.kind == "const":
+        kind = v.kind
+        self.out.append(f"V{v.id}:{kind}:{v.shape}:{v.requires_grad}:{v.dtype.name}")
+        if kind == "const":
             self.out.append(_array_token(np.asarray(v.ref)))
-        elif v.kind in ("arg", "fwd"):
+        elif kind == "arg" or kind == "fwd":
             self.enc(v.ref)                # the argument path / the forward value id
-        elif v.kind not in ("lifted", "node", "grad_in"):
-            raise Uncacheable(f"a value of kind {v.kind}")
-        if extra:
-            self.enc(extra)
+        elif kind not in ("lifted", "node", "grad_in"):
+            raise Uncacheable(f"a value of kind {kind}")
+        d = v.__dict__
+        if len(d) > _VALUE_FIELDS:
+            self.enc({k: a for k, a in d.items() if k not in ("id", "kind", "shape", "dtype", "ref",
+                                                              "requires_grad")})
 
     def node(self, n):
         t = type(n)
-        self.out.append(f"\n{t.__name__}")
+        out = self.out
+        if t is OpNode:
+            out.append("\nOp")
+            self.op(n.op)
+            self.enc(n.inputs)
+            self.enc(n.attrs)
+            out.append(" ".join([f"%{o.id}" for o in n.outputs]))
+            out.append(n.where)
+            out.append(n.phase)
+            out.append(repr(n.grad_enabled))
+            d = n.__dict__
+            if len(d) > _OPNODE_FIELDS:
+                self.enc({k: a for k, a in d.items() if k not in ("op", "inputs", "attrs", "outputs", "where",
+                                                                  "phase", "grad_enabled")})
+            return
+        out.append(f"\n{t.__name__}")
         for k, a in vars(n).items():
-            self.out.append(k)
+            out.append(k)
             if k == "op":
                 self.op(a)
             else:
@@ -207,7 +236,7 @@ def fingerprint(program: Program) -> str:
     e.program(program, "forward")
     if program.backward is not None:
         e.program(program.backward, "backward")
-    return "".join(e.out)
+    return "\0".join(e.out)
 
 
 def plan_key(program: Program, options, name: str) -> str:

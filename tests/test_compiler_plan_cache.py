@@ -211,3 +211,41 @@ def test_a_warm_process_builds_and_renders_nothing(tmp_path):
     assert cold["programs"] == 1 and cold["plan"]["stores"] == 1 and cold["compiles"] >= 1
     assert warm["plan"]["hits"] == 1 and warm["programs"] == 0 and warm["compiles"] == 0
     assert warm["losses"] == cold["losses"] and warm["sum"] == cold["sum"]
+
+
+def _run_kind(kind, compiled):
+    """aot_backward: a compiled module whose backward is called outside (captured ahead of time with the
+    forward); graph_break: a function that reads a value in Python (two graphs)."""
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2))
+    x, y = ember.randn(4, 5), ember.randn(4, 2)
+    if kind == "aot_backward":
+        fwd = ember.compile(m) if compiled else m
+        out = []
+        for _ in range(2):
+            m.zero_grad()
+            loss = ((fwd(x) - y) ** 2).mean()
+            loss.backward()
+            out.append([float(loss)] + [p.grad.numpy().copy() for p in m.parameters()])
+        return out
+
+    def with_break(x):
+        h = m(x)
+        s = float(h.abs().sum())            # a graph break: Python reads a value
+        return h * (2.0 if s > 0 else 1.0), ember.Size([3, 4])
+    f = ember.compile(with_break) if compiled else with_break
+    return [[f(x)[0].detach().numpy().copy()] for _ in range(2)]
+
+
+@pytest.mark.parametrize("kind", ["aot_backward", "graph_break"])
+def test_other_program_shapes_hit_too(cache, kind):
+    eager = _run_kind(kind, False)
+    cold = _run_kind(kind, True)
+    _fresh_process_state()
+    hits, programs = plan_cache.STATS["hits"], native.STATS["programs"]
+    warm = _run_kind(kind, True)
+    assert plan_cache.STATS["hits"] == hits + 1 and native.STATS["programs"] == programs
+    for a, b, c in zip(eager, cold, warm):
+        for i, j, k in zip(a, b, c):
+            np.testing.assert_allclose(j, i, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(k, j)

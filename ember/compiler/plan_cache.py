@@ -44,7 +44,7 @@ import threading
 import numpy as np
 
 from . import logs
-from .ir import AttrRef, Graph, OpNode, Program, ReadNode, SetGradNode, Value, WriteNode
+from .ir import AttrRef, Graph, OpNode, Program, ReadNode, SetGradNode, Value, WriteNode, flat_values
 
 SCHEMA = 1
 _MAGIC = b"EMBERPLAN1\n"
@@ -52,9 +52,10 @@ STATS = {"hits": 0, "misses": 0, "stores": 0, "uncacheable": 0, "rejected": 0}
 _UNSET_ENV = ("EMBER_CACHE_DIR", "EMBER_LOGS", "EMBER_BUILD_JOBS")   # settings that change no plan
 _PROGRAM_ATTRS = frozenset({          # what a Program may carry (others make it uncacheable)
     "values", "graphs", "outputs", "args", "lifted", "consts", "break_reasons", "backward", "grad_outputs",
-    "grad_targets", "fwd_refs", "output_aliases", "output_detached", "device",
-    "extra_guards", "grad_rebinds"})  # (these two are checked at run time on the new trace, never planned)
-_RUNTIME_ONLY = ("extra_guards", "grad_rebinds", "backward")
+    "grad_targets", "grad_outputs_of", "fwd_refs", "output_aliases", "output_detached", "device", "sym",
+    "extra_guards", "grad_rebinds"})
+# read from the new trace at run time (guards, .grad rebinding, messages), never by the pipeline
+_RUNTIME_ONLY = ("extra_guards", "grad_rebinds", "break_reasons", "backward", "device", "sym")
 
 
 class Uncacheable(Exception):
@@ -155,6 +156,9 @@ class _Encoder:
             self.enc((x.start, x.stop, x.step))
         elif x is Ellipsis:
             out.append("...")
+        elif isinstance(x, tuple):          # ember.Size, named tuples
+            out.append(f"{t.__module__}.{t.__qualname__}")
+            self.enc(tuple(x))
         elif t.__name__ == "dtype" and t.__module__ == "ember.dtypes":
             out.append(f"edt:{x.name}")
         elif t.__name__ == "device" and t.__module__.startswith("ember"):
@@ -227,7 +231,10 @@ class _Encoder:
             if k in ("values", "graphs") or k in _RUNTIME_ONLY:
                 continue
             self.out.append(f"\n{k}=")
-            self.enc(getattr(p, k))
+            if k == "outputs":          # (the pipeline reads which values are outputs, in order)
+                self.enc(flat_values(p.outputs))
+            else:
+                self.enc(getattr(p, k))
 
 
 def fingerprint(program: Program) -> str:

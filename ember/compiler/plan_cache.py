@@ -414,20 +414,24 @@ def _decode(data: bytes, key: str, program: Program):
     return None, plan
 
 
-def store(program: Program, key: str, name: str, parts, source: str, uses_blas: bool) -> bool:
-    """Write the plan (atomically); False when it cannot be kept (logged)."""
-    d = _plans_dir()
-    if d is None:
-        return False
+def encode(program: Program, key: str, name: str, parts, source: str, uses_blas: bool):
+    """The entry's bytes (header + pickled plan), or None when the plan cannot be kept (logged)."""
     f = io.BytesIO()
     try:
         _Pickler(f, _objects(program)).dump((parts, source, bool(uses_blas)))
     except Exception as e:          # (Uncacheable, or an object pickle refuses)
         STATS["uncacheable"] += 1
         logs.log("kernels", f"ember.compile({name}): plan not cached: {type(e).__name__}: {e}")
-        return False
+        return None
     payload = f.getvalue()
-    data = _MAGIC + key.encode() + b"\n" + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    return _MAGIC + key.encode() + b"\n" + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def write(key: str, name: str, data: bytes) -> bool:
+    """Put an encoded entry in place atomically (a private temporary file, then ``os.replace``)."""
+    d = _plans_dir()
+    if d is None:
+        return False
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=d)      # mode 0600
@@ -446,6 +450,12 @@ def store(program: Program, key: str, name: str, parts, source: str, uses_blas: 
                 pass
     STATS["stores"] += 1
     return True
+
+
+def store(program: Program, key: str, name: str, parts, source: str, uses_blas: bool) -> bool:
+    """Encode and write the plan; False when it cannot be kept."""
+    data = encode(program, key, name, parts, source, uses_blas)
+    return data is not None and write(key, name, data)
 
 
 # ---- the runner ----------------------------------------------------------------------------------------------
@@ -481,13 +491,21 @@ def native_runner(program: Program, mode, name: str):
 
 def _store_when_built(runner, program, key, name):
     """Keep the plan once its library is built (a plan whose C fails to build is not worth keeping). The
-    parts are pickled before the runner's first run binds them."""
+    plan is pickled in a thread while the C compilers run (this thread waits for them without the GIL),
+    before the runner's first run binds it; it is written after the build succeeded."""
     build = runner.build
 
     def build_then_store():
-        ok = build()
-        if ok and runner.lib is not None:
-            del runner.build             # (once)
-            store(program, key, name, runner.parts, runner.source, runner.uses_blas)
+        del runner.build                 # (once: a failed build is not tried again either)
+        box: dict = {}
+        t = threading.Thread(target=lambda: box.update(data=encode(program, key, name, runner.parts, runner.source,
+                                                                    runner.uses_blas)), name="ember-plan-encode")
+        t.start()
+        try:
+            ok = build()
+        finally:
+            t.join()
+        if ok and runner.lib is not None and box.get("data") is not None:
+            write(key, name, box["data"])
         return ok
     runner.build = build_then_store

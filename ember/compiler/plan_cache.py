@@ -163,8 +163,8 @@ class _Encoder:
             out.append(f"edt:{x.name}")
         elif t.__name__ == "device" and t.__module__.startswith("ember"):
             out.append(f"dev:{x!r}")
-        elif isinstance(x, type) and issubclass(x, BaseException):
-            out.append(f"exc:{x.__module__}.{x.__qualname__}")
+        elif isinstance(x, type) and (x.__module__ in ("builtins", "numpy") or x.__module__.startswith("ember.")):
+            out.append(f"type:{x.__module__}.{x.__qualname__}")      # (float as a dtype, exception classes)
         elif t.__name__ == "Tensor" and t.__module__ == "ember.tensor":
             self.enc(x._dtype)
             out.append(_array_token(np.asarray(x._data)))
@@ -320,18 +320,21 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-_NUMPY_FUNCTIONS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-                    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-                    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer")}
+# the callables and constants (other than classes) a plan may name: NumPy's array and scalar
+# reconstructors, ember's dtype lookup, and two builtin constants
+_ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+            ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+            ("ember.dtypes", "_dtype_by_name"), ("builtins", "Ellipsis"), ("builtins", "NotImplemented")}
 
 
 class _Unpickler(pickle.Unpickler):
-    """Resolves ember's classes, NumPy's array/dtype reconstruction and builtin types only."""
+    """Resolves ember's, NumPy's and builtin classes and the few callables in ``_ALLOWED`` only."""
 
     def find_class(self, module, name):
         if (module, name) == (__name__, "_ref"):
             return _ref
-        if (module, name) in _NUMPY_FUNCTIONS:
+        if (module, name) in _ALLOWED:
             return super().find_class(module, name)
         top = module.split(".")[0]
         if top in ("ember", "numpy", "builtins"):

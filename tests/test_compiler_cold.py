@@ -316,7 +316,7 @@ def test_after_prebuild_a_program_costs_one_build(cache, monkeypatch):
     from ember.compiler import prebuild, plan_cache
     got = prebuild.support_libraries()
     assert set(got) == {"ember_runtime", "ember_sgemm", "ember_eager"} and got["ember_runtime"] is not None
-    assert os.listdir(cache / "kernels")
+    # (in a process that loaded them before, they are not built again in this test's cache)
     compiles, stores = build.STATS["compiles"], plan_cache.STATS["stores"]
     f, losses, _ = _mlp_step(10 ** 9, monkeypatch)
     assert build.STATS["compiles"] == compiles + 1 and plan_cache.STATS["stores"] == stores + 1

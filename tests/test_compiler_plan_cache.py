@@ -104,12 +104,13 @@ def test_a_changed_guard_or_option_misses(cache, monkeypatch):
                 ember.set_num_threads(n)
         assert plan_cache.STATS["misses"] == before + 1, change
     assert plan_cache.STATS["hits"] == hits
-    # and a change of ember's own code (its source digest) is another key as well
-    _fresh_process_state()
-    monkeypatch.setattr(plan_cache, "_EMBER_DIGEST", ["another ember"])
-    before = plan_cache.STATS["misses"]
-    _train(True)
-    assert plan_cache.STATS["misses"] == before + 1 and plan_cache.STATS["hits"] == hits
+    # and a change of ember's own code (its source digest) or of the CPU is another key as well
+    for what, name, value in (("code", "_EMBER_DIGEST", ["another ember"]), ("cpu", "_HOST", ["another cpu"])):
+        _fresh_process_state()
+        monkeypatch.setattr(plan_cache if what == "code" else build, name, value)
+        before = plan_cache.STATS["misses"]
+        _train(True)
+        assert plan_cache.STATS["misses"] == before + 1 and plan_cache.STATS["hits"] == hits, what
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "other_key", "mode"])

@@ -15,7 +15,7 @@ The key is a sha256 over everything the plan is a function of:
   makes the program uncacheable (never a guess); so does an op ember does not define (a custom op's
   kernel is user code, which no key here can follow);
 - the code generation options (``render_c.Options`` after ``autotune.learned_defaults``), every
-  ``EMBER_*`` setting but the cache directory and logs, the thread count;
+  ``EMBER_*`` setting but the cache directory and logs, the thread count, the BLAS the C calls;
 - ember itself: its version and the size and modification time of every ``.py`` file in the package
   (any edit of ember makes a new key), Python's and NumPy's versions, and the host CPU.
 
@@ -249,10 +249,13 @@ def fingerprint(program: Program) -> str:
 def plan_key(program: Program, options, name: str) -> str:
     """The cache key of ``program``'s plan under ``options`` (raises :class:`Uncacheable`)."""
     from .build import _host_fingerprint
+    from .blas import find_blas
     from .. import get_num_threads
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("EMBER_") and k not in _UNSET_ENV)
+    blas = find_blas() if options.blas_available else None      # (its prelude is in the source)
     h = hashlib.sha256()
     for part in (f"schema {SCHEMA}", _ember_digest(), _host_fingerprint(), repr(env),
+                 repr(None if blas is None else (blas.lib_path, blas.version, blas.prelude)),
                  repr(sorted(vars(options).items())), f"threads {get_num_threads()}", f"name {name}"):
         h.update(part.encode())
         h.update(b"\0")

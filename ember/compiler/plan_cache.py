@@ -481,10 +481,15 @@ def native_runner(program: Program, mode, name: str):
             logs.log("kernels", f"ember.compile({name}): plan not cached: {e}")
     if key is not None:
         plan = load(program, key, name)
+        runner = None
         if plan is not None:
+            try:
+                runner = native.NativeRunner(program, plan[0], None, plan[1], name, plan[2])
+            except Exception as e:      # (a plan that does not fit this trace after all: run the pipeline)
+                STATS["rejected"] += 1
+                logs.log("kernels", f"ember.compile({name}): plan cache entry not used: {type(e).__name__}: {e}")
+        if runner is not None:
             STATS["hits"] += 1
-            parts, source, uses_blas = plan
-            runner = native.NativeRunner(program, parts, None, source, name, uses_blas)
             logs.log("kernels", f"ember.compile({name}): plan cache hit (decompose, schedule and render skipped)")
             native._log_kernels(runner)
             return runner

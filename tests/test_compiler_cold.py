@@ -305,3 +305,30 @@ def test_graph_library_calls_the_shared_gemm():
         np.testing.assert_allclose(f(ember.tensor(a), ember.tensor(b)).numpy(), out.numpy(), rtol=1e-5, atol=1e-5)
     finally:
         shared_gemm.bind(r.lib)
+
+
+# ---- ember's fixed libraries, built ahead of time ----------------------------------------------------
+
+def test_after_prebuild_a_program_costs_one_build(cache, monkeypatch):
+    """``python -m ember.compiler.prebuild`` builds the runtime, the GEMM and the eager kernels; a training
+    step compiled afterwards (its trace runs the eager GELU/LayerNorm, its C calls the GEMM) builds
+    exactly one library: its own."""
+    from ember.compiler import prebuild, plan_cache
+    got = prebuild.support_libraries()
+    assert set(got) == {"ember_runtime", "ember_sgemm", "ember_eager"} and got["ember_runtime"] is not None
+    # (in a process that loaded them before, they are not built again in this test's cache)
+    compiles, stores = build.STATS["compiles"], plan_cache.STATS["stores"]
+    f, losses, _ = _mlp_step(10 ** 9, monkeypatch)
+    assert build.STATS["compiles"] == compiles + 1 and plan_cache.STATS["stores"] == stores + 1
+    ember.compiler.reset()
+    eager = _train_eager_mlp()
+    np.testing.assert_allclose(losses, eager, rtol=1e-5)
+
+
+def _train_eager_mlp():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(64, 96), nn.GELU(), nn.LayerNorm(96), nn.Linear(96, 10))
+    opt = ember.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    x, y = ember.randn(64, 64), ember.randint(0, 10, (64,))
+    step = _step_fn(nn.functional.cross_entropy)
+    return [float(step(m, opt, x, y)) for _ in range(4)]

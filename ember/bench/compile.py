@@ -11,7 +11,11 @@ Two measurements, both from identical weights and data in every variant:
 2. **Time to the first compiled step**, each in a fresh subprocess (imports and model construction are
    not counted; capture, code generation, C compilation and the step itself are): *cold* with an empty
    kernel cache (a fresh ``EMBER_CACHE_DIR``; for torch a fresh ``TORCHINDUCTOR_CACHE_DIR``), then
-   *warm*, a second fresh process on the same cache directory. "3 steps" adds the next two steps: the
+   *warm*, a second fresh process on the same cache directory (it finds the program's plan and library
+   there: no decompose/schedule/render, no C build). For ember a third run, *libs*, is cold on a cache
+   that holds only ember's fixed libraries (runtime, GEMM, eager kernels; ``python -m
+   ember.compiler.prebuild`` fills it, untimed): what a program's first compile costs once ember is
+   installed. "3 steps" adds the next two steps: the
    first step finds the optimizer state empty; torch.compile recompiles on the second, ember's first
    trace serves every step (it makes Adam's state before reading it) and builds its C on the first
    replay, the second step. "cpu" is the CPU time of the three steps, the child compilers included:
@@ -181,7 +185,8 @@ def _import_compilers(lib_name: str) -> None:
     lazily on the first compile; under PYTHONDONTWRITEBYTECODE that includes compiling their source)."""
     import importlib
     names = (["torch._dynamo", "torch._inductor.compile_fx"] if lib_name == "torch" else
-             ["ember.compiler.native", "ember.compiler.autotune", "ember.compiler.shared_gemm"])
+             ["ember.compiler.native", "ember.compiler.autotune", "ember.compiler.shared_gemm",
+              "ember.compiler.plan_cache"])
     for name in names:
         try:
             importlib.import_module(name)
@@ -223,7 +228,8 @@ def first_step_child(lib_name: str, kind: str, batch: int, opt_name: str, thread
         after.append(time.perf_counter() - t)
     out = {"first": ends[0], "three": ends[2], "cpu_three": cpu, "steady": statistics.median(after), "losses": losses}
     if lib_name == "ember":
-        from ..compiler import build, counters
+        from ..compiler import build, counters, plan_cache
+        out["plan_hits"] = plan_cache.STATS["hits"]
         out["disk_hits"] = build.STATS["disk_hits"]
         out["disk_misses"] = build.STATS["disk_misses"]
         out["fallbacks"] = counters["fallbacks"]
@@ -253,6 +259,16 @@ def _spawn_first_step(lib_name, kind, batch, opt_name, cache_dir, threads, timeo
         return {"error": f"no result (stdout: {p.stdout[-160:]!r})"}
 
 
+def _prebuild(cache_dir: str, timeout: float) -> None:
+    """Fill ``cache_dir`` with ember's fixed libraries (not timed)."""
+    env = {**os.environ, "EMBER_CACHE_DIR": cache_dir}
+    try:
+        subprocess.run([sys.executable, "-m", "ember.compiler.prebuild"], capture_output=True, env=env,
+                       timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+
+
 def measure_first_steps(torch, threads: int, progress=None, name_filter=None) -> list:
     """Cold then warm first-step times, for ember.compile and torch.compile, per FIRST_STEP_SPECS."""
     rows = []
@@ -264,13 +280,21 @@ def measure_first_steps(torch, threads: int, progress=None, name_filter=None) ->
             cache = _case_cache(lib_name, case_name(kind, batch, opt_name))
             timeout = TORCH_TIMEOUT if lib_name == "torch" else EMBER_TIMEOUT
             row = {"case": case_name(kind, batch, opt_name), "library": f"{lib_name}.compile"}
-            for phase in ("cold", "warm"):
+            # ember: "libs" is a cold compile on a cache holding only ember's fixed libraries (the runtime,
+            # the GEMM, the eager kernels: python -m ember.compiler.prebuild, untimed), i.e. the program's
+            # own cost once ember is installed; "cold" builds those libraries as well
+            phases = ("cold", "libs", "warm") if lib_name == "ember" else ("cold", "warm")
+            for phase in phases:
                 if progress:
                     progress(f"first step: {row['library']} {row['case']} ({phase})")
-                if phase == "warm" and "error" in row.get("cold", {}):
+                if phase != "cold" and "error" in row.get("cold", {}):
                     row[phase] = {"error": "skipped (cold run failed)"}
                     continue
-                row[phase] = _spawn_first_step(lib_name, kind, batch, opt_name, cache, threads, timeout)
+                where = cache
+                if phase == "libs":
+                    where = cache + "-libs"
+                    _prebuild(where, timeout)
+                row[phase] = _spawn_first_step(lib_name, kind, batch, opt_name, where, threads, timeout)
             rows.append(row)
     return rows
 
@@ -427,23 +451,28 @@ def report(results, file=None) -> dict:
         print("\ncompile: time to the first compiled step, fresh process (cold: empty cache; warm: same cache "
               "again;\n3 steps: the first three; torch.compile retraces once the optimizer state exists)",
               file=file)
-        print(f"{'case':18s} {'library':14s} {'cold 1st':>10s} {'cold 3':>10s} {'warm 1st':>10s} {'warm 3':>10s}"
-              f" {'steady':>10s} {'cpu cold/warm 3':>16s}  cache", file=file)
+        print("(ember: \"libs 3\" is cold with ember's fixed libraries already built, python -m "
+              "ember.compiler.prebuild;\n\"plan\": the warm run skipped decompose/schedule/render)", file=file)
+        print(f"{'case':18s} {'library':14s} {'cold 1st':>10s} {'cold 3':>10s} {'libs 3':>10s} {'warm 1st':>10s} "
+              f"{'warm 3':>10s} {'steady':>10s} {'cpu cold/libs/warm 3':>22s}  cache", file=file)
         for row in rows:
             cold, warm = row["cold"], row["warm"]
             if "error" in cold:
                 print(f"{row['case']:18s} {row['library']:14s} cold run {cold['error']}", file=file)
                 continue
+            libs = row.get("libs", {})
             cache = ""
             if "disk_misses" in cold:
                 cache = (f"cold: {cold['disk_misses']} built; warm: " +
-                         (f"{warm['disk_hits']} loaded, {warm['disk_misses']} built" if "error" not in warm else "-"))
+                         (f"{warm['disk_hits']} loaded, {warm['disk_misses']} built"
+                          + (", plan" if warm.get("plan_hits") else "") if "error" not in warm else "-"))
             wf = warm.get("first") if "error" not in warm else None
             w3 = warm.get("three") if "error" not in warm else None
+            l3 = libs.get("three") if "error" not in libs else None
             steady = f"{cold['steady'] * 1e3:7.1f} ms"
-            cpu = "/".join(f"{r['cpu_three']:.2f}" if "cpu_three" in r else "-" for r in (cold, warm))
+            cpu = "/".join(f"{r['cpu_three']:.2f}" if "cpu_three" in r else "-" for r in (cold, libs, warm))
             print(f"{row['case']:18s} {row['library']:14s} {_fmt_s(cold['first'])} {_fmt_s(cold['three'])} "
-                  f"{_fmt_s(wf)} {_fmt_s(w3)} {steady:>10s} {cpu + ' s':>16s}  {cache}", file=file)
+                  f"{_fmt_s(l3)} {_fmt_s(wf)} {_fmt_s(w3)} {steady:>10s} {cpu + ' s':>22s}  {cache}", file=file)
             if "error" in warm:
                 print(f"{'':33s} warm run {warm['error']}", file=file)
     notes = _STATE["notes"]

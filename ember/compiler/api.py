@@ -446,11 +446,11 @@ class CompiledFunction:
         interp = Interpreter(program)
         if self.backend == "inductor":
             try:
-                from .native import build_runner
+                from .plan_cache import native_runner     # native.build_runner through the plan cache
             except ImportError:
-                build_runner = None
-            if build_runner is not None:
-                r = build_runner(program, mode=self.mode, name=self.__name__)
+                native_runner = None
+            if native_runner is not None:
+                r = native_runner(program, self.mode, self.__name__)
                 if r is not None:
                     call = lambda tensors: r(tensors, GRAD[0])  # noqa: E731
                     call.native = r          # the NativeRunner (kernel list/count, source) for tests and tools

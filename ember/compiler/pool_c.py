@@ -111,20 +111,21 @@ static void em_pool_set_mask(long tid, const unsigned long *m) {
    last job moved onto the caller's CPU gets its mask back here. Called with em_pool_mu held. */
 static void em_pool_note_cpu(int nt) {
   const int cpu = sched_getcpu();
-  if (cpu != em_pool_cpu && cpu >= 0 && cpu < 64 * EM_MASK_WORDS) {
-    unsigned long m[EM_MASK_WORDS];
-    memset(m, 0, sizeof(m));
-    if (syscall(SYS_sched_getaffinity, 0, sizeof(m), m) > 0) {
-      memcpy(em_pool_all, m, sizeof(m));
-      m[cpu / 64] &= ~(1UL << (cpu % 64));
-      int any = 0;
-      for (int i = 0; i < EM_MASK_WORDS; i++) any |= m[i] != 0;
-      if (any) {                                /* (one CPU: nowhere else to go) */
-        em_pool_cpu = cpu;
-        memcpy(em_pool_mask, m, sizeof(m));
-        em_pool_pinned = 1;
-        em_pool_mask_gen++;
-      }
+  unsigned long m[EM_MASK_WORDS];
+  memset(m, 0, sizeof(m));
+  /* the affinity is read every job (one syscall, well under a microsecond): a user who changed it since
+     the last job must never get the old mask back from the pool */
+  if (cpu >= 0 && cpu < 64 * EM_MASK_WORDS && syscall(SYS_sched_getaffinity, 0, sizeof(m), m) > 0 &&
+      (cpu != em_pool_cpu || memcmp(m, em_pool_all, sizeof(m)) != 0)) {
+    memcpy(em_pool_all, m, sizeof(m));
+    m[cpu / 64] &= ~(1UL << (cpu % 64));
+    int any = 0;
+    for (int i = 0; i < EM_MASK_WORDS; i++) any |= m[i] != 0;
+    if (any) {                                  /* (one CPU: nowhere else to go) */
+      em_pool_cpu = cpu;
+      memcpy(em_pool_mask, m, sizeof(m));
+      em_pool_pinned = 1;
+      em_pool_mask_gen++;
     }
   }
   for (int w = 1; w < nt && w <= em_pool_threads; w++) {

@@ -11,8 +11,12 @@ PIP := $(PY) -m pip
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# the last step builds ember's fixed native libraries (runtime, GEMM, eager kernels) once for this machine
+# and compiler, so a program's first ember.compile pays only for its own code (without a C compiler ember
+# runs on its NumPy paths, and the step's failure is ignored)
 install: $(PY)
 	$(PIP) install -q -e .
+	-$(PY) -m ember.compiler.prebuild
 
 # the demo trains on scikit-learn's bundled digits data set (no download), and on the OpenCL device when
 # the machine has a driver (pyopencl comes along; without a driver that part says what to install)

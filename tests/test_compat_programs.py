@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+import ember
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,13 +137,20 @@ def _run(name, lib, **kw):
     mod = importlib.import_module(name)
     # torch.compile turns torch.distributions' argument validation off for the whole process on its first
     # call (torch._dynamo.eval_frame); restore it so later tests see torch's default
+    # and the backend flags a program sets (mixup_classifier: cudnn.deterministic) go back for both libraries
     validate = torch.distributions.Distribution._validate_args
+    flags = [(m.backends.cudnn, a, getattr(m.backends.cudnn, a)) for m in (torch, ember) for a in _CUDNN_FLAGS]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return mod.run(*load_lib(lib), log=_quiet, **kw)
     finally:
         torch.distributions.Distribution.set_default_validate_args(validate)
+        for ns, a, v in flags:
+            setattr(ns, a, v)
+
+
+_CUDNN_FLAGS = ("enabled", "benchmark", "deterministic", "allow_tf32")
 
 
 def _compare(key, a, b, how):

@@ -26,6 +26,8 @@ import os
 import numpy as np
 
 from .gemm_c import SGEMM_C, LIBRARY_C
+# the thread settings, a dict ember.set_num_threads updates in place: read at each call, imported once
+from .._settings import _THREADS
 
 __all__ = ["MIN_WORK", "SGEMM_C", "enabled", "library", "available", "simd_width", "sgemm", "sgemm_call"]
 
@@ -146,7 +148,6 @@ def eager_matmul(a: np.ndarray, b: np.ndarray):
     """``a @ b`` through ember's GEMM on ``ember.get_num_threads()`` threads, or None where NumPy's BLAS
     should run: one thread asked for (and NumPy's BLAS on one thread), not float32, a broadcasting batch,
     too small (see _threads.py: NumPy's BLAS pool synchronizes by spinning, ember's sleeps)."""
-    from .._settings import _THREADS
     nt = _THREADS["intra"]
     if nt <= 1 and _THREADS["blas"] <= 1:
         return None

@@ -58,8 +58,20 @@ def _view_kernel(x, shape):
             "spans across two contiguous subspaces). Use .reshape(...) instead.") from None
 
 
+def reshape_to(t, shape: tuple):
+    """``reshape`` for derivative rules: ``shape`` is a tuple of sizes known to hold ``t``'s elements,
+    so nothing is parsed or checked (a view where the layout allows it, else a copy)."""
+    d = t._data
+    if type(d) is not np.ndarray or not d.flags.c_contiguous:
+        try:
+            np.reshape(d, shape, copy=False)
+        except ValueError:
+            return apply(RESHAPE_COPY, (t,), {"shape": shape})
+    return apply_view(VIEW, (t,), {"shape": shape})
+
+
 def _reshape_bw(ctx, g):
-    return g.reshape(ctx.in_shape(0))
+    return reshape_to(g, ctx.in_meta[0][0])
 
 
 VIEW = register("view", _view_kernel, _reshape_bw, prim="reshape")
@@ -187,7 +199,7 @@ def _permute_bw(ctx, g):
     inv = [0] * len(dims)
     for i, d in enumerate(dims):
         inv[d] = i
-    return g.permute(inv)
+    return apply_view(PERMUTE, (g,), {"axes": tuple(inv)})
 
 
 PERMUTE = register("permute", lambda x, axes: np.transpose(x, axes), _permute_bw, prim="permute")
@@ -259,15 +271,20 @@ attach("t", t)
 attach("movedim", movedim)
 attach("moveaxis", movedim)
 Tensor.T = property(lambda self: permute(self, tuple(reversed(range(self._data.ndim)))))
-Tensor.mT = property(lambda self: _mT(self))
-Tensor.H = property(lambda self: Tensor.T.fget(self))
-Tensor.mH = property(lambda self: _mT(self))
 
 
 def _mT(self):
-    if self._data.ndim < 2:
-        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self._data.ndim}-D tensor.")
-    return transpose(self, -2, -1)
+    """``transpose(self, -2, -1)`` (hot in matmul derivatives: the axes are made here directly)."""
+    nd = self._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {nd}-D tensor.")
+    axes = (*range(nd - 2), nd - 1, nd - 2)
+    return rename(apply_view(PERMUTE, (self,), {"axes": axes}), _TRANSPOSE)
+
+
+Tensor.mT = property(_mT)
+Tensor.H = property(lambda self: Tensor.T.fget(self))
+Tensor.mH = property(_mT)
 
 
 def adjoint(input):

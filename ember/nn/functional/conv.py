@@ -20,6 +20,7 @@ padding modes pad first with ``F.pad`` (as torch's modules do).
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.linalg_products import matmul_raw, _mm
+from ...ops.shape import reshape_to
 from . import _conv_kernels as _ck
 from ._args import int_tuple, shape_str as _shape_str
 
@@ -112,9 +114,11 @@ def _linear_bw(ctx, g):
     if need[0] is not None:
         gx = matmul_raw(g, w)                               # (..., out) @ (out, in)
     if need[1] is not None or (b is not None and need[2] is not None):
-        g2 = g if g._data.ndim == 2 else g.reshape(-1, w._data.shape[0])
+        out_f, in_f = w._data.shape
+        rows = math.prod(g._data.shape[:-1])                # the batch dims folded into rows
+        g2 = g if g._data.ndim == 2 else reshape_to(g, (rows, out_f))
         if need[1] is not None:
-            x2 = x if x._data.ndim == 2 else x.reshape(-1, w._data.shape[1])
+            x2 = x if x._data.ndim == 2 else reshape_to(x, (rows, in_f))
             gw = matmul_raw(g2.t(), x2)                     # (out, rows) @ (rows, in)
         if b is not None and need[2] is not None:
             bs = b._data.shape

@@ -225,6 +225,7 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
         results = [None] * len(targets)
         needed, executed = _needed_nodes(nodes, target_index)
 
+    heappush = heapq.heappush
     buffers: dict = {}       # id(node) -> [grad per output]
     leaves: dict = {}        # id(leaf) -> _Leaf
     ready: list = []
@@ -256,10 +257,9 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
 
     def finish(node):
         # ``node`` has run (or been skipped): count its edges done; start whatever became ready
-        work = [node]
-        while work:
-            n = work.pop()
-            for e in n.edges:
+        work = None
+        while True:
+            for e in node.edges:
                 if e is None:
                     continue
                 if type(e) is tuple:
@@ -269,10 +269,12 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
                     deps[cid] = d
                     if d == 0:
                         if cid in buffers:
-                            heapq.heappush(ready, (-child.seq, cid, child))
-                        else:
+                            heappush(ready, (-child.seq, cid, child))
+                        elif work is None:
                             # no gradient reached it: skip it (torch keeps its saved values, as it
                             # never ran) and count its edges done
+                            work = [child]
+                        else:
                             work.append(child)
                 else:
                     lid = id(e)
@@ -280,6 +282,9 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
                     deps[lid] = d
                     if d == 0:
                         flush_leaf(lid)
+            if not work:
+                return
+            node = work.pop()
 
     prev_mode = _gm.GRAD[0]
     _gm.GRAD[0] = bool(create_graph)
@@ -434,6 +439,31 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
         raise
     if type(gi) is not tuple:
         gi = (gi,) if not isinstance(gi, list) else tuple(gi)
+    if node.hooks or (_anomaly.ENABLED[0] and _anomaly.CHECK_NAN[0]):
+        _send_checked(node, gi, grads, send, keep_graph)
+        return
+    # the usual case, in one pass: bring each gradient to its input's shape and dtype and pass it on
+    # (send only buffers it: nothing reaches a leaf before this node is finished)
+    meta = node.in_meta
+    n = len(gi)
+    for i, e in enumerate(node.edges):
+        if e is None or i >= n:
+            continue
+        g = gi[i]
+        if g is None:
+            continue
+        if type(g) is not Tensor:
+            _check_grad_type(node, g, i)
+        shape, dt = meta[i]
+        if g._data.shape != shape or g._dtype is not dt:
+            g = _fit(node, i, g, shape, dt)
+        send(e, g)
+    if not keep_graph:
+        node.release()
+
+
+def _send_checked(node, gi, grads, send, keep_graph):
+    """Pass on a node's gradients when post-hooks or anomaly mode's NaN check watch them."""
     edges = node.edges
     if len(gi) < len(edges):
         gi = gi + (None,) * (len(edges) - len(gi))
@@ -461,6 +491,22 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
         send(e, g)
 
 
+def _check_grad_type(node, g, i):
+    if not isinstance(g, Tensor):
+        raise TypeError(f"Function {node.name()} returned a {type(g).__name__} as gradient {i}; "
+                        "expected a Tensor or None")
+
+
+def _fit(node, i, g, shape, dt):
+    """Gradient ``i`` of ``node`` brought to its input's shape (summing broadcast dims) and dtype."""
+    if g._data.shape != shape:
+        g = _fit_shape(g, shape, node, i)
+    if g._dtype is not dt:
+        # a real input that met a complex one gets the real part of its gradient (torch's rule)
+        g = g.to(dt) if not g._dtype.is_complex or dt.is_complex else g.real.to(dt)
+    return g
+
+
 def _validate(node, gi):
     """Check each produced gradient and bring it to its input's shape (summing broadcast dims) and dtype
     (a new tuple only when some gradient changes)."""
@@ -473,16 +519,10 @@ def _validate(node, gi):
         g = gi[i]
         if g is None:
             continue
-        if not isinstance(g, Tensor):
-            raise TypeError(f"Function {node.name()} returned a {type(g).__name__} as gradient {i}; "
-                            "expected a Tensor or None")
+        _check_grad_type(node, g, i)
         shape, dt = meta[i]
         if g._data.shape != shape or g._dtype is not dt:
-            if g._data.shape != shape:
-                g = _fit_shape(g, shape, node, i)
-            if g._dtype is not dt:
-                # a real input that met a complex one gets the real part of its gradient (torch's rule)
-                g = g.to(dt) if not g._dtype.is_complex or dt.is_complex else g.real.to(dt)
+            g = _fit(node, i, g, shape, dt)
             if out is None:
                 out = list(gi)
             out[i] = g

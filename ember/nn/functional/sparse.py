@@ -55,10 +55,13 @@ def _embedding_backward(ctx, g):
 EMBEDDING = register("embedding", _embedding_kernel, _embedding_backward, save="1")
 
 
+_LOW = (np.dtype(_dt.float16.np), np.dtype(_dt.bfloat16.np))    # accumulated in float32
+
+
 def _dense_backward_kernel(g, idx, num_weights, padding_idx=-1, scale_grad_by_freq=False):
     d = g.shape[-1]
     ids = idx.reshape(-1).astype(np.intp, copy=False)
-    acc = np.float32 if g.dtype == np.float16 or g.dtype.name == "bfloat16" else g.dtype
+    acc = np.float32 if g.dtype in _LOW else g.dtype
     rows = g.reshape(ids.size, d).astype(acc, copy=False)
     f = _position_factor(ids, num_weights, padding_idx, scale_grad_by_freq, acc)
     if f is not None:
@@ -68,7 +71,7 @@ def _dense_backward_kernel(g, idx, num_weights, padding_idx=-1, scale_grad_by_fr
         # sort-and-segment sum: vectorized, and its summation order does not depend on the input order
         order = np.argsort(ids, kind="stable")
         sid = ids[order]
-        starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
+        starts = np.flatnonzero(np.concatenate(((True,), sid[1:] != sid[:-1])))
         out[sid[starts]] = np.add.reduceat(rows[order], starts, axis=0)
     return out.astype(g.dtype, copy=False)
 

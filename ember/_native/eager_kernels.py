@@ -35,6 +35,7 @@ _SIGNATURES = {
     "softmax_backward": ((_P, _P, _P, _L, _L, _I, _I), None),
     "norm_stats": ((_P, _P, _P, _L, _L, _I), None),
     "layer_norm": ((_P, _P, _P, _P, _P, _P, _L, _L, _F, _I), None),
+    "layer_norm_forward": ((_P, _P, _P, _P, _P, _P, _L, _L, _F, _I), None),
     "layer_norm_backward": ((_P, _P, _P, _P, _P, _P, _P, _P, _L, _L, _F, _I), ctypes.c_int),
     "cross_entropy": ((_P, _P, _P, _P, _P, _L, _L, _L, _I), _L),
     "cross_entropy_backward": ((_P, _P, _P, _P, _L, _L, _L, _F, _I), None),
@@ -218,6 +219,23 @@ def layer_norm(x2, w, b, mean, var, eps: float):
     fns["layer_norm"](p(x2), _opt(p, w), _opt(p, b), p(mean), p(var), p(y), x2.shape[0], x2.shape[1], eps,
                       _threads(x2.size))
     return y
+
+
+def layer_norm_forward(x2, w, b, eps: float):
+    """``(y, mean, var)``: ``norm_stats`` and ``layer_norm`` in one native call (the same arithmetic);
+    None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or not _ok(x2) or x2.shape[1] == 0 or (w is not None and not _ok(w)) or (
+            b is not None and not _ok(b)):
+        return None
+    m = x2.shape[0]
+    mean = np.empty((m, 1), _F32)
+    var = np.empty((m, 1), _F32)
+    y = np.empty_like(x2)
+    p = fns["_ptr"]
+    fns["layer_norm_forward"](p(x2), _opt(p, w), _opt(p, b), p(mean), p(var), p(y), m, x2.shape[1], eps,
+                              _threads(x2.size))
+    return y, mean, var
 
 
 def layer_norm_backward(g2, x2, w, mean, var, eps: float, need_x: bool, need_wb: bool):

@@ -29,7 +29,8 @@ Kernels (all exported names start with ``ember_eager_``):
 - ``norm_stats(x, mean, var, rows, d, nt)``: the mean and the two-pass biased variance of each row;
 - ``layer_norm(x, w, b, mean, var, y, rows, d, eps, nt)`` and ``layer_norm_backward(g, x, w, mean,
   var, gx, gw, gb, rows, d, eps, nt)``: layer norm's normalize + affine and its closed-form
-  derivative (w, b, gx, gw, gb may be NULL when absent or not needed);
+  derivative (w, b, gx, gw, gb may be NULL when absent or not needed); ``layer_norm_forward(x, w, b,
+  mean, var, y, rows, d, eps, nt)`` runs both forward steps in one call;
 - ``cross_entropy(x, t, logp, loss, sums, rows, d, ignore, nt)`` / ``cross_entropy_backward(logp, t,
   row_g, gx, rows, d, ignore, scale, nt)``: cross entropy with class indices over (rows, d) logits (no
   class weights, no label smoothing): log_softmax, the per-row losses and their sum; and
@@ -397,6 +398,12 @@ static void em_layer_norm_range(const void *args, long r0, long r1, long item) {
   }
 }
 
+/* the statistics, then the normalized rows, range by range (the rows are still in cache) */
+static void em_layer_norm_fwd_range(const void *args, long r0, long r1, long item) {
+  em_stats_range(args, r0, r1, item);
+  em_layer_norm_range(args, r0, r1, item);
+}
+
 /* gx = rstd * (gxhat - xhat * mean(gxhat * xhat) - mean(gxhat)), gxhat = g * w; the item's column sums
    of g * xhat and g go to partial[item * 2d ...] (added up in item order by the caller) */
 static void em_layer_norm_bw_range(const void *args, long r0, long r1, long item) {
@@ -436,6 +443,15 @@ void ember_eager_layer_norm(const float *x, const float *w, const float *b, cons
   em_norm_t a = {0};
   a.x = x; a.w = w; a.b = b; a.mean = mean; a.var = var; a.y = y; a.d = d; a.eps = eps;
   em_split(nt, rows, em_rows_per_item(d), em_layer_norm_range, &a);
+}
+
+/* norm_stats and layer_norm in one call: mean and var are written, then read back per row */
+void ember_eager_layer_norm_forward(const float *x, const float *w, const float *b, float *mean, float *var,
+                                    float *y, long rows, long d, float eps, int nt) {
+  em_norm_t a = {0};
+  a.x = x; a.w = w; a.b = b; a.mean_out = mean; a.var_out = var; a.mean = mean; a.var = var;
+  a.y = y; a.d = d; a.eps = eps;
+  em_split(nt, rows, em_rows_per_item(d), em_layer_norm_fwd_range, &a);
 }
 
 /* gx (may be NULL), gw and gb (both NULL, or both set: the column sums are wanted) */

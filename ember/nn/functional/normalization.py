@@ -28,7 +28,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD, no_grad
-from ...ops.registry import register, apply, dtype_name, node_class, rename, HOOKS
+from ...ops.registry import register, apply, record_grad, dtype_name, node_class, rename, HOOKS
 from ..._native import eager_kernels as _native
 
 __all__ = ["layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "normalize",
@@ -273,8 +273,33 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
                            f"[*, {', '.join(map(str, ns))}], but got input of size{_shape_list(input.shape)}")
     _check_params(input, weight, bias)
     shape, sshape, wshape = _last_dims_view(input, ns)
+    if not HOOKS and input._dtype is _dt.float32 and type(input._data) is np.ndarray:
+        out = _layer_norm_native(input, weight, bias, shape, sshape, wshape, eps)
+        if out is not None:
+            return out
     mean, var = apply(NORM_STATS, (input,), {"shape": shape, "axes": (1,), "center": True})
     return _normalize_op(NATIVE_LAYER_NORM, input, weight, bias, mean, var, shape, sshape, wshape, (1,), (0,), eps)
+
+
+def _layer_norm_native(x, w, b, shape, sshape, wshape, eps):
+    """NORM_STATS then NATIVE_LAYER_NORM as ``apply`` runs them, in one native call: the same values,
+    outputs and autograd node (only without hooks: nothing watches ops). None: take the ops' path."""
+    try:
+        r = _native.layer_norm_forward(x._data.reshape(shape), _flat_data(w), _flat_data(b), float(eps))
+    except (MemoryError, ValueError):
+        return None                     # the ops' path raises torch's error for it
+    if r is None:
+        return None
+    y, mean, var = r
+    out = wrap(y.reshape(x._data.shape))
+    attrs = {"shape": shape, "sshape": sshape, "wshape": wshape, "axes": (1,), "waxes": (0,),
+             "eps": float(eps), "center": True, "const": False}
+    record_grad(NATIVE_LAYER_NORM, (x, w, b, wrap(mean), wrap(var)), attrs, (out,))
+    return out
+
+
+def _flat_data(p):
+    return None if p is None else p._data.reshape(-1)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None) -> Tensor:

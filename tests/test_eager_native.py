@@ -203,6 +203,28 @@ def test_layer_norm_over_two_dims_and_only_weight_grad():
     np.testing.assert_allclose(be.grad.numpy(), bt.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_one_call_equals_the_two_ops(affine):
+    """The forward's one native call (no hooks installed) gives the bits, node and gradients of the
+    statistics op then the normalize op (what runs while a hook watches ops)."""
+    from ember.ops import registry
+    x = ember.tensor(_rand((3, 5, 40), scale=2) + 0.5, requires_grad=True)
+    w = ember.tensor(_rand((40,), seed=1), requires_grad=True) if affine else None
+    b = ember.tensor(_rand((40,), seed=2), requires_grad=True) if affine else None
+    params = [t for t in (x, w, b) if t is not None]
+    g = ember.tensor(_rand((3, 5, 40), seed=3))
+    y1 = F.layer_norm(x, (40,), w, b)
+    registry.HOOKS.append(lambda op, args, attrs, run: run())      # a watcher: the ops run one by one
+    try:
+        y2 = F.layer_norm(x, (40,), w, b)
+    finally:
+        registry.HOOKS.pop()
+    assert type(y1.grad_fn) is type(y2.grad_fn) and y1.grad_fn.name() == "NativeLayerNormBackward0"
+    assert np.array_equal(y1.detach().numpy(), y2.detach().numpy())
+    for a, c in zip(ember.autograd.grad(y1, params, g), ember.autograd.grad(y2, params, g)):
+        assert np.array_equal(a.numpy(), c.numpy())
+
+
 def test_layer_norm_half_input_float_params():
     x = _rand((6, 32), scale=2).astype(np.float16)
     w, b = _rand((32,), seed=1), _rand((32,), seed=2)

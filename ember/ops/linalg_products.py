@@ -62,34 +62,36 @@ def _matmul_kernel(a, b):
 def _matmul_bw(ctx, g):
     a, b = ctx.inputs
     need_a, need_b = ctx.edges[0] is not None, ctx.edges[1] is not None
-    if a.ndim == 1 and b.ndim == 1:                      # dot product: g is 0-d
+    a_nd, b_nd = a._data.ndim, b._data.ndim               # (the arrays' ranks and shapes: no Size objects)
+    if a_nd == 1 and b_nd == 1:                          # dot product: g is 0-d
         return (g * b if need_a else None), (g * a if need_b else None)
-    A = a.unsqueeze(0) if a.ndim == 1 else a
-    B = b.unsqueeze(-1) if b.ndim == 1 else b
+    A = a.unsqueeze(0) if a_nd == 1 else a
+    B = b.unsqueeze(-1) if b_nd == 1 else b
     G = g
-    if a.ndim == 1:
+    if a_nd == 1:
         G = G.unsqueeze(-2)
-    if b.ndim == 1:
+    if b_nd == 1:
         G = G.unsqueeze(-1)
     ga = gb = None
-    M, K, N = A.shape[-2], A.shape[-1], B.shape[-1]
+    a_shape, b_shape = A._data.shape, B._data.shape
+    M, K, N = a_shape[-2], a_shape[-1], b_shape[-1]
     if need_a:
-        if A.ndim == 2 and B.ndim > 2:
+        if len(a_shape) == 2 and len(b_shape) > 2:
             # sum over B's batch inside one GEMM: (M, batch*N) @ (batch*N, K)
-            nb = _prod(B.shape[:-2])
+            nb = _prod(b_shape[:-2])
             ga = matmul_raw(G.movedim(-2, 0).reshape(M, nb * N), B.transpose(-1, -2).reshape(nb * N, K))
         else:
             ga = matmul_raw(G, B.mT)                    # broadcast batch dims: the engine sums them back
-        if a.ndim == 1:
+        if a_nd == 1:
             ga = ga.squeeze(-2)
     if need_b:
-        if B.ndim == 2 and A.ndim > 2:
+        if len(b_shape) == 2 and len(a_shape) > 2:
             # sum over A's batch inside one GEMM: (K, batch*M) @ (batch*M, N)
-            na = _prod(A.shape[:-2])
+            na = _prod(a_shape[:-2])
             gb = matmul_raw(A.reshape(na * M, K).mT, G.reshape(na * M, N))
         else:
             gb = matmul_raw(A.mT, G)
-        if b.ndim == 1:
+        if b_nd == 1:
             gb = gb.squeeze(-1)
     return ga, gb
 

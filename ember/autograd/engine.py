@@ -439,7 +439,9 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
         raise
     if type(gi) is not tuple:
         gi = (gi,) if not isinstance(gi, list) else tuple(gi)
-    if node.hooks or (_anomaly.ENABLED[0] and _anomaly.CHECK_NAN[0]):
+    if node.hooks or _validate is not _ENGINE_VALIDATE or (_anomaly.ENABLED[0] and _anomaly.CHECK_NAN[0]):
+        # post-hooks, NaN checks, or ember.compile's dynamic capture, which replaces _validate (it
+        # compares shapes as symbolic sizes): the checked path, through _validate
         _send_checked(node, gi, grads, send, keep_graph)
         return
     # the usual case, in one pass: bring each gradient to its input's shape and dtype and pass it on
@@ -527,6 +529,9 @@ def _validate(node, gi):
                 out = list(gi)
             out[i] = g
     return gi if out is None else tuple(out)
+
+
+_ENGINE_VALIDATE = _validate
 
 
 def _materialize(node, grads):

@@ -446,20 +446,7 @@ def _run_node(node, grads, send, target_index, results, keep_graph, execute=True
         return
     # the usual case, in one pass: bring each gradient to its input's shape and dtype and pass it on
     # (send only buffers it: nothing reaches a leaf before this node is finished)
-    meta = node.in_meta
-    n = len(gi)
-    for i, e in enumerate(node.edges):
-        if e is None or i >= n:
-            continue
-        g = gi[i]
-        if g is None:
-            continue
-        if type(g) is not Tensor:
-            _check_grad_type(node, g, i)
-        shape, dt = meta[i]
-        if g._data.shape != shape or g._dtype is not dt:
-            g = _fit(node, i, g, shape, dt)
-        send(e, g)
+    _validate(node, gi, send)
     if not keep_graph:
         node.release()
 
@@ -509,9 +496,10 @@ def _fit(node, i, g, shape, dt):
     return g
 
 
-def _validate(node, gi):
+def _validate(node, gi, send=None):
     """Check each produced gradient and bring it to its input's shape (summing broadcast dims) and dtype
-    (a new tuple only when some gradient changes)."""
+    (a new tuple only when some gradient changes). With ``send`` (the engine's usual case), each
+    gradient is passed on once checked, in the same pass, and nothing is returned."""
     meta = node.in_meta
     n = len(gi)
     out = None
@@ -521,13 +509,17 @@ def _validate(node, gi):
         g = gi[i]
         if g is None:
             continue
-        _check_grad_type(node, g, i)
+        if type(g) is not Tensor:
+            _check_grad_type(node, g, i)
         shape, dt = meta[i]
         if g._data.shape != shape or g._dtype is not dt:
             g = _fit(node, i, g, shape, dt)
-            if out is None:
-                out = list(gi)
-            out[i] = g
+            if send is None:
+                if out is None:
+                    out = list(gi)
+                out[i] = g
+        if send is not None:
+            send(e, g)
     return gi if out is None else tuple(out)
 
 

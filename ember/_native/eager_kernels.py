@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 import numpy as np
 
@@ -47,12 +48,33 @@ _SIGNATURES = {
     "scatter": ((_P, _P, _P, _L, _L, _L, _I), None),
 }
 
-# state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions
+# state: None = not tried yet (or building), False = unavailable (disabled or the build failed), else the
+# functions. A library missing from the cache is built in a background thread (``_BUILDING``) and the
+# ops run their NumPy kernels until it is loaded: a first compile's trace, which runs the eager ops,
+# never waits for this build (``available()`` does wait).
 _STATE: list = [None]
+_BUILDING: list = [None]    # the background build's thread while it runs
 _DISABLED = os.environ.get("EMBER_EAGER_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
 
 
-def _load():
+def _bind(lib) -> dict:
+    fns = {}
+    for name, (argtypes, restype) in _SIGNATURES.items():
+        fns[name] = lib.get("ember_eager_" + name, argtypes, restype)
+    from ..compiler import build
+    fns["_ptr"] = build._data_pointer
+    return fns
+
+
+def _unavailable(e) -> bool:
+    from ..compiler import logs
+    logs.log("kernels", f"native eager kernels unavailable, NumPy runs them: {type(e).__name__}: {e}")
+    return False
+
+
+def _load(wait: bool = True):
+    """Load the library from the cache; when it must be built, build it here (``wait``) or start building
+    it in the background and return False for now (NumPy runs until it is loaded)."""
     if _DISABLED:
         _STATE[0] = False
         return False
@@ -61,21 +83,47 @@ def _load():
         from .._settings import _THREADS
         from ..compiler import build
         from .eager_source import source
-        lib = build.compile_source(source(), name="ember_eager")
-        fns = {}
-        for name, (argtypes, restype) in _SIGNATURES.items():
-            fns[name] = lib.get("ember_eager_" + name, argtypes, restype)
-        fns["_ptr"] = build._data_pointer
-        _STATE[0] = fns
+        src = source()
+        lib = build.compile_source(src, name="ember_eager", cached_only=True)
+        if lib is None and not wait:
+            _start_build(src)
+            return False
+        if lib is None:
+            lib = build.compile_source(src, name="ember_eager")
+        _STATE[0] = _bind(lib)
     except Exception as e:       # no compiler, a failed build, an unloadable library: NumPy it is
-        from ..compiler import logs
-        logs.log("kernels", f"native eager kernels unavailable, NumPy runs them: {type(e).__name__}: {e}")
-        _STATE[0] = False
+        _STATE[0] = _unavailable(e)
     return _STATE[0]
 
 
+def _start_build(src: str) -> None:
+    def run():
+        from ..compiler import build
+        try:
+            fns = _bind(build.compile_source(src, name="ember_eager"))
+        except Exception as e:
+            fns = _unavailable(e)
+        if _STATE[0] is None:
+            _STATE[0] = fns
+        elif _STATE[0] is False and fns and not _DISABLED:
+            _SAVED[0] = fns          # (turned off by set_enabled(False) meanwhile: kept for turning on)
+        _BUILDING[0] = None
+    # (not a daemon: an exit waits for the build, which then lands in the cache whole)
+    t = threading.Thread(target=run, name="ember-eager-build")
+    _BUILDING[0] = t
+    t.start()
+
+
+def _wait_for_build() -> None:
+    t = _BUILDING[0]
+    if t is not None:
+        t.join()
+
+
 def available() -> bool:
-    """Whether the native kernels are in use (builds the library on the first call)."""
+    """Whether the native kernels are in use (builds the library on the first call, or waits for the
+    build in progress)."""
+    _wait_for_build()
     fns = _STATE[0]
     if fns is None:
         fns = _load()
@@ -103,7 +151,9 @@ def set_enabled(on: bool) -> bool:
 def _fns():
     fns = _STATE[0]
     if fns is None:
-        fns = _load()
+        if _BUILDING[0] is not None:
+            return False             # building in the background: NumPy runs meanwhile
+        fns = _load(wait=False)
     return fns
 
 

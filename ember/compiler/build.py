@@ -304,7 +304,7 @@ def _key_lock(key: str):
 
 
 def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
-                   link_blas: bool = False) -> CompiledLibrary:
+                   link_blas: bool = False, cached_only: bool = False) -> CompiledLibrary | None:
     """Compile one C translation unit into a shared library (or take it from the cache) and load it.
 
     ``source`` is the C text, or a list of translation units (the first defines what the others
@@ -314,6 +314,9 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
     ``link_blas=True`` adds the BLAS include and link flags (see ``ember.compiler.blas``; put
     ``blas.BLAS.prelude`` at the top of the source to call ``cblas_sgemm`` by its plain name).
     Raises :class:`CompileError` when the compiler fails or no BLAS is available.
+
+    ``cached_only=True`` never compiles: the library from this process's memory or the disk cache, or
+    None when it is not there (a caller that then builds it in the background, ``ember/_native``).
     """
     argv, cc_path, cc_version = _compiler()
     fast = _fast_math()
@@ -348,6 +351,10 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
         return lib
     with _key_lock(key):
         lib = _MEMORY.get(key)
+        if lib is None and cached_only:
+            lib = _load_cached(stem_name, key)
+            if lib is None:
+                return None
         if lib is None:
             _warn_if_omp_policy_late()
             lib = _load_or_build(units, stem_name, key, argv, cflags, ldflags, two_step=fast,
@@ -405,6 +412,20 @@ def _load_or_build(units, stem_name, key, argv, cflags, ldflags, *, two_step, me
                 lib = _load_built(paths)
                 log("kernels", f"build {stem_name}: compiled in {seconds:.3f}s -> {paths['so']}")
                 return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], False, seconds)
+    STATS["disk_hits"] += 1
+    log("kernels", f"build {stem_name}: disk cache hit {paths['so']}")
+    return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], True, 0.0)
+
+
+def _load_cached(stem_name: str, key: str):
+    """The library of ``key`` from the trusted disk cache, or None (absent, stale, or no trusted cache)."""
+    kernels, _ = _kernels_dir()
+    if kernels is None:
+        return None
+    paths = _entry_paths(kernels, key, stem_name)
+    lib, _ = _try_load(paths, key)
+    if lib is None:
+        return None
     STATS["disk_hits"] += 1
     log("kernels", f"build {stem_name}: disk cache hit {paths['so']}")
     return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], True, 0.0)

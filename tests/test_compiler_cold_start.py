@@ -1,0 +1,82 @@
+"""Cold starts (issue 16 item 5): the eager native-kernel library builds in the background while a first
+compile traces (the eager ops run on NumPy meanwhile, then switch to it); leftovers of killed cache
+writers are cleaned up. Speed is measured in ``python -m ember.bench compile``; these tests check the
+behaviour and the results."""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _gated_cc(tmp_path):
+    """A C compiler that holds the eager kernels' build until the file ``go`` exists, at most a minute
+    (other builds run at once)."""
+    cc = tmp_path / "gated-cc"
+    cc.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        i=0
+        case "$*" in *ember_eager*)
+            while [ ! -e {tmp_path / 'go'} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done;; esac
+        exec cc "$@"
+        """))
+    cc.chmod(0o755)
+    return str(cc)
+
+
+def test_a_cold_trace_does_not_wait_for_the_eager_library(tmp_path):
+    code = textwrap.dedent(f"""\
+        import numpy as np, torch, ember
+        import ember.nn.functional as F
+        from ember._native import eager_kernels as k
+        x = np.random.default_rng(0).standard_normal((8, 40)).astype(np.float32)
+        w = np.random.default_rng(1).standard_normal((40,)).astype(np.float32)
+        def f(x, w):
+            return F.softmax(F.gelu(F.layer_norm(x, (40,), w)), -1).sum(0)
+        want = torch.softmax(torch.nn.functional.gelu(torch.nn.functional.layer_norm(
+            torch.tensor(x), (40,), torch.tensor(w))), -1).sum(0).numpy()
+        cf = ember.compile(f)
+        xe, we = ember.tensor(x), ember.tensor(w)
+        got = [cf(xe, we).numpy() for _ in range(3)]      # trace, then two native replays
+        eager = f(xe, we).numpy()
+        # the eager library is still held by the compiler: the trace and the eager call ran on NumPy
+        assert k._STATE[0] is None and k._BUILDING[0] is not None, (k._STATE, k._BUILDING)
+        for r in got + [eager]:
+            np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-6)
+        open({str(tmp_path / 'go')!r}, "w").close()
+        assert k.available()                                # waits for the build, then it is in use
+        assert k._STATE[0] and k._BUILDING[0] is None
+        calls = []
+        real = k._STATE[0]["layer_norm"]
+        k._STATE[0]["layer_norm"] = lambda *a: calls.append(1) or real(*a)
+        np.testing.assert_allclose(f(xe, we).numpy(), want, rtol=1e-5, atol=1e-6)
+        assert calls, "the eager op did not switch to the native kernel"
+        print("ok")
+        """)
+    env = {**os.environ, "CC": _gated_cc(tmp_path), "EMBER_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("EMBER_EAGER_NATIVE", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
+
+
+def test_a_cached_eager_library_loads_at_once(tmp_path):
+    """With the library in the cache the first eager op uses it (no background build)."""
+    code = textwrap.dedent("""\
+        import numpy as np, ember
+        import ember.nn.functional as F
+        from ember._native import eager_kernels as k
+        F.gelu(ember.ones(4, 4))
+        print("state", bool(k._STATE[0]), k._BUILDING[0] is None)
+        """)
+    env = {**os.environ, "EMBER_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("EMBER_EAGER_NATIVE", None)
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "state False False" in first.stdout       # built in the background (the process waits at exit)
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "state True True" in again.stdout

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from compile_support import _reset, cache  # noqa: F401,E402  (fresh compiler state; a private cache per test)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -80,3 +82,59 @@ def test_a_cached_eager_library_loads_at_once(tmp_path):
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "state True True" in again.stdout
+
+
+# ---- the pipeline runs at a trace's first replay ------------------------------------------------------------
+
+def _sgd_losses(compiled, momentum, steps=4):
+    import ember
+    import ember.nn as nn
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 3))
+    opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=momentum)
+    x, y = ember.randn(10, 6), ember.randn(10, 3)
+
+    def step(m, opt, x, y):
+        opt.zero_grad()
+        loss = ((m(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    f = ember.compile(step) if compiled else step
+    return [float(f(m, opt, x, y)) for _ in range(steps)], f
+
+
+def test_a_trace_that_never_replays_runs_no_pipeline(cache):
+    """SGD with momentum: the first step's trace (no momentum buffers yet) fails its guards on the second
+    call and is traced again; only the second trace, which replays, is decomposed, scheduled and built."""
+    import numpy as np
+    from ember.compiler import counters, native
+    eager, _ = _sgd_losses(False, 0.9)
+    captures, programs = counters["captures"], native.STATS["programs"]
+    got, f = _sgd_losses(True, 0.9)
+    np.testing.assert_allclose(got, eager, rtol=1e-5)
+    assert counters["captures"] == captures + 2
+    assert native.STATS["programs"] == programs + 1
+    first, second = f.entries
+    assert type(first.runner).__name__ == "_AtFirstReplay"      # never made
+    assert second.runner.native is not None
+
+
+def test_the_first_replay_makes_the_runner_once(cache):
+    import numpy as np
+    import ember
+    from ember.compiler import native
+    f = ember.compile(lambda x: (x * 2).sin() + 1)
+    x = ember.randn(5, 3)
+    programs = native.STATS["programs"]
+    want = (x * 2).sin() + 1
+    np.testing.assert_allclose(f(x).numpy(), want.numpy(), rtol=1e-6)
+    assert native.STATS["programs"] == programs                    # traced: nothing built yet
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).numpy(), want.numpy(), rtol=1e-6)
+    assert native.STATS["programs"] == programs + 1
+    assert f.entries[0].runner.native is not None
+    g = ember.compile(lambda x: x.cos())
+    g(x)
+    assert g.entries[0].runner.native is not None                  # asking for it makes it at once
+    assert native.STATS["programs"] == programs + 2

@@ -376,7 +376,8 @@ def test_logs_print_the_code_and_the_kernels(capsys):
     logs.set_logs("kernels,output_code")
     try:
         f = ember.compile(lambda x: (x.exp() * 2).sum(1))
-        f(ember.ones(3, 4))
+        f(ember.ones(3, 4))           # traces
+        f(ember.ones(3, 4))           # the first replay generates and builds the code
     finally:
         logs.set_logs("")
     err = capsys.readouterr().err

@@ -193,6 +193,11 @@ CHILD = textwrap.dedent("""
     import ember, ember.nn as nn
     from ember.compiler import build, native, plan_cache
     from test_compiler_plan_cache import _train
+    # (the first step runs eagerly while tracing: both processes run it on the same eager kernels, so
+    # bit-equal results compare the compiled code; a cold one would otherwise trace on NumPy while the
+    # eager library builds in the background)
+    from ember._native import eager_kernels
+    eager_kernels.available()
     losses, params, f = _train(True)
     print(json.dumps({{"losses": losses, "plan": plan_cache.STATS, "programs": native.STATS["programs"],
                       "compiles": build.STATS["compiles"], "sum": float(sum(p.sum() for p in params))}}))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import time
 import warnings
 import weakref
@@ -20,7 +21,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..autograd.grad_mode import GRAD
 from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
-from .runtime import Interpreter, GuardFailure, replay_eager
+from .runtime import Interpreter, GuardFailure, check_extra_guards, replay_eager
 from . import logs
 from .._layout import SparseLayoutError
 from ..nn.parameter import _UninitializedUseError
@@ -99,6 +100,33 @@ class _Entry:
         self.program = program
         self.runner = runner
         self.kind = kind          # "compiled" | "eager" (refused trace)
+
+
+class _AtFirstReplay:
+    """A trace's native runner, made at the trace's first replay (its guards matched a later call): a
+    trace that never replays (a step whose state differs from the second call on, a signature seen once)
+    runs no decompose, schedule, render or C build. Reading an attribute (``.native``) makes it at once."""
+
+    __slots__ = ("make", "entry", "lock")
+
+    def __init__(self, make, entry):
+        self.make = make
+        self.entry = entry
+        self.lock = threading.Lock()
+
+    def runner(self):
+        with self.lock:
+            e = self.entry
+            if e.runner is self:
+                e.runner = self.make(e.program)
+            return e.runner
+
+    def __call__(self, tensors):
+        check_extra_guards(self.entry.program)      # (GuardFailure: a retrace, and nothing was made)
+        return self.runner()(tensors)
+
+    def __getattr__(self, name):
+        return getattr(self.runner(), name)
 
 
 class CompiledFunction:
@@ -284,8 +312,12 @@ class CompiledFunction:
             program = self._add_symbolic(sig, dims, program, tracer.sym, pending)
             if program is None:                 # a verification trace that confirmed the pending entry
                 return result
-        runner = self._make_runner(program)
-        self.entries.append(_Entry(sig, program, runner, "compiled"))
+        entry = _Entry(sig, program, None, "compiled")
+        if self.backend == "inductor" and getattr(program, "device", None) is None:
+            entry.runner = _AtFirstReplay(self._make_runner, entry)
+        else:
+            entry.runner = self._make_runner(program)
+        self.entries.append(entry)
         logs.log("recompiles" if len(self.entries) > 1 else "graph",
                  f"ember.compile({self.__name__}): captured {len(program.graphs)} graph(s), "
                  f"{sum(len(g.nodes) for g in program.graphs)} nodes in {time.perf_counter() - t0:.3f}s")

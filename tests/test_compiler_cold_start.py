@@ -138,3 +138,67 @@ def test_the_first_replay_makes_the_runner_once(cache):
     g(x)
     assert g.entries[0].runner.native is not None                  # asking for it makes it at once
     assert native.STATS["programs"] == programs + 2
+
+
+# ---- leftovers of killed writers ----------------------------------------------------------------------------
+
+def test_leftovers_of_killed_writers_are_removed_by_a_later_build(cache):
+    """A ``.build-*`` directory holding a partial library and a ``.plan-*`` temporary file, as a writer
+    killed mid-way leaves them, are removed by the next run that writes to the cache; fresh ones (a
+    writer at work now) and the entries stay."""
+    import time
+    import numpy as np
+    import ember
+    from ember.compiler import cache as kcache
+    from ember.compiler import plan_cache
+    kernels = os.path.join(str(cache), "kernels")
+    plans = os.path.join(kernels, "plans")
+    os.makedirs(plans, mode=0o700)
+    os.chmod(str(cache), 0o700)
+    os.chmod(kernels, 0o700)
+    old = time.time() - 2 * kcache.STALE_SECONDS
+    stale_build = os.path.join(kernels, ".build-killed")
+    os.mkdir(stale_build, 0o700)
+    with open(os.path.join(stale_build, "ember_x-0123.so"), "wb") as f:
+        f.write(b"\x7fELF partial")
+    stale_plan = os.path.join(plans, ".plan-killed")
+    with open(stale_plan, "wb") as f:
+        f.write(b"EMBERPLAN1\nhalf")
+    live_build = os.path.join(kernels, ".build-busy")
+    os.mkdir(live_build, 0o700)
+    for p in (os.path.join(stale_build, "ember_x-0123.so"), stale_build, stale_plan):
+        os.utime(p, (old, old))
+    kcache._SWEPT.clear()
+
+    f = ember.compile(lambda x: (x * 2).exp().sum(0))
+    x = ember.randn(4, 3)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).numpy(), (x * 2).exp().sum(0).numpy(), rtol=1e-5)
+    assert f.entries[0].runner.native.lib is not None
+    assert not os.path.exists(stale_build) and not os.path.exists(stale_plan)
+    assert os.path.isdir(live_build)                         # too fresh: maybe a writer at work
+    assert any(n.endswith(".so") for n in os.listdir(kernels))
+    assert plan_cache.STATS["stores"] >= 1 and any(n.endswith(".plan") for n in os.listdir(plans))
+
+
+def test_a_warm_run_sweeps_nothing(cache):
+    """Loads never sweep (only a run that writes does): a stale leftover stays until then."""
+    import time
+    import ember
+    from ember.compiler import build
+    from ember.compiler import cache as kcache
+    f = ember.compile(lambda x: x.sin() * 3)
+    x = ember.randn(5)
+    f(x), f(x)
+    kernels = os.path.join(str(cache), "kernels")
+    leftover = os.path.join(kernels, ".plan-old")
+    open(leftover, "wb").close()
+    old = time.time() - 2 * kcache.STALE_SECONDS
+    os.utime(leftover, (old, old))
+    kcache._SWEPT.clear()
+    ember.compiler.reset()
+    g = ember.compile(lambda x: x.sin() * 3)
+    compiles = build.STATS["compiles"]
+    g(x), g(x)
+    assert build.STATS["compiles"] == compiles and os.path.exists(leftover)
+    assert kcache.sweep_leftovers(kernels) == 1 and not os.path.exists(leftover)

@@ -372,7 +372,8 @@ def test_second_process_hits_the_disk_cache(tmp_path):
     assert c2 == 0 and h2 >= 1   # the second only loaded from the cache
 
 
-def test_logs_print_the_code_and_the_kernels(capsys):
+def test_logs_print_the_code_and_the_kernels(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))     # (a plan cache hit renders no code to print)
     logs.set_logs("kernels,output_code")
     try:
         f = ember.compile(lambda x: (x.exp() * 2).sum(1))

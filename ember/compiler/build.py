@@ -120,7 +120,7 @@ import numpy as np
 from . import blas as _blas
 from .logs import log
 from .cache import (CACHE_SCHEMA, _build_lock, _create_private, _entry_paths, _kernels_dir, _mkdir_private,
-                    _replace, _sha256_file, _try_load, _why_untrusted_ancestors, cache_dir)
+                    _replace, _sha256_file, _try_load, _why_untrusted_ancestors, cache_dir, sweep_leftovers)
 from .cache import _why_untrusted  # noqa: F401  (ember.devices.opencl's program cache reads it here)
 
 __all__ = ["CACHE_SCHEMA", "STATS", "CompileError", "CompiledLibrary", "EntryPoint", "PointerArray",
@@ -393,6 +393,7 @@ def _load_or_build(units, stem_name, key, argv, cflags, ldflags, *, two_step, me
         with _build_lock(kernels, key):
             lib, why = _try_load(paths, key)    # another process may have built it while we waited
             if lib is None:
+                sweep_leftovers(kernels)
                 try:
                     tmp = tempfile.mkdtemp(prefix=".build-", dir=kernels)
                 except OSError as e:    # a read-only cache: its entries load, new ones are not stored

@@ -6,7 +6,8 @@ Where the cache is (``cache_dir``) and how an entry is laid out (``_entry_paths`
 (``_why_untrusted``, ``_why_untrusted_ancestors``); private directories and files (``_mkdir_private``,
 ``_create_private``); the kernel directory (``_kernels_dir``); whether an entry is whole and may be
 loaded (``_check_entry``, ``_try_load``); the per-key build lock (``_build_lock``) and moving finished
-files into place (``_replace``). ``ember.devices.opencl``'s program cache uses the same checks.
+files into place (``_replace``); removing what killed writers left behind (``sweep_leftovers``).
+``ember.devices.opencl``'s program cache uses the same checks.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import ctypes
 import hashlib
 import json
 import os
+import shutil
 import stat
+import time
 import tempfile
 from contextlib import contextmanager
 
@@ -228,3 +231,42 @@ def _create_private(path: str) -> int:
     if hasattr(os, "fchmod"):
         os.fchmod(fd, 0o600)
     return fd
+
+
+# ---- leftovers of killed writers ------------------------------------------------------------------------------
+
+LEFTOVER_PREFIXES = (".build-", ".plan-")   # a build's private directory, a plan's temporary file
+STALE_SECONDS = 3600.0      # a live writer's leftovers are seconds old (a build, a plan write)
+_SWEPT: set = set()         # directories swept by this process
+
+
+def sweep_leftovers(directory: str, *, stale_seconds: float = STALE_SECONDS) -> int:
+    """Remove the temporary files and build directories (with their partial libraries) that a writer
+    killed mid-way left in ``directory``: names starting with ``LEFTOVER_PREFIXES``, owned by this user
+    and untouched for ``stale_seconds`` (a live writer's are seconds old, and it replaces them within
+    its build). Once per directory per process, from the paths that write (a cache miss), never from a
+    warm run's loads. Returns how many it removed; what it cannot remove stays."""
+    if directory in _SWEPT:
+        return 0
+    _SWEPT.add(directory)
+    now, removed = time.time(), 0
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(LEFTOVER_PREFIXES)]
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+            if now - st.st_mtime < stale_seconds or (_CHECK_OWNER and st.st_uid != os.geteuid()):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+            removed += 1
+        except OSError:
+            continue
+    if removed:
+        log("kernels", f"removed {removed} leftover(s) of interrupted cache writes in {directory}")
+    return removed

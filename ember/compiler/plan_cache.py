@@ -438,6 +438,8 @@ def write(key: str, name: str, data: bytes) -> bool:
     d = _plans_dir()
     if d is None:
         return False
+    from .cache import sweep_leftovers
+    sweep_leftovers(d)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=d)      # mode 0600

@@ -13,13 +13,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _gated_cc(tmp_path):
-    """A C compiler that holds the eager kernels' build until the file ``go`` exists, at most a minute
-    (other builds run at once)."""
+    """A C compiler that holds the builds of the eager kernels and of the GEMM until the file ``go``
+    exists, at most a minute (other builds run at once)."""
     cc = tmp_path / "gated-cc"
     cc.write_text(textwrap.dedent(f"""\
         #!/bin/sh
         i=0
-        case "$*" in *ember_eager*)
+        case "$*" in *ember_eager*|*ember_sgemm*)
             while [ ! -e {tmp_path / 'go'} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done;; esac
         exec cc "$@"
         """))
@@ -27,32 +27,41 @@ def _gated_cc(tmp_path):
     return str(cc)
 
 
-def test_a_cold_trace_does_not_wait_for_the_eager_library(tmp_path):
+def test_a_cold_trace_does_not_wait_for_the_eager_libraries(tmp_path):
+    """While the eager kernels and ember's GEMM build (held here by the compiler), a first compile's trace
+    and eager calls run on NumPy and match torch; once built, the compiled replays and the eager ops use
+    them."""
     code = textwrap.dedent(f"""\
         import numpy as np, torch, ember
         import ember.nn.functional as F
         from ember._native import eager_kernels as k
-        x = np.random.default_rng(0).standard_normal((8, 40)).astype(np.float32)
-        w = np.random.default_rng(1).standard_normal((40,)).astype(np.float32)
-        def f(x, w):
-            return F.softmax(F.gelu(F.layer_norm(x, (40,), w)), -1).sum(0)
+        from ember.compiler import gemm, shared_gemm
+        ember.set_num_threads(2)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((64, 40)).astype(np.float32)
+        w = rng.standard_normal((40,)).astype(np.float32)
+        m = rng.standard_normal((40, 64)).astype(np.float32)
+        def f(x, w, m):
+            return F.softmax(F.gelu(F.layer_norm(x, (40,), w)) @ m, -1).sum(0)
         want = torch.softmax(torch.nn.functional.gelu(torch.nn.functional.layer_norm(
-            torch.tensor(x), (40,), torch.tensor(w))), -1).sum(0).numpy()
+            torch.tensor(x), (40,), torch.tensor(w))) @ torch.tensor(m), -1).sum(0).numpy()
         cf = ember.compile(f)
-        xe, we = ember.tensor(x), ember.tensor(w)
-        got = [cf(xe, we).numpy() for _ in range(3)]      # trace, then two native replays
-        eager = f(xe, we).numpy()
-        # the eager library is still held by the compiler: the trace and the eager call ran on NumPy
+        xe, we, me = ember.tensor(x), ember.tensor(w), ember.tensor(m)
+        got = [cf(xe, we, me).numpy(), f(xe, we, me).numpy()]     # the trace, an eager call
+        # both libraries are still held by the compiler: the trace and the eager call ran on NumPy
         assert k._STATE[0] is None and k._BUILDING[0] is not None, (k._STATE, k._BUILDING)
-        for r in got + [eager]:
-            np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-6)
+        assert not gemm.enabled() or (not gemm._LIB and shared_gemm.building())   # (no GEMM on this CPU)
         open({str(tmp_path / 'go')!r}, "w").close()
+        got += [cf(xe, we, me).numpy() for _ in range(2)]          # native replays (they wait for the GEMM)
+        assert (gemm._LIB or not gemm.enabled()) and cf.entries[0].runner.native.lib is not None
+        for r in got:
+            np.testing.assert_allclose(r, want, rtol=1e-4, atol=1e-5)
         assert k.available()                                # waits for the build, then it is in use
         assert k._STATE[0] and k._BUILDING[0] is None
         calls = []
         real = k._STATE[0]["layer_norm"]
         k._STATE[0]["layer_norm"] = lambda *a: calls.append(1) or real(*a)
-        np.testing.assert_allclose(f(xe, we).numpy(), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(f(xe, we, me).numpy(), want, rtol=1e-4, atol=1e-5)
         assert calls, "the eager op did not switch to the native kernel"
         print("ok")
         """)

@@ -61,8 +61,8 @@ def test_a_fresh_process_builds_nothing(private_cache):
         import numpy as np, ember
         from ember.bench import models as M
         from ember.compiler import native, native_sym
-        from ember._native import eager_kernels
-        eager_kernels.available()     # (traces run eagerly: both processes on the same eager kernels)
+        from ember.compiler.prebuild import support_libraries
+        support_libraries()     # (traces run eagerly: both processes on the same eager kernels and GEMM)
         ember.manual_seed(0)
         model = M.gpt(ember, M.GPTConfig(block_size=64, n_layer=1)).eval()
         cm = ember.compile(model)

@@ -142,8 +142,8 @@ SCRIPT = textwrap.dedent("""
     from ember.compiler import build, counters
 
     from ember.bench.compile import step_function
-    from ember._native import eager_kernels
-    eager_kernels.available()   # (the traced first step runs eagerly: both processes on the same kernels)
+    from ember.compiler.prebuild import support_libraries
+    support_libraries()   # (the traced first step runs eagerly: both processes on the same eager kernels)
 
     step = step_function(ember, "mlp")
     ember.manual_seed(0)

@@ -195,9 +195,9 @@ CHILD = textwrap.dedent("""
     from test_compiler_plan_cache import _train
     # (the first step runs eagerly while tracing: both processes run it on the same eager kernels, so
     # bit-equal results compare the compiled code; a cold one would otherwise trace on NumPy while the
-    # eager library builds in the background)
-    from ember._native import eager_kernels
-    eager_kernels.available()
+    # eager kernels and GEMM build in the background)
+    from ember.compiler.prebuild import support_libraries
+    support_libraries()
     losses, params, f = _train(True)
     print(json.dumps({{"losses": losses, "plan": plan_cache.STATS, "programs": native.STATS["programs"],
                       "compiles": build.STATS["compiles"], "sum": float(sum(p.sum() for p in params))}}))

@@ -28,6 +28,7 @@ import numpy as np
 from .gemm_c import SGEMM_C, LIBRARY_C
 # the thread settings, a dict ember.set_num_threads updates in place: read at each call, imported once
 from .._settings import _THREADS
+from . import shared_gemm
 
 __all__ = ["MIN_WORK", "SGEMM_C", "enabled", "library", "available", "simd_width", "sgemm", "sgemm_call"]
 
@@ -47,14 +48,17 @@ _ARGS = (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_int, ctypes.c_long,
 _ACC: list = []             # ember_sgemm_acc (the same arguments and the accumulate flag)
 
 
-def library():
+def library(cached_only: bool = False):
     """The GEMM built as a library of its own: ``(lib, ember_sgemm, has the CPU its tile?, vector width)``
-    (``ember_sgemm`` is what graph libraries call, see shared_gemm.py; ``ember_sgemm_acc`` adds a flag)."""
+    (``ember_sgemm`` is what graph libraries call, see shared_gemm.py; ``ember_sgemm_acc`` adds a flag).
+    ``cached_only=True``: None instead of building it when it is not in the kernel cache."""
     if not _LIB:
         from . import build
         from . import prims as P
         src = "\n".join([P.C_PRELUDE, build.OMP_PRELUDE, SGEMM_C, LIBRARY_C])
-        lib = build.compile_source(src, name="ember_sgemm")
+        lib = build.compile_source(src, name="ember_sgemm", cached_only=cached_only)
+        if lib is None:
+            return None
         fn = lib.get("ember_sgemm", _ARGS, ctypes.c_int)
         _ACC.append(lib.get("ember_sgemm_acc", _ARGS + (ctypes.c_int,), ctypes.c_int))
         have = lib.get("ember_have_sgemm", (), ctypes.c_int)()
@@ -158,6 +162,8 @@ def eager_matmul(a: np.ndarray, b: np.ndarray):
     nb = a.shape[0] if a.ndim == 3 else 1
     work = nb * a.shape[-2] * a.shape[-1] * b.shape[-1]
     if work < EAGER_SMALL or a.shape[-1] != b.shape[-2]:
+        return None
+    if not _LIB and shared_gemm.building():     # (a first compile's trace does not wait for its build)
         return None
     try:
         if not available():

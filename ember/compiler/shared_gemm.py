@@ -21,7 +21,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-__all__ = ["GEMM_STUB_C", "uses_gemm", "prefetch", "bind"]
+__all__ = ["GEMM_STUB_C", "uses_gemm", "prefetch", "building", "bind"]
 
 GEMM_STUB_C = r"""/* ember's GEMM, called in its own library (ember.compiler.shared_gemm) */
 typedef int (*em_sgemm_fn)(int, long, int, int, long, long, long, const float *, long, long, const float *,
@@ -58,15 +58,27 @@ def _library():
 
 
 def prefetch() -> None:
-    """Start building (or loading) the GEMM library in a background thread, if not done yet."""
+    """Load the GEMM library from the cache, or start building it in a background thread (eager matmuls
+    run on NumPy's BLAS until it is loaded: :func:`building`), if not done yet."""
     from . import gemm
     if gemm._LIB or "thread" in _PREFETCH:
         return
+    try:
+        if gemm.library(cached_only=True) is not None:
+            return
+    except Exception:        # (the build below meets the same error and reports it as before)
+        pass
     # (not a daemon: an exit waits for the build, which then lands in the cache instead of leaving a
     # half-built directory there)
     t = threading.Thread(target=_library, name="ember-gemm-build")
     _PREFETCH["thread"] = t
     t.start()
+
+
+def building() -> bool:
+    """Whether :func:`prefetch`'s background build of the GEMM library is running."""
+    t = _PREFETCH.get("thread")
+    return t is not None and t.is_alive()
 
 
 def bind(lib) -> None:

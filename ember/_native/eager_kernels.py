@@ -51,9 +51,10 @@ _SIGNATURES = {
 # state: None = not tried yet (or building), False = unavailable (disabled or the build failed), else the
 # functions. A library missing from the cache is built in a background thread (``_BUILDING``) and the
 # ops run their NumPy kernels until it is loaded: a first compile's trace, which runs the eager ops,
-# never waits for this build (``available()`` does wait).
+# never waits for this build, nor starts it (``available()`` does wait).
 _STATE: list = [None]
 _BUILDING: list = [None]    # the background build's thread while it runs
+_NOT_CACHED: list = [False]  # the cache did not hold the library (looked up once per process)
 _DISABLED = os.environ.get("EMBER_EAGER_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
 
 
@@ -78,15 +79,19 @@ def _load(wait: bool = True):
     if _DISABLED:
         _STATE[0] = False
         return False
+    if not wait and _NOT_CACHED[0] and _tracing():
+        return False                 # (known to be missing: a trace neither waits for it nor builds it)
     global _THREADS
     try:
         from .._settings import _THREADS
         from ..compiler import build
         from .eager_source import source
         src = source()
-        lib = build.compile_source(src, name="ember_eager", cached_only=True)
+        lib = None if _NOT_CACHED[0] else build.compile_source(src, name="ember_eager", cached_only=True)
         if lib is None and not wait:
-            _start_build(src)
+            _NOT_CACHED[0] = True
+            if not _tracing():
+                _start_build(src)
             return False
         if lib is None:
             lib = build.compile_source(src, name="ember_eager")
@@ -94,6 +99,13 @@ def _load(wait: bool = True):
     except Exception as e:       # no compiler, a failed build, an unloadable library: NumPy it is
         _STATE[0] = _unavailable(e)
     return _STATE[0]
+
+
+def _tracing() -> bool:
+    """Whether ``ember.compile`` is tracing: its compiled code does not call these kernels, so a trace
+    starts no build of them (its C compilers would compete with the program's own)."""
+    from ..compiler.capture import Tracer
+    return Tracer.active is not None
 
 
 def _start_build(src: str) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 
 import numpy as np
 
@@ -48,12 +47,12 @@ _SIGNATURES = {
     "scatter": ((_P, _P, _P, _L, _L, _L, _I), None),
 }
 
-# state: None = not tried yet (or building), False = unavailable (disabled or the build failed), else the
-# functions. A library missing from the cache is built in a background thread (``_BUILDING``) and the
-# ops run their NumPy kernels until it is loaded: a first compile's trace, which runs the eager ops,
-# never waits for this build, nor starts it (``available()`` does wait).
+# state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
+# A first compile's trace, which runs the eager ops, neither waits for a library missing from the cache
+# nor builds it (its ops run their NumPy kernels: the compiled code does not call these); the first eager
+# op outside a trace builds it and waits, so eager results never change kernels partway through a process
+# (``python -m ember.compiler.prebuild``, run by ``make install``, builds it ahead of time).
 _STATE: list = [None]
-_BUILDING: list = [None]    # the background build's thread while it runs
 _NOT_CACHED: list = [False]  # the cache did not hold the library (looked up once per process)
 _DISABLED = os.environ.get("EMBER_EAGER_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
 
@@ -74,8 +73,8 @@ def _unavailable(e) -> bool:
 
 
 def _load(wait: bool = True):
-    """Load the library from the cache; when it must be built, build it here (``wait``) or start building
-    it in the background and return False for now (NumPy runs until it is loaded)."""
+    """Load the library from the cache; when it must be built, build it here (``wait``) or return False
+    for now (NumPy runs, the next call outside a trace builds it)."""
     if _DISABLED:
         _STATE[0] = False
         return False
@@ -90,8 +89,6 @@ def _load(wait: bool = True):
         lib = None if _NOT_CACHED[0] else build.compile_source(src, name="ember_eager", cached_only=True)
         if lib is None and not wait:
             _NOT_CACHED[0] = True
-            if not _tracing():
-                _start_build(src)
             return False
         if lib is None:
             lib = build.compile_source(src, name="ember_eager")
@@ -108,34 +105,8 @@ def _tracing() -> bool:
     return Tracer.active is not None
 
 
-def _start_build(src: str) -> None:
-    def run():
-        from ..compiler import build
-        try:
-            fns = _bind(build.compile_source(src, name="ember_eager"))
-        except Exception as e:
-            fns = _unavailable(e)
-        if _STATE[0] is None:
-            _STATE[0] = fns
-        elif _STATE[0] is False and fns and not _DISABLED:
-            _SAVED[0] = fns          # (turned off by set_enabled(False) meanwhile: kept for turning on)
-        _BUILDING[0] = None
-    # (not a daemon: an exit waits for the build, which then lands in the cache whole)
-    t = threading.Thread(target=run, name="ember-eager-build")
-    _BUILDING[0] = t
-    t.start()
-
-
-def _wait_for_build() -> None:
-    t = _BUILDING[0]
-    if t is not None:
-        t.join()
-
-
 def available() -> bool:
-    """Whether the native kernels are in use (builds the library on the first call, or waits for the
-    build in progress)."""
-    _wait_for_build()
+    """Whether the native kernels are in use (builds the library on the first call)."""
     fns = _STATE[0]
     if fns is None:
         fns = _load()
@@ -163,9 +134,7 @@ def set_enabled(on: bool) -> bool:
 def _fns():
     fns = _STATE[0]
     if fns is None:
-        if _BUILDING[0] is not None:
-            return False             # building in the background: NumPy runs meanwhile
-        fns = _load(wait=False)
+        fns = _load(wait=not _tracing())
     return fns
 
 

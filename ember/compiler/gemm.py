@@ -163,8 +163,13 @@ def eager_matmul(a: np.ndarray, b: np.ndarray):
     work = nb * a.shape[-2] * a.shape[-1] * b.shape[-1]
     if work < EAGER_SMALL or a.shape[-1] != b.shape[-2]:
         return None
-    if not _LIB and shared_gemm.building():     # (a first compile's trace does not wait for its build)
-        return None
+    if not _LIB and shared_gemm.building():
+        # a first compile's trace does not wait for the library's build (NumPy's BLAS runs it); eager code
+        # does, so that an eager product never changes kernels (and bits) partway through a process
+        from .capture import Tracer
+        if Tracer.active is not None:
+            return None
+        shared_gemm.wait()
     try:
         if not available():
             return None

@@ -75,6 +75,13 @@ def prefetch() -> None:
     t.start()
 
 
+def wait() -> None:
+    """Wait for :func:`prefetch`'s background build, if one is running."""
+    t = _PREFETCH.get("thread")
+    if t is not None:
+        t.join()
+
+
 def building() -> bool:
     """Whether :func:`prefetch`'s background build of the GEMM library is running."""
     t = _PREFETCH.get("thread")

@@ -107,9 +107,11 @@ def _kl_cauchy_cauchy(p, q):
 @register_kl(TransformedDistribution, TransformedDistribution)
 def _kl_transformed_transformed(p, q):
     if p.transforms != q.transforms:
-        raise NotImplementedError
+        raise NotImplementedError("kl_divergence(TransformedDistribution, TransformedDistribution): the two "
+                                  "have different transforms; only equal transforms are supported")
     if p.event_shape != q.event_shape:
-        raise NotImplementedError
+        raise NotImplementedError("kl_divergence(TransformedDistribution, TransformedDistribution): event "
+                                  f"shapes differ ({tuple(p.event_shape)} vs {tuple(q.event_shape)})")
     extra = len(p.event_shape) - len(p.base_dist.event_shape)
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), extra)
 

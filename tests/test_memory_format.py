@@ -67,3 +67,20 @@ def test_formats_are_objects_and_errors_match_torch():
     same_error(lambda L: L.randn(3, 4).contiguous(memory_format=L.channels_last))
     same_error(lambda L: L.randn(3, 4, 2, 2).contiguous(memory_format=L.channels_last_3d))
     same_error(lambda L: L.randn(3, 4).clone(memory_format=1))
+
+
+def test_random_likes_take_the_layout_as_torch():
+    for fn in ("rand_like", "randn_like"):
+        for m_src, fmt, shape in [("channels_last", None, (2, 3, 4, 5)), (None, "channels_last", (2, 3, 4, 5)),
+                                  ("channels_last", "contiguous_format", (2, 3, 4, 5)),
+                                  ("channels_last_3d", None, (2, 3, 4, 5, 6))]:
+            got = []
+            for m in (torch, ember):
+                x = m.zeros(*shape)
+                if m_src:
+                    x = x.to(memory_format=getattr(m, m_src))
+                kw = {} if fmt is None else {"memory_format": getattr(m, fmt)}
+                r = getattr(m, fn)(x, **kw)
+                got.append((r.shape, r.stride(), r.dtype.is_floating_point))
+            assert got[0][1:] == got[1][1:] and tuple(got[0][0]) == tuple(got[1][0]), (fn, m_src, fmt, got)
+        same_error(lambda m: getattr(m, fn)(m.zeros(3, 4), memory_format=m.channels_last))

@@ -253,18 +253,30 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     return _result(draw(generator, "permutation", (n,), dt, n), dt, requires_grad, device, out)
 
 
+def _laid_out(r: Tensor, input: Tensor, memory_format, fn: str) -> Tensor:
+    """A fresh ``*_like`` result in ``memory_format``'s layout (or, by default, a channels-last input's),
+    as torch lays out its ``*_like`` results; the values stay where they are."""
+    d = input._data
+    if memory_format is None and (type(d) is not np.ndarray or d.flags.c_contiguous):
+        return r
+    if type(r._data) is np.ndarray:
+        from .._memory_format import like_layout
+        r._data = like_layout(r._data, input, memory_format, fn)
+    return r
+
+
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
               generator=None) -> Tensor:
     """``rand`` with ``input``'s shape (and dtype unless ``dtype``)."""
-    return rand(input._data.shape, dtype=dtype or input._dtype, device=device, requires_grad=requires_grad,
-                generator=generator)
+    return _laid_out(rand(input._data.shape, dtype=dtype or input._dtype, device=device,
+                          requires_grad=requires_grad, generator=generator), input, memory_format, "rand_like")
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
                generator=None) -> Tensor:
     """``randn`` with ``input``'s shape (and dtype unless ``dtype``)."""
-    return randn(input._data.shape, dtype=dtype or input._dtype, device=device, requires_grad=requires_grad,
-                 generator=generator)
+    return _laid_out(randn(input._data.shape, dtype=dtype or input._dtype, device=device,
+                           requires_grad=requires_grad, generator=generator), input, memory_format, "randn_like")
 
 
 def randint_like(input, low=None, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,

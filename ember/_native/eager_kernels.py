@@ -78,8 +78,8 @@ def _load(wait: bool = True):
     if _DISABLED:
         _STATE[0] = False
         return False
-    if not wait and _NOT_CACHED[0] and _tracing():
-        return False                 # (known to be missing: a trace neither waits for it nor builds it)
+    if not wait and _NOT_CACHED[0]:
+        return False                 # (known to be missing: a trace, the only caller not waiting, builds nothing)
     global _THREADS
     try:
         from .._settings import _THREADS

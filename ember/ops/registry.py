@@ -101,8 +101,18 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
     filters = _warnings.filters
     if not filters or filters[0] is not _FP_FILTER[0]:
         _fp_reinstate()  # a user's filter went in front of ember's fp-warning filter (ember/_numpy_quiet.py)
+    n = len(args)
     try:
-        res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
+        # (one and two arguments unwrapped without building a list: most ops take one or two)
+        if n == 1:
+            a = args[0]
+            res = op.kernel(a._data if type(a) is Tensor or isinstance(a, Tensor) else a, **attrs)
+        elif n == 2:
+            a, b = args
+            res = op.kernel(a._data if type(a) is Tensor or isinstance(a, Tensor) else a,
+                            b._data if type(b) is Tensor or isinstance(b, Tensor) else b, **attrs)
+        else:
+            res = op.kernel(*[a._data if type(a) is Tensor or isinstance(a, Tensor) else a for a in args], **attrs)
     except (MemoryError, ValueError) as e:
         _alloc_failed(op, e)
         raise
@@ -116,7 +126,7 @@ def apply(op: OpDef, args: tuple, attrs: dict = _EMPTY):
                     Node.record(op, args, attrs, (out,))
                     break
         return out
-    outs = tuple(wrap(r if type(r) is np.ndarray else np.asarray(r)) for r in res)
+    outs = tuple([wrap(r if type(r) is np.ndarray else np.asarray(r)) for r in res])
     record_grad(op, args, attrs, outs)
     return outs
 
@@ -174,17 +184,29 @@ def _apply_hooked(op, args, attrs):
 
 
 def apply_view(op: OpDef, args: tuple, attrs: dict = _EMPTY):
-    """``apply`` for ops whose output is a view of ``args[0]``: share its buffer and version counter."""
-    if DEVICE_RUN[0] is None:
-        out = apply(op, args, attrs)
-    else:
-        VIEW_CALL[0] = op       # the device dispatcher makes a view of the device buffer, not a copy
-        try:
-            out = apply(op, args, attrs)
-        finally:
-            VIEW_CALL[0] = None
+    """``apply`` for ops whose output is a view of ``args[0]`` (their only tensor argument): share its
+    buffer and version counter. Without hooks or devices the kernel runs here directly: a view kernel
+    allocates nothing and computes nothing (no fp-warning filter to keep), so ``apply``'s other work is
+    not needed."""
     base = args[0]
-    outs = out if type(out) is tuple else (out,)
+    if HOOKS or DEVICE_RUN[0] is not None:
+        out = _apply_view_hooked(op, args, attrs)
+        outs = out if type(out) is tuple else (out,)
+    else:
+        try:
+            res = op.kernel(base._data, **attrs)
+        except (MemoryError, ValueError) as e:
+            _alloc_failed(op, e)
+            raise
+        except SparseLayoutError as e:
+            raise e.for_op(op.name) from None
+        if op.nout == 1:
+            out = wrap(res if type(res) is np.ndarray else np.asarray(res))
+            outs = (out,)
+        else:
+            out = outs = tuple([wrap(r if type(r) is np.ndarray else np.asarray(r)) for r in res])
+        if GRAD[0] and base._rg and op.differentiable:
+            Node.record(op, args, attrs, outs)
     vc = base._get_vc()
     root = base._base if base._base is not None else base
     for o in outs:
@@ -193,6 +215,16 @@ def apply_view(op: OpDef, args: tuple, attrs: dict = _EMPTY):
         if o._rg:
             _track_view(root, o)    # so an in-place write to the base can refresh this view's history
     return out
+
+
+def _apply_view_hooked(op, args, attrs):
+    if DEVICE_RUN[0] is None:
+        return apply(op, args, attrs)
+    VIEW_CALL[0] = op       # the device dispatcher makes a view of the device buffer, not a copy
+    try:
+        return apply(op, args, attrs)
+    finally:
+        VIEW_CALL[0] = None
 
 
 def view_of(base: Tensor, arr: np.ndarray, dtype=None) -> Tensor:

@@ -26,6 +26,14 @@ from ._util import wrap_dim, shape_arg, fmt_shape, int_arg, dims_arg
 
 
 def _infer_shape(shape, numel, op="view"):
+    n = 1
+    for s in shape:
+        if s < 0:
+            break
+        n *= s
+    else:
+        if n == numel:      # (the usual call: sizes given in full)
+            return shape if type(shape) is tuple else tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -50,8 +58,10 @@ def _infer_shape(shape, numel, op="view"):
 
 
 def _view_kernel(x, shape):
+    if x.flags.c_contiguous:    # (a contiguous array reshapes without a copy; the copy=False check costs)
+        return x.reshape(shape)
     try:
-        return np.reshape(x, shape, copy=False)
+        return x.reshape(shape, copy=False)
     except ValueError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one dimension "
@@ -64,7 +74,7 @@ def reshape_to(t, shape: tuple):
     d = t._data
     if type(d) is not np.ndarray or not d.flags.c_contiguous:
         try:
-            np.reshape(d, shape, copy=False)
+            d.reshape(shape, copy=False)
         except ValueError:
             return apply(RESHAPE_COPY, (t,), {"shape": shape})
     return apply_view(VIEW, (t,), {"shape": shape})
@@ -115,11 +125,7 @@ def _view_dtype(self, dt):
 def reshape(input, *sizes, shape=None):
     """Like view when the layout allows it, else a copy."""
     shape = _infer_shape(shape_arg(sizes if shape is None else (shape,)), input.numel())
-    try:
-        np.reshape(input._data, shape, copy=False)
-        return apply_view(VIEW, (input,), {"shape": shape})
-    except ValueError:
-        return apply(RESHAPE_COPY, (input,), {"shape": shape})
+    return reshape_to(input, shape)
 
 
 def view_as(self, other):
@@ -301,7 +307,20 @@ def _expand_bw(ctx, g):
     return sum_to_size(g, ctx.in_shape(0))
 
 
-EXPAND = register("expand", lambda x, shape: np.broadcast_to(x, shape), _expand_bw, prim="expand")
+def _expand_kernel(x, shape):
+    """``np.broadcast_to`` (read-only, as its views' elements share memory) built directly: NumPy's
+    function runs an nditer and costs several microseconds on a small tensor; the array constructor on a
+    contiguous input (stride 0 on the stretched and the new leading dims) is a fraction of that."""
+    if not x.flags.c_contiguous or not x.size:
+        return np.broadcast_to(x, shape)
+    pad = len(shape) - x.ndim
+    st = (0,) * pad + tuple([s if h == w else 0 for h, w, s in zip(x.shape, shape[pad:], x.strides)])
+    r = np.ndarray(shape, x.dtype, x, 0, st)
+    r.flags.writeable = False
+    return r
+
+
+EXPAND = register("expand", _expand_kernel, _expand_bw, prim="expand")
 _EXPAND = node_class("ExpandBackward0")
 # squeeze / unsqueeze are views; torch numbers squeeze's overloads: (), (int), (dims)
 _SQUEEZE = (node_class("SqueezeBackward0"), node_class("SqueezeBackward1"), node_class("SqueezeBackward2"))

@@ -33,6 +33,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name, FUNCTIONS, FACTORY
 from ._util import fmt_shape, check_scalar_fits, INT_TYPES
+from ._along import first_out_of_range
 from ._reduce_util import dim_from_axis
 from .shape import getitem_basic, SLICE_BACKWARD
 from .inplace import write_result, _writable, CAPTURE_WRITE as _CAPTURING
@@ -110,11 +111,7 @@ def _first_bad(idx: np.ndarray, size: int, allow_negative: bool):
         # device indices: checked on a host copy (torch checks them in the kernel; the message is the same)
         from ..devices.opencl import to_numpy
         idx = to_numpy(idx)
-    lo = -size if allow_negative else 0
-    bad = (idx < lo) | (idx >= size)
-    if bad.any():
-        return int(idx.reshape(-1)[np.argmax(bad.reshape(-1))])
-    return None
+    return first_out_of_range(idx, size, allow_negative)
 
 
 # ---- the advanced-index ops: index and index_put ----------------------------------------------------

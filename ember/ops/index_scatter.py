@@ -17,6 +17,7 @@ from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach, dtype_name, node_class, rename
 from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim, fmt_shape
+from ._along import take_along
 from .shape import getitem_basic
 from .inplace import write_result, copy_out
 from .index import (INDEX, INDEX_PUT, _NUMBER, _const, _dim_index_args, _first_bad, _literal, _pad_to, _tensor_arg,
@@ -87,6 +88,8 @@ def _scatter_checks(self, dim, index, src):
 
 
 def _gather_kernel(x, index, dim):
+    if x.ndim and index.ndim:
+        return take_along(x, index, dim)
     xa = np.atleast_1d(x)
     ia = np.atleast_1d(index)
     return xa[_coords(ia.astype(np.intp, copy=False), dim)].reshape(index.shape)

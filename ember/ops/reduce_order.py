@@ -21,6 +21,7 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.node import _version_error
 from .registry import register, apply, attach, FUNCTIONS, node_class, rename, dtype_name
 from ._util import wrap_dim, int_arg
+from ._along import take_along
 from .reduce import _expand_back, SUM
 from .index_scatter import SCATTER, SCATTER_ADD
 from .creation import zeros as _zeros
@@ -86,9 +87,9 @@ def _check_nonempty(x: Tensor, axes, op: str) -> None:
 
 
 def _gathered(x, ind, axis, keepdims):
-    vals = np.take_along_axis(x, ind, axis=axis)
+    vals = take_along(x, ind, axis)
     if not keepdims:
-        return np.squeeze(vals, axis), np.squeeze(ind, axis)
+        return vals.squeeze(axis), ind.squeeze(axis)
     return vals, ind
 
 
@@ -137,33 +138,35 @@ def _argsort_np(a, axis, descending):
     """Stable argsort; descending keeps equal elements in their original order (NaN counts as largest)."""
     a = _keys(a)
     if not descending:
-        return np.argsort(a, axis=axis, kind="stable")
+        return a.argsort(axis=axis, kind="stable")
     n = a.shape[axis]
-    r = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
-    return np.flip(n - 1 - r, axis)
+    rev = (slice(None),) * axis + (slice(None, None, -1),)     # (np.flip costs microseconds of Python)
+    r = a[rev].argsort(axis=axis, kind="stable")
+    np.subtract(n - 1, r, out=r)
+    return np.ascontiguousarray(r[rev])
 
 
 def _maxmin_dim_kernel(largest):
-    f = np.argmax if largest else np.argmin
+    f = np.ndarray.argmax if largest else np.ndarray.argmin
 
     def k(x, axis, keepdims):
         if x.ndim == 0:
             return _scalar_sel(x)
-        return _gathered(x, f(x, axis=axis, keepdims=True).astype(np.int64), axis, keepdims)
+        return _gathered(x, f(x, axis=axis, keepdims=True).astype(np.int64, copy=False), axis, keepdims)
     return k
 
 
 def _sort_kernel(x, axis, descending=False):
     if x.ndim == 0:
         return _scalar_sel(x)
-    return _gathered(x, _argsort_np(x, axis, descending).astype(np.int64), axis, True)
+    return _gathered(x, _argsort_np(x, axis, descending).astype(np.int64, copy=False), axis, True)
 
 
 def _topk_kernel(x, k, axis, largest=True):
     if x.ndim == 0:
         return _scalar_sel(x)
-    ind = np.take(_argsort_np(x, axis, largest), np.arange(k), axis=axis).astype(np.int64)
-    return _gathered(x, ind, axis, True)
+    ind = _argsort_np(x, axis, largest)[(slice(None),) * axis + (slice(0, k),)]
+    return _gathered(x, np.ascontiguousarray(ind, dtype=np.int64), axis, True)
 
 
 def _kthvalue_kernel(x, k, axis, keepdims):

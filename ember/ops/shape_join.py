@@ -16,10 +16,10 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, Size
-from .registry import register, apply, attach, node_class, rename, dtype_name
+from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name
 from ._reduce_util import numpy_names
 from ._util import wrap_dim, fmt_shape, can_cast
-from .shape import reshape, narrow, TAKE_FLAT
+from .shape import reshape, narrow, TAKE_FLAT, VIEW, _UNSQUEEZE
 from ._shape_util import _int_list, _out, _tensor_list, _varargs_tensors, _zeros
 
 
@@ -60,13 +60,16 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for i, t in enumerate(tensors):
-        if t._data.ndim == 0:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    keep = tuple(i for i, t in enumerate(tensors) if not (t._data.ndim == 1 and t._data.shape[0] == 0))
     dt = tensors[0]._dtype
-    for t in tensors[1:]:
-        dt = _dt.promote_types(dt, t._dtype)
+    keep = []
+    for i, t in enumerate(tensors):
+        shp = t._data.shape
+        if not shp:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if t._dtype is not dt:
+            dt = _dt.promote_types(dt, t._dtype)
+        if shp != (0,):
+            keep.append(i)
     if out is not None and not can_cast(dt, out._dtype):
         raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {dtype_name(out._dtype)}")
     d = 0
@@ -74,20 +77,26 @@ def cat(tensors, dim: int = 0, *, axis=None, out=None) -> Tensor:
     if keep:
         ref = tensors[keep[0]]._data.shape
         d = wrap_dim(dim, len(ref))
+        lead, trail = ref[:d], ref[d + 1:]
         for i in keep:
             shp = tensors[i]._data.shape
-            if len(shp) != len(ref):
-                raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {len(shp)}")
-            for k in range(len(ref)):
-                if k != d and shp[k] != ref[k]:
-                    raise RuntimeError(
-                        f"Sizes of tensors must match except in dimension {d}. Expected size {ref[k]} but got "
-                        f"size {shp[k]} for tensor number {i} in the list.")
+            if shp[:d] != lead or shp[d + 1:] != trail or len(shp) != len(ref):
+                _cat_mismatch(ref, shp, d, i)
             sizes[i] = shp[d]
     else:
         wrap_dim(dim, 1)
-    r = apply(CAT, tuple(tensors), {"axis": d, "dt": dt.np, "keep": keep, "sizes": tuple(sizes)})
+    r = apply(CAT, tuple(tensors), {"axis": d, "dt": dt.np, "keep": tuple(keep), "sizes": tuple(sizes)})
     return r if out is None else _out(r, out)
+
+
+def _cat_mismatch(ref, shp, d, i):
+    if len(shp) != len(ref):
+        raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {len(shp)}")
+    for k in range(len(ref)):
+        if k != d and shp[k] != ref[k]:
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}. Expected size {ref[k]} but got "
+                f"size {shp[k]} for tensor number {i} in the list.")
 
 
 def stack(tensors, dim: int = 0, *, out=None, axis=None) -> Tensor:
@@ -103,7 +112,9 @@ def stack(tensors, dim: int = 0, *, out=None, axis=None) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {fmt_shape(ref)} at entry 0 "
                                f"and {fmt_shape(t._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(ref) + 1)
-    r = cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    # each input viewed with the new dim (torch's unsqueeze, made here once for all), then joined
+    shape = ref[:d] + (1,) + ref[d:]
+    r = cat([rename(apply_view(VIEW, (t,), {"shape": shape}), _UNSQUEEZE) for t in tensors], d, out=out)
     return r if out is not None else rename(r, _STACK)
 
 

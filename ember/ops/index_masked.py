@@ -28,8 +28,11 @@ def _masked_fill_kernel(x, mask, value):
     # a copy, then the value written where the mask is set: about 1.8x faster than np.where, which picks
     # element by element (measured here on attention scores under a causal mask)
     v = np.asarray(value).astype(x.dtype)
-    out = np.empty(x.shape if mask.shape == x.shape else np.broadcast_shapes(x.shape, mask.shape), x.dtype)
-    np.copyto(out, x)
+    if mask.shape == x.shape:
+        out = x.copy()
+    else:
+        out = np.empty(np.broadcast_shapes(x.shape, mask.shape), x.dtype)
+        np.copyto(out, x)
     np.copyto(out, v, where=mask)
     return out
 
@@ -63,7 +66,8 @@ def masked_fill(input, mask, value) -> Tensor:
     _check_mask(mask, lambda m: f"masked_fill_ only supports boolean masks, but got mask with dtype "
                                 f"{_c_type(m._dtype)}")
     _check_fill_value("masked_fill", value, input._dtype)
-    _bshape("masked_fill", input._data.shape, mask._data.shape)
+    if mask._data.shape != input._data.shape:
+        _bshape("masked_fill", input._data.shape, mask._data.shape)
     return apply(MASKED_FILL, (input, mask, value))
 
 

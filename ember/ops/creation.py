@@ -222,11 +222,18 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     if isinstance(fill_value, (complex, np.complexfloating)) and not dtype.is_complex:
         fill_value = fill_value.real    # checked above: no imaginary part
     fill_value = wrap_unsigned(fill_value, dtype)
-    r = _finish(_alloc(shape, dtype.np, np.full, shape, fill_value, dtype.np), dtype, requires_grad, device)
+    r = _finish(_alloc(shape, dtype.np, _full, shape, fill_value, dtype.np), dtype, requires_grad, device)
     if out is not None:
         from .inplace import copy_out
         return copy_out(r, out)
     return r
+
+
+def _full(shape, value, dt):
+    """``np.full`` without its Python wrapper's dtype inference (the dtype is always given here)."""
+    a = np.empty(shape, dt)
+    a.fill(value)
+    return a
 
 
 def _like(fn_fill):
@@ -259,7 +266,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     _check_fill(fill_value, dt, "full_like")
     fill_value = wrap_unsigned(fill_value, dt)
     shape = input._data.shape
-    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad,
+    return _finish(_alloc(shape, dt.np, _full, shape, fill_value, dt.np), dt, requires_grad,
                    input.device if device is None else device)
 
 
@@ -289,7 +296,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     shape = shape_arg((size,), "new_full")
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
-    return _finish(_alloc(shape, dt.np, np.full, shape, fill_value, dt.np), dt, requires_grad,
+    return _finish(_alloc(shape, dt.np, _full, shape, fill_value, dt.np), dt, requires_grad,
                    self.device if device is None else device)
 
 
@@ -307,6 +314,19 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
     if end is None:
         start, end = 0, start
+    if type(start) is int and type(end) is int and type(step) is int and (dtype is None or dtype is _dt.int64):
+        # the usual call, int64 from Python ints: nothing to convert (the general path below agrees)
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
+        if (end - start) * step < 0:
+            raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        n = builtins.max(0, -((start - end) // step))
+        r = _finish(_alloc((n,), np.int64, np.arange, start, start + n * step, step, np.int64), _dt.int64,
+                    requires_grad, device)
+        if out is not None:
+            from .inplace import copy_out
+            return copy_out(r, out)
+        return r
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     for v in vals:
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):

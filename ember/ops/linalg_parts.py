@@ -13,8 +13,28 @@ from .linalg import _not_impl, _out
 
 # ---- triangular parts, trace, cross ---------------------------------------------------------------------
 
-TRIL = register("tril", lambda x, k: np.tril(x, k), lambda ctx, g: (apply(TRIL, (g,), ctx.attrs),))
-TRIU = register("triu", lambda x, k: np.triu(x, k), lambda ctx, g: (apply(TRIU, (g,), ctx.attrs),))
+_MASKS: dict = {}
+
+
+def _triangle(x, k, lower):
+    """``np.tril`` / ``np.triu``: ``x`` where the (cached, read-only) mask of the last two dims keeps it,
+    else 0. NumPy's functions rebuild the mask through several Python helpers on every call."""
+    n, m = x.shape[-2:]
+    key = (n, m, k, lower)
+    mask = _MASKS.get(key)
+    if mask is None:
+        if len(_MASKS) > 256:
+            _MASKS.clear()
+        mask = np.tri(n, m, k if lower else k - 1, dtype=bool)
+        if not lower:
+            mask = ~mask
+        mask.flags.writeable = False
+        _MASKS[key] = mask
+    return np.where(mask, x, np.zeros((), x.dtype))
+
+
+TRIL = register("tril", lambda x, k: _triangle(x, k, True), lambda ctx, g: (apply(TRIL, (g,), ctx.attrs),))
+TRIU = register("triu", lambda x, k: _triangle(x, k, False), lambda ctx, g: (apply(TRIU, (g,), ctx.attrs),))
 _TRACE = node_class("TraceBackward0")
 
 

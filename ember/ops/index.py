@@ -150,6 +150,13 @@ def _coords_of(idx, pos):
 
 
 def _index_kernel(x, *idx, pos):
+    if len(idx) == 1 and x.size:
+        # one index array (integers, or a mask over leading dims): NumPy's own indexing is torch's here,
+        # and the result is empty only when the index is; anything it refuses takes the path below
+        try:
+            return x[idx[0]] if pos[0] == 0 else x[(slice(None),) * pos[0] + idx]
+        except IndexError:
+            pass
     idx, pos = _coords_of(idx, pos)
     try:
         shape = _adv_result_shape(x.shape, idx, pos)
@@ -518,9 +525,27 @@ def _getitem(self: Tensor, key) -> Tensor:
     plan = _parse(self, key)
     if not plan.adv:
         return getitem_basic(self, plan.basic)
+    if plan.trivial and len(plan.adv) == 1 and _one_index_ok(self._data, plan.adv[0]):
+        return apply(INDEX, (self, plan.adv[0][2]), {"pos": (0,)})
     view = self if plan.trivial else getitem_basic(self, plan.basic)
     args, pos, _ = _check_adv(view._data.shape, plan.adv)
     return apply(INDEX, (view,) + args, {"pos": pos})
+
+
+def _one_index_ok(x, adv) -> bool:
+    """Whether ``x[index]`` (one index tensor at dim 0 of a non-empty ``x``) passes ``_check_adv``'s
+    checks: a mask matching x's leading dims, or integers in range (checked here without its
+    bookkeeping; False sends the key through ``_check_adv``, which raises torch's message)."""
+    p, kind, t = adv
+    a = t._data
+    if p or not x.size:
+        return False
+    if kind == "mask":
+        return a.shape == x.shape[:a.ndim]
+    if not a.size:
+        return True
+    mn, mx = _min_max(a)
+    return -x.shape[0] <= mn and mx < x.shape[0]
 
 
 def _type_name(t: Tensor) -> str:

@@ -29,8 +29,44 @@ def _einsum_single(x, sub, keep):
     return np.einsum(f"{sub}->{kept}", x), kept
 
 
+_PAIRS: dict = {}
+
+
 def _einsum_pair(a, sa, b, sb, keep):
-    """Contract two operands with one matmul: (batch, left, contracted) @ (batch, contracted, right)."""
+    """Contract two operands with one matmul: (batch, left, contracted) @ (batch, contracted, right).
+    The transposes and shapes depend only on the subscripts and shapes: they are kept per those (a
+    bounded cache), so a repeated call runs no string work."""
+    key = (sa, sb, frozenset(keep), a.shape, b.shape)
+    plan = _PAIRS.get(key)
+    if plan is None:
+        if len(_PAIRS) > 256:
+            _PAIRS.clear()
+        plan = _PAIRS[key] = _pair_plan(a, sa, b, sb, keep)
+    pa_perm, pb_perm, sha, shb, shape, sub = plan
+    if pa_perm is None:             # (an operand needs a diagonal or a reduction first: no plan kept)
+        return _einsum_pair_slow(a, sa, b, sb, keep)
+    r = np.matmul(a.transpose(pa_perm).reshape(sha), b.transpose(pb_perm).reshape(shb))
+    return r.reshape(shape), sub
+
+
+def _pair_plan(a, sa, b, sb, keep):
+    if _einsum_single(a, sa, keep | set(sb))[1] != sa or _einsum_single(b, sb, keep | set(sa))[1] != sb:
+        return None, None, None, None, None, None
+    batch = [c for c in sa if c in sb and c in keep]
+    contr = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    size = {c: n for c, n in zip(sa, a.shape)}
+    size.update({c: n for c, n in zip(sb, b.shape)})
+    nb = _prod(size[c] for c in batch)
+    nl, nc, nr = _prod(size[c] for c in left), _prod(size[c] for c in contr), _prod(size[c] for c in right)
+    sub = "".join(batch + left + right)
+    return (tuple(sa.index(c) for c in batch + left + contr), tuple(sb.index(c) for c in batch + contr + right),
+            (nb, nl, nc) if batch else (nl, nc), (nb, nc, nr) if batch else (nc, nr),
+            tuple(size[c] for c in sub), sub)
+
+
+def _einsum_pair_slow(a, sa, b, sb, keep):
     a, sa = _einsum_single(a, sa, keep | set(sb))
     b, sb = _einsum_single(b, sb, keep | set(sa))
     batch = [c for c in sa if c in sb and c in keep]
@@ -184,6 +220,31 @@ def einsum(*args) -> Tensor:
             raise TypeError(f"einsum(): operands must be Tensors, got {type(o).__name__}")
     if _AUTOCAST[0] is not None and len(ops) > 1:        # contractions run as bmm, which autocasts
         ops = list(_autocast_args(*ops))
+    key = (eq, tuple([o._data.shape for o in ops]))
+    parsed_eq = _PARSED.get(key)
+    if parsed_eq is None:
+        parsed_eq = _parse_equation(eq, ops)
+        if len(_PARSED) > 256:
+            _PARSED.clear()
+        _PARSED[key] = parsed_eq
+    subs, out, wants = parsed_eq
+    dt = ops[0]._dtype
+    for o in ops[1:]:
+        if o._dtype is not dt:
+            raise RuntimeError(f"expected scalar type {dtype_name(dt)} but found {dtype_name(o._dtype)}")
+    if dt is _dt.bool and len(ops) > 1:
+        raise _not_impl("bmm", dt)
+    # size-1 dims that broadcast: expand (a view; expand's backward sums the gradient back)
+    xs = [x if want is None else x.expand(want) for want, x in zip(wants, ops)]
+    return apply(EINSUM, tuple(xs), {"subs": subs, "out": out})
+
+
+_PARSED: dict = {}     # (equation, operand shapes) -> what _parse_equation found (it depends on nothing else)
+
+
+def _parse_equation(eq, ops):
+    """(subscripts per operand, output subscripts, per operand the shape to expand it to or None) for
+    ``eq`` on operands of these shapes; torch's errors for a bad equation."""
     eq = eq.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     parts = lhs.split(",")
@@ -249,18 +310,11 @@ def einsum(*args) -> Tensor:
     else:
         counts = collections.Counter("".join(a + b for a, _, b in parsed))
         out = ell_letters + "".join(c for c in _LETTERS if counts.get(c) == 1)
-    dt = ops[0]._dtype
-    for o in ops[1:]:
-        if o._dtype is not dt:
-            raise RuntimeError(f"expected scalar type {dtype_name(dt)} but found {dtype_name(o._dtype)}")
-    if dt is _dt.bool and len(ops) > 1:
-        raise _not_impl("bmm", dt)
-    # size-1 dims that broadcast: expand (a view; expand's backward sums the gradient back)
-    xs = []
+    wants = []
     for s, x in zip(subs, ops):
         want = tuple(size[c] for c in s)
-        xs.append(x if want == x._data.shape else x.expand(want))
-    return apply(EINSUM, tuple(xs), {"subs": tuple(subs), "out": out})
+        wants.append(None if want == x._data.shape else want)
+    return tuple(subs), out, tuple(wants)
 
 
 attach("einsum", einsum, method=False)

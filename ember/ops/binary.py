@@ -142,11 +142,12 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     else:
         raise TypeError(f"pow() received an invalid combination of arguments - got ({type(input).__name__}, "
                         f"{type(exponent).__name__}), but expected at least one Tensor")
-    dt = _dt.result_type(input, exponent)
-    if dt is _dt.bool:
-        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
-    if op is POW_TS and dt.category != _FLOAT and isinstance(exponent, (int, np.integer)) and exponent < 0:
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if not (op is POW_TS and input._dtype.category == _FLOAT):     # (a float tensor ** a number: neither check applies)
+        dt = _dt.result_type(input, exponent)
+        if dt is _dt.bool:
+            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+        if op is POW_TS and dt.category != _FLOAT and isinstance(exponent, (int, np.integer)) and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
     return binary(op, input, exponent, name="pow")
 
 

@@ -464,7 +464,7 @@ _SLICE, _SPLIT, _SPLIT_SIZES, _UNBIND = (node_class(n) for n in (
 
 def getitem_basic(x, key):
     """A view selected by a basic key (ints, slices with positive steps, None, Ellipsis)."""
-    if type(key) is tuple and not any(k is Ellipsis for k in key):
+    if type(key) is tuple and Ellipsis not in key:   # (a basic key: ints, slices, None compare cheaply)
         key = key + (Ellipsis,)  # NumPy returns a scalar copy, not a 0-d view, when ints select every dim
     return apply_view(GETITEM, (x,), {"key": key})
 

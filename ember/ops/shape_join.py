@@ -107,15 +107,23 @@ def stack(tensors, dim: int = 0, *, out=None, axis=None) -> Tensor:
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     ref = tensors[0]._data.shape
-    for i, t in enumerate(tensors[1:], 1):
+    dt = tensors[0]._dtype
+    for i, t in enumerate(tensors):
         if t._data.shape != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {fmt_shape(ref)} at entry 0 "
                                f"and {fmt_shape(t._data.shape)} at entry {i}")
+        if t._dtype is not dt:
+            dt = _dt.promote_types(dt, t._dtype)
     d = wrap_dim(dim, len(ref) + 1)
-    # each input viewed with the new dim (torch's unsqueeze, made here once for all), then joined
+    # each input viewed with the new dim (torch's unsqueeze, made here once for all), then joined by the
+    # cat op (the shapes are known equal: nothing of cat's checking is left to do)
     shape = ref[:d] + (1,) + ref[d:]
-    r = cat([rename(apply_view(VIEW, (t,), {"shape": shape}), _UNSQUEEZE) for t in tensors], d, out=out)
-    return r if out is not None else rename(r, _STACK)
+    views = tuple([rename(apply_view(VIEW, (t,), {"shape": shape}), _UNSQUEEZE) for t in tensors])
+    if out is not None:
+        return cat(views, d, out=out)
+    n = len(views)
+    r = apply(CAT, views, {"axis": d, "dt": dt.np, "keep": tuple(range(n)), "sizes": (1,) * n})
+    return rename(r, _STACK)
 
 
 _STACK = node_class("StackBackward0")

@@ -16,6 +16,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...memory import _alloc
 from ...ops.registry import register, apply, dtype_name, node_class, rename
+from ...ops._along import first_out_of_range
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -23,10 +24,9 @@ __all__ = ["embedding", "embedding_bag", "one_hot"]
 # ---- ops ----------------------------------------------------------------------------------------------
 
 def _embedding_kernel(w, idx, padding_idx=-1, scale_grad_by_freq=False):
-    n = w.shape[0]
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
+    if first_out_of_range(idx, w.shape[0], False) is not None:   # (one reduction, not min and max)
         raise IndexError("index out of range in self")
-    return np.take(w, idx, axis=0)
+    return w.take(idx, axis=0)
 
 
 def _position_factor(idx: np.ndarray, num_weights: int, padding_idx: int, scale_grad_by_freq: bool, dtype):
@@ -145,9 +145,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if sparse:
         raise NotImplementedError("embedding: sparse=True (sparse gradients) is not supported by ember; "
                                   "use sparse=False")
-    pad = _padding(padding_idx, weight.shape[0])
+    pad = _padding(padding_idx, weight._data.shape[0])
     _check_indices(input, "indices", "embedding")
-    if weight.ndim != 2:
+    if weight._data.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D")
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)

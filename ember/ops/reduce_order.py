@@ -411,7 +411,7 @@ def aminmax(input, *, dim=None, keepdim: bool = False, out=None, axis=None, keep
 
 
 def _argmaxmin_kernel(x, axis, keepdims, largest):
-    f = np.argmax if largest else np.argmin
+    f = np.ndarray.argmax if largest else np.ndarray.argmin     # (the methods: np.argmax is a Python wrapper)
     if axis is None:
         r = f(x.reshape(-1))
         return np.full((1,) * x.ndim if keepdims else (), r, dtype=np.int64)

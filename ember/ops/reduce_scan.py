@@ -27,7 +27,8 @@ def _scan(fn, x, axis, reverse, dtype=None):
     if x.ndim == 0:
         return np.array(x, dtype=dtype or x.dtype, copy=True)
     if reverse:
-        return np.ascontiguousarray(np.flip(fn(np.flip(x, axis), axis=axis, dtype=dtype), axis))
+        rev = (slice(None),) * axis + (slice(None, None, -1),)     # (np.flip costs microseconds of Python)
+        return np.ascontiguousarray(fn(x[rev], axis=axis, dtype=dtype)[rev])
     return fn(x, axis=axis, dtype=dtype)
 
 

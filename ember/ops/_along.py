@@ -43,6 +43,7 @@ def take_along(x: np.ndarray, ind: np.ndarray, axis: int) -> np.ndarray:
 
 
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
+_MAX = np.maximum.reduce     # (the ufunc's reduce: ndarray.max goes through a Python helper)
 
 
 def first_out_of_range(idx: np.ndarray, size: int, allow_negative: bool):
@@ -52,7 +53,7 @@ def first_out_of_range(idx: np.ndarray, size: int, allow_negative: bool):
         return None
     if idx.dtype.kind == "i" and idx.dtype.itemsize >= 4:     # (a smaller int could overflow ``+ size``)
         u = (idx + size if allow_negative else idx).view(_UNSIGNED[idx.dtype.itemsize])
-        if int(u.max()) < (2 * size if allow_negative else size):
+        if int(_MAX(u, axis=None)) < (2 * size if allow_negative else size):
             return None
     lo = -size if allow_negative else 0
     bad = (idx < lo) | (idx >= size)

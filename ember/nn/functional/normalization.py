@@ -254,7 +254,7 @@ def _prod(s) -> int:
 
 def _last_dims_view(x: Tensor, ns: tuple):
     d = _prod(ns)
-    m = _prod(x.shape[:x.ndim - len(ns)])
+    m = _prod(x._data.shape[:x._data.ndim - len(ns)])
     return (m, d), (m, 1), (1, d)
 
 
@@ -268,7 +268,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     _check_affine_shape(weight, "weight", ns)
     _check_affine_shape(bias, "bias", ns)
     k = len(ns)
-    if input.ndim < k or tuple(input.shape[-k:]) != ns:
+    if input._data.ndim < k or input._data.shape[-k:] != ns:
         raise RuntimeError(f"Given normalized_shape={_shape_list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size{_shape_list(input.shape)}")
     _check_params(input, weight, bias)

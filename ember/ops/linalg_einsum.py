@@ -42,16 +42,21 @@ def _einsum_pair(a, sa, b, sb, keep):
         if len(_PAIRS) > 256:
             _PAIRS.clear()
         plan = _PAIRS[key] = _pair_plan(a, sa, b, sb, keep)
+    if not plan:
+        # an operand needs a diagonal or a reduction first (not kept: its plan is made after that)
+        a, sa = _einsum_single(a, sa, keep | set(sb))
+        b, sb = _einsum_single(b, sb, keep | set(sa))
+        plan = _pair_plan(a, sa, b, sb, keep)
     pa_perm, pb_perm, sha, shb, shape, sub = plan
-    if pa_perm is None:             # (an operand needs a diagonal or a reduction first: no plan kept)
-        return _einsum_pair_slow(a, sa, b, sb, keep)
     r = np.matmul(a.transpose(pa_perm).reshape(sha), b.transpose(pb_perm).reshape(shb))
     return r.reshape(shape), sub
 
 
 def _pair_plan(a, sa, b, sb, keep):
+    """(a's and b's transposes, their matmul shapes, the result's shape and subscripts), or () when an
+    operand has letters to reduce or repeat first."""
     if _einsum_single(a, sa, keep | set(sb))[1] != sa or _einsum_single(b, sb, keep | set(sa))[1] != sb:
-        return None, None, None, None, None, None
+        return ()
     batch = [c for c in sa if c in sb and c in keep]
     contr = [c for c in sa if c in sb and c not in keep]
     left = [c for c in sa if c not in sb]
@@ -64,27 +69,6 @@ def _pair_plan(a, sa, b, sb, keep):
     return (tuple(sa.index(c) for c in batch + left + contr), tuple(sb.index(c) for c in batch + contr + right),
             (nb, nl, nc) if batch else (nl, nc), (nb, nc, nr) if batch else (nc, nr),
             tuple(size[c] for c in sub), sub)
-
-
-def _einsum_pair_slow(a, sa, b, sb, keep):
-    a, sa = _einsum_single(a, sa, keep | set(sb))
-    b, sb = _einsum_single(b, sb, keep | set(sa))
-    batch = [c for c in sa if c in sb and c in keep]
-    contr = [c for c in sa if c in sb and c not in keep]
-    left = [c for c in sa if c not in sb]
-    right = [c for c in sb if c not in sa]
-    size = {c: n for c, n in zip(sa, a.shape)}
-    size.update({c: n for c, n in zip(sb, b.shape)})
-    pa = a.transpose([sa.index(c) for c in batch + left + contr])
-    pb = b.transpose([sb.index(c) for c in batch + contr + right])
-    nb = _prod(size[c] for c in batch)
-    nl, nc, nr = _prod(size[c] for c in left), _prod(size[c] for c in contr), _prod(size[c] for c in right)
-    if batch:
-        r = np.matmul(pa.reshape(nb, nl, nc), pb.reshape(nb, nc, nr))
-    else:
-        r = np.matmul(pa.reshape(nl, nc), pb.reshape(nc, nr))
-    sub = "".join(batch + left + right)
-    return r.reshape(tuple(size[c] for c in sub)), sub
 
 
 def _einsum_kernel(*xs, subs, out):

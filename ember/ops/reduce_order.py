@@ -135,7 +135,8 @@ def _keys(a):
 
 
 def _argsort_np(a, axis, descending):
-    """Stable argsort; descending keeps equal elements in their original order (NaN counts as largest)."""
+    """Stable argsort; descending keeps equal elements in their original order (NaN counts as largest).
+    A descending order comes back as a reversed view (the callers copy what they keep)."""
     a = _keys(a)
     if not descending:
         return a.argsort(axis=axis, kind="stable")
@@ -143,7 +144,7 @@ def _argsort_np(a, axis, descending):
     rev = (slice(None),) * axis + (slice(None, None, -1),)     # (np.flip costs microseconds of Python)
     r = a[rev].argsort(axis=axis, kind="stable")
     np.subtract(n - 1, r, out=r)
-    return np.ascontiguousarray(r[rev])
+    return r[rev]
 
 
 def _maxmin_dim_kernel(largest):
@@ -159,7 +160,7 @@ def _maxmin_dim_kernel(largest):
 def _sort_kernel(x, axis, descending=False):
     if x.ndim == 0:
         return _scalar_sel(x)
-    return _gathered(x, _argsort_np(x, axis, descending).astype(np.int64, copy=False), axis, True)
+    return _gathered(x, np.ascontiguousarray(_argsort_np(x, axis, descending), dtype=np.int64), axis, True)
 
 
 def _topk_kernel(x, k, axis, largest=True):

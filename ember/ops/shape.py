@@ -74,7 +74,8 @@ def reshape_to(t, shape: tuple):
     d = t._data
     if type(d) is not np.ndarray or not d.flags.c_contiguous:
         try:
-            d.reshape(shape, copy=False)
+            # (NumPy's function also asks device and meta arrays, whose layouts it knows)
+            d.reshape(shape, copy=False) if type(d) is np.ndarray else np.reshape(d, shape, copy=False)
         except ValueError:
             return apply(RESHAPE_COPY, (t,), {"shape": shape})
     return apply_view(VIEW, (t,), {"shape": shape})

@@ -49,6 +49,28 @@ def test_batched_gemm_matches_numpy(threads):
 
 
 @needs_gemm
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_split_gemm_gives_the_bits_of_one_thread(ta, tb):
+    """On several threads a GEMM runs as row items over one packed op(B) that they share (each panel
+    packed by whichever thread needs it first, or privately when another is still packing it), or as
+    blocks of C; either way every element is summed in one thread's order, so the result is bitwise one
+    thread's, with accumulate=True too, job after job."""
+    rng = np.random.default_rng(ta * 2 + tb)
+    for M, N, K in ((300, 200, 700), (97, 33, 257), (1000, 40, 70), (40, 600, 50), (130, 16, 1)):
+        a, b = _operand(rng, M, K, ta), _operand(rng, K, N, tb)
+        base = rng.uniform(-1, 1, (M, N)).astype(np.float32)
+        one, one_acc = gemm.sgemm(a, b, threads=1), base.copy()
+        gemm.sgemm(a, b, threads=1, out=one_acc, accumulate=True)
+        np.testing.assert_allclose(one, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5 * np.sqrt(K))
+        for nt in (2, 3):
+            for _ in range(3):
+                np.testing.assert_array_equal(gemm.sgemm(a, b, threads=nt, exact_threads=True), one)
+                acc = base.copy()
+                gemm.sgemm(a, b, threads=nt, out=acc, accumulate=True, exact_threads=True)
+                np.testing.assert_array_equal(acc, one_acc)
+
+
+@needs_gemm
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gemm_of_expanded_and_reversed_views(threads):
     """Operands whose rows or columns overlap (``expand``: a zero stride) or run backwards are copied

@@ -109,21 +109,24 @@ static int em_sgemm_cpu_ok(void) {
   return ok;
 }
 
-static __thread float *em_ws = 0;
-static __thread size_t em_ws_cap = 0;
-
-/* this thread's packing buffer of at least n floats (64-byte aligned), or NULL */
-static float *em_workspace(size_t n) {
-  if (n > em_ws_cap) {
-    size_t cap = (n + 4095) & ~(size_t)4095;
-    float *p = (float *)aligned_alloc(64, cap * sizeof(float));
+/* grows a thread's buffer to at least n floats (64-byte aligned, kept); NULL when it cannot */
+static float *em_grow(float **buf, size_t *cap, size_t n) {
+  if (n > *cap) {
+    const size_t c = (n + 4095) & ~(size_t)4095;
+    float *p = (float *)aligned_alloc(64, c * sizeof(float));
     if (!p) return 0;
-    free(em_ws);
-    em_ws = p;
-    em_ws_cap = cap;
+    free(*buf);
+    *buf = p;
+    *cap = c;
   }
-  return em_ws;
+  return *buf;
 }
+static __thread float *em_ws = 0, *em_wsh = 0;
+static __thread size_t em_ws_cap = 0, em_wsh_cap = 0;
+/* this thread's packing buffer of at least n floats, or NULL */
+static float *em_workspace(size_t n) { return em_grow(&em_ws, &em_ws_cap, n); }
+/* the buffer a caller shares with the pool's threads for one job (its packed op(B)), or NULL */
+static float *em_shared_workspace(size_t n) { return em_grow(&em_wsh, &em_wsh_cap, n); }
 
 /* the register tile: c[0:mr, 0:nr] (+)= A (mr x kc, element (i, k) at a[i*rs + k*cs]) times bp (kc x NR,
    k-major). A is a packed micro-panel (rs 1, cs MR) or row-major op(A) read in place (rs lda, cs 1); rows
@@ -243,22 +246,38 @@ static void em_pack_b(float *restrict dst, int tb, const float *B, long ldb, lon
 }
 
 /* op(A)[0:mc, 0:kc] for A stored transposed (op(A)[i, k] at A[k * lda + i]) -> dst: micro-panels of MR
-   rows, each kc x MR (k-major, zero-padded rows) */
+   rows, each kc x MR (k-major, zero-padded rows). With MR <= 8 a row of a micro-panel is one 8-float
+   load whose lanes past the panel's rows are masked (never read, zero) and one 8-float store: its extra
+   lanes land on the next row's slots, written next (callers leave room for them past the panels). */
 static void em_pack_at(float *restrict dst, const float *A, long lda, int mc, int kc) {
   for (int ir = 0; ir < mc; ir += EM_MR) {
     const int mr = mc - ir < EM_MR ? mc - ir : EM_MR;
     float *d = dst + (long)ir * kc;
     const float *s = A + ir;
-    if (mr == EM_MR) {
-      for (int k = 0; k < kc; k++)
-#pragma GCC unroll 16
-        for (int i = 0; i < EM_MR; i++) d[k * EM_MR + i] = s[k * lda + i];
-    } else {
-      for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < mr; i++) d[k * EM_MR + i] = s[k * lda + i];
-        for (int i = mr; i < EM_MR; i++) d[k * EM_MR + i] = 0.0f;
-      }
+#if EM_MR <= 8
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(mr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int k = 0; k < kc; k++) _mm256_storeu_ps(d + k * EM_MR, _mm256_maskload_ps(s + k * lda, lanes));
+#else
+    for (int k = 0; k < kc; k++) {
+      for (int i = 0; i < mr; i++) d[k * EM_MR + i] = s[k * lda + i];
+      for (int i = mr; i < EM_MR; i++) d[k * EM_MR + i] = 0.0f;
     }
+#endif
+  }
+}
+
+/* the tiles of one block of rows against one packed panel bp: C[0:m, 0:nr] (+)= op(A)[0:m, 0:kc] bp. op(A)
+   is packed micro-panels ap (em_pack_at), or read in place from a0 (op(A)[0, 0] of the block) */
+static void em_rows_panel(int kc, int ta, const float *ap, const float *a0, long lda, const float *bp, float *c,
+                          long ldc, long m, int nr, int ak) {
+  for (long ir = 0; ir < m; ir += EM_MR) {
+    const int mr = m - ir < EM_MR ? (int)(m - ir) : EM_MR;
+    if (ap)
+      em_tile(kc, ap + ir * kc, 1, EM_MR, bp, c + ir * ldc, ldc, mr, nr, ak);
+    else if (ta)
+      em_tile(kc, a0 + ir, 1, lda, bp, c + ir * ldc, ldc, mr, nr, ak);
+    else
+      em_tile(kc, a0 + ir * lda, lda, 1, bp, c + ir * ldc, ldc, mr, nr, ak);
   }
 }
 
@@ -276,7 +295,7 @@ static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, lo
   }
   const long nk = (K + EM_KC - 1) / EM_KC, kcmax = (K + nk - 1) / nk, np = (N + EM_NR - 1) / EM_NR;
   const size_t bsize = (size_t)kcmax * EM_NR * np;
-  float *ws = em_workspace(bsize + (ta ? (size_t)kcmax * (EM_MC + EM_MR) : 0));
+  float *ws = em_workspace(bsize + (ta ? (size_t)kcmax * (EM_MC + EM_MR) + 8 : 0));   /* (8: em_pack_at) */
   if (!ws) return 0;
   float *bp = ws, *ap = ws + bsize;
   for (long k0 = 0; k0 < K; k0 += kcmax) {
@@ -291,20 +310,8 @@ static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, lo
       for (long p = 0; p < np; p++) {
         const long j0 = p * EM_NR;
         const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
-        const float *bpp = bp + p * kc * EM_NR;
-        float *cp = C + i0 * ldc + j0;
-        if (pack) {
-          for (int ir = 0; ir < mc; ir += EM_MR)
-            em_tile(kc, ap + (long)ir * kc, 1, EM_MR, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
-        } else if (ta) {
-          const float *a0 = A + k0 * lda + i0;
-          for (int ir = 0; ir < mc; ir += EM_MR)
-            em_tile(kc, a0 + ir, 1, lda, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
-        } else {
-          const float *a0 = A + i0 * lda + k0;
-          for (int ir = 0; ir < mc; ir += EM_MR)
-            em_tile(kc, a0 + ir * lda, lda, 1, bpp, cp + ir * ldc, ldc, mc - ir < EM_MR ? mc - ir : EM_MR, nr, ak);
-        }
+        em_rows_panel(kc, ta, pack ? ap : 0, ta ? A + k0 * lda + i0 : A + i0 * lda + k0, lda, bp + p * kc * EM_NR,
+                      C + i0 * ldc + j0, ldc, mc, nr, ak);
       }
     }
   }
@@ -324,7 +331,85 @@ typedef struct {
   long ldc, sc;
   long ng, rpg, nch, cpc;     /* row groups, rows per group, column chunks, columns per chunk */
   _Atomic int failed;
+  /* row items (em_task_rows): item i is rows [rows[i], rows[i+1]) of C against all of op(B), packed once
+     into bsh: panel p of K block kb (kcmax x NR floats) at bsh + (kb * np + p) * kcmax * NR, its state in
+     bst[kb * np + p] (0: not packed, 1: being packed, 2: ready) */
+  long nk, kcmax, np;
+  const long *rows;
+  float *bsh;
+  _Atomic int *bst;
 } em_gemm_job;
+
+#ifndef EM_PANEL_WAIT_NS
+#define EM_PANEL_WAIT_NS 20000      /* a panel another thread packs is waited for this long, then packed here */
+#endif
+
+/* panel p of K block kb of the job's shared op(B), packed by the first thread that needs it. One another
+   thread is packing: NULL when !wait (the caller comes back to it later), else waited for a while, then
+   packed into `own` (a packer preempted on a busy core never holds anyone up) */
+static const float *em_shared_panel(em_gemm_job *j, long kb, long p, int kc, float *own, int wait) {
+  const long id = kb * j->np + p;
+  float *dst = j->bsh + id * j->kcmax * EM_NR;
+  const float *Bk = j->B + (j->tb ? kb * j->kcmax : kb * j->kcmax * j->ldb);
+  int st = atomic_load_explicit(&j->bst[id], memory_order_acquire);
+  if (st == 2) return dst;
+  if (st == 0 && atomic_compare_exchange_strong(&j->bst[id], &st, 1)) {
+    em_pack_b(dst, j->tb, Bk, j->ldb, j->N, kc, p * EM_NR);
+    atomic_store_explicit(&j->bst[id], 2, memory_order_release);
+    return dst;
+  }
+  if (!wait) return 0;
+  const long long t0 = em_pool_now();
+  do {
+    for (int i = 0; i < 64; i++) {
+      if (atomic_load_explicit(&j->bst[id], memory_order_acquire) == 2) return dst;
+      _mm_pause();
+    }
+  } while (em_pool_now() - t0 < EM_PANEL_WAIT_NS);
+  em_pack_b(own, j->tb, Bk, j->ldb, j->N, kc, p * EM_NR);
+  return own;
+}
+
+/* a row item: rows [rows[it], rows[it+1]) of C, K block by K block (in order: the sums are those of one
+   thread), every panel of the shared op(B); a panel another thread is packing is left for the end */
+static void em_task_rows(void *c, long it, int w) {
+  em_gemm_job *j = (em_gemm_job *)c;
+  (void)w;
+  const long r0 = j->rows[it], m = j->rows[it + 1] - r0;
+  float *own = em_workspace((size_t)j->kcmax * EM_NR + (j->ta ? (size_t)j->kcmax * (m + EM_MR) + 8 : 0));
+  if (!own) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  float *ap = own + j->kcmax * EM_NR;
+  long later[64];
+  for (long kb = 0; kb < j->nk; kb++) {
+    const long k0 = kb * j->kcmax;
+    const int kc = j->K - k0 < j->kcmax ? (int)(j->K - k0) : (int)j->kcmax, ak = j->acc || kb > 0;
+    const int pack = j->ta && (long)kc * m > 4096;
+    const float *a0 = j->A + (j->ta ? k0 * j->lda + r0 : r0 * j->lda + k0);
+    if (pack) em_pack_at(ap, a0, j->lda, (int)m, kc);
+    long q = 0, nl = 0, li = 0;
+    for (;;) {
+      long p;
+      int wait;
+      if (q < j->np)
+        p = q++, wait = nl == 64;
+      else if (li < nl)
+        p = later[li++], wait = 1;
+      else
+        break;
+      const float *bp = em_shared_panel(j, kb, p, kc, own, wait);
+      if (!bp) {
+        later[nl++] = p;
+        continue;
+      }
+      const long j0 = p * EM_NR;
+      em_rows_panel(kc, j->ta, pack ? ap : 0, a0, j->lda, bp, j->C + r0 * j->ldc + j0, j->ldc, m,
+                    j->N - j0 < EM_NR ? (int)(j->N - j0) : EM_NR, ak);
+    }
+  }
+}
 
 static void em_task_gemm(void *c, long it, int w) {
   em_gemm_job *j = (em_gemm_job *)c;
@@ -337,6 +422,37 @@ static void em_task_gemm(void *c, long it, int w) {
   if (!em_gemm_1t(j->ta, j->tb, m, n, j->K, A, j->lda, B, j->ldb, j->C + b * j->sc + r0 * j->ldc + c0, j->ldc,
                   j->acc))
     atomic_store(&j->failed, 1);
+}
+
+#ifndef EM_ROW_MIN_TILES
+#define EM_ROW_MIN_TILES 2          /* the smallest row item, in register tiles of rows */
+#endif
+#ifndef EM_ROW_GUIDE
+#define EM_ROW_GUIDE 2              /* a row item takes 1 / (EM_ROW_GUIDE * threads) of the rows left */
+#endif
+#define EM_ROW_ITEMS_MAX 128
+
+/* one GEMM as row items against op(B) packed once and shared (em_task_rows). Guided sizes: the first
+   items are large (fewer passes over the packed op(B)), the last small (threads finish together). 0 when
+   the shared buffer cannot be allocated. */
+static int em_gemm_rows(int nt, em_gemm_job *j) {
+  const long nk = (j->K + EM_KC - 1) / EM_KC, kcmax = (j->K + nk - 1) / nk, np = (j->N + EM_NR - 1) / EM_NR;
+  const size_t nfl = (size_t)nk * np * kcmax * EM_NR;
+  float *sh = em_shared_workspace(nfl + (size_t)nk * np);
+  if (!sh) return 0;
+  long rows[EM_ROW_ITEMS_MAX + 1], n = 0;
+  const long tiles = (j->M + EM_MR - 1) / EM_MR;
+  for (long t = 0, sz; t < tiles; t += sz) {
+    sz = (tiles - t) / (EM_ROW_GUIDE * nt);
+    if (sz < EM_ROW_MIN_TILES) sz = EM_ROW_MIN_TILES;
+    if (n == EM_ROW_ITEMS_MAX - 1 || sz > tiles - t) sz = tiles - t;
+    rows[n++] = t * EM_MR;
+  }
+  rows[n] = j->M;
+  j->nk = nk, j->kcmax = kcmax, j->np = np, j->rows = rows, j->bsh = sh, j->bst = (_Atomic int *)(sh + nfl);
+  memset((void *)j->bst, 0, sizeof(int) * (size_t)nk * np);
+  em_pool_run(nt, n, em_task_rows, j);
+  return 1;
 }
 
 /* the threads a GEMM of `work` multiply-adds runs on, of nt asked for (nt <= 0: OpenMP's count; nt < 0
@@ -365,6 +481,9 @@ static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N,
     return 1;
   }
   em_gemm_job job = {ta, tb, acc, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 1, M, 1, N, 0};
+  /* one GEMM of enough rows: row items over a shared op(B) (nothing packed twice) */
+  if (nb == 1 && K > 0 && (M + EM_MR - 1) / EM_MR >= 4L * EM_ROW_MIN_TILES * nt && em_gemm_rows(nt, &job))
+    return !atomic_load(&job.failed);
   if (nb < 2L * nt) {
     /* about EM_ITEMS_PER_THREAD items per thread: of the splits into column chunks (whole panels) times
        row groups (whole tiles), the one that re-reads least: every row group packs op(B) again

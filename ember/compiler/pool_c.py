@@ -83,6 +83,9 @@ static int em_pool_caller_moved = 0;            /* a helper moved it onto its CP
 #ifndef EM_POOL_SPIN_NS
 #define EM_POOL_SPIN_NS 30000                   /* the caller polls this long for the last items, then sleeps */
 #endif
+#ifndef EM_POOL_HOT_NS
+#define EM_POOL_HOT_NS 0                        /* a pool thread polls this long for the next job, then sleeps */
+#endif
 #ifndef EM_POOL_BENCH_NS
 #define EM_POOL_BENCH_NS 2000000LL              /* a late helper sits out this long at first ... */
 #endif
@@ -267,6 +270,13 @@ static void *em_pool_main(void *arg) {
   pthread_mutex_lock(&em_pool_mu);
   em_pool_tid[id] = syscall(SYS_gettid);
   for (;;) {
+    if (em_pool_gen == seen && EM_POOL_HOT_NS > 0) {   /* a short poll for a job right behind the last */
+      pthread_mutex_unlock(&em_pool_mu);
+      const long long t0 = em_pool_now();
+      while (__atomic_load_n(&em_pool_gen, __ATOMIC_RELAXED) == seen && em_pool_now() - t0 < EM_POOL_HOT_NS)
+        sched_yield();
+      pthread_mutex_lock(&em_pool_mu);
+    }
     while (em_pool_gen == seen) pthread_cond_wait(&em_pool_cv, &em_pool_mu);
     seen = em_pool_gen;
     const em_task_fn fn = em_job_fn;
@@ -327,7 +337,8 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   static __thread long my_tid = 0;
   if (!my_tid) my_tid = syscall(SYS_gettid);
   em_pool_caller_tid = my_tid;
-  const unsigned gen = ++em_pool_gen;
+  const unsigned gen = em_pool_gen + 1;
+  __atomic_store_n(&em_pool_gen, gen, __ATOMIC_RELAXED);   /* (read unlocked by a polling thread) */
   em_job_fn = fn;
   em_job_ctx = ctx;
   em_job_n = n;

@@ -19,8 +19,8 @@ into a buffer the threads share: panel by panel, each packed by the first thread
 claim flag per panel; a thread finding a panel being packed by another does its other panels first, and
 packs a private copy rather than wait long for a packer that may be preempted), so nothing is packed
 twice and no thread ever waits at a barrier. Row items are guided: each takes a third of the rows left
-per thread (at least two register tiles), large first (fewer passes over the packed op(B)), small last
-(threads finish together). Measured on one core, the items of a 2-thread split cost 0-6% more than the
+per thread (at least two register tiles, at most a quarter of a thread's share), large first (fewer
+passes over the packed op(B)), small last (threads finish together). Measured on one core, the items of a 2-thread split cost 0-6% more than the
 whole product, against 1-28% for the former blocks, which re-packed op(B) per row group and op(A) per
 column chunk. Other GEMMs (small batches, few rows) are cut into about ``EM_ITEMS_PER_THREAD`` blocks
 per thread, column chunks (whole panels) x row groups (whole tiles) re-reading least; each block is a
@@ -441,8 +441,9 @@ static void em_task_gemm(void *c, long it, int w) {
 #define EM_ROW_ITEMS_MAX 128
 
 /* one GEMM as row items against op(B) packed once and shared (em_task_rows). Guided sizes: the first
-   items are large (fewer passes over the packed op(B)), the last small (threads finish together). 0 when
-   the shared buffer cannot be allocated. */
+   items are large (fewer passes over the packed op(B)), but at most 1 / EM_ITEMS_PER_THREAD of a
+   thread's share (an item held by a thread preempted on a busy core is what the others may wait for),
+   the last small (threads finish together). 0 when the shared buffer cannot be allocated. */
 static int em_gemm_rows(int nt, em_gemm_job *j) {
   const long nk = (j->K + EM_KC - 1) / EM_KC, kcmax = (j->K + nk - 1) / nk, np = (j->N + EM_NR - 1) / EM_NR;
   const size_t nfl = (size_t)nk * np * kcmax * EM_NR;
@@ -450,8 +451,10 @@ static int em_gemm_rows(int nt, em_gemm_job *j) {
   if (!sh) return 0;
   long rows[EM_ROW_ITEMS_MAX + 1], n = 0;
   const long tiles = (j->M + EM_MR - 1) / EM_MR;
+  const long most = tiles / (EM_ITEMS_PER_THREAD * nt);   /* (a preempted thread holds up at most this) */
   for (long t = 0, sz; t < tiles; t += sz) {
     sz = (tiles - t) / (EM_ROW_GUIDE * nt);
+    if (sz > most) sz = most;
     if (sz < EM_ROW_MIN_TILES) sz = EM_ROW_MIN_TILES;
     if (n == EM_ROW_ITEMS_MAX - 1 || sz > tiles - t) sz = tiles - t;
     rows[n++] = t * EM_MR;

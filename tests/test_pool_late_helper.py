@@ -7,6 +7,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -123,6 +124,34 @@ def test_a_late_caller_is_moved_onto_the_helpers_cpu_and_gets_its_mask_back():
         pytest.skip("the pool thread never finished its items while the caller slept (machine too busy)")
     # during its slow item the caller ran where the helper was (one CPU), afterwards its own mask again
     assert os.sched_getaffinity(0) == mine
+
+
+def _thread_cpu_ns():
+    """{thread id: CPU time in ns} of this process's threads (Linux schedstat)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            out[tid] = int(open(f"/proc/self/task/{tid}/schedstat").read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+@two_cpus
+@pytest.mark.skipif(not os.path.exists("/proc/self/task/%d/schedstat" % os.getpid()),
+                    reason="needs Linux's /proc/self/task/<tid>/schedstat to read each thread's CPU time")
+def test_idle_pool_threads_sleep_after_a_short_poll():
+    """Done with a job, a pool thread polls for the next one for EM_POOL_HOT_NS (20 us), then sleeps:
+    idle for 300 ms, the process's threads other than this one use a few ms at most (a pool that kept
+    spinning would use the whole 300 ms)."""
+    _run(2, 64, spin_us=50)
+    time.sleep(0.01)
+    before = _thread_cpu_ns()
+    time.sleep(0.3)
+    after = _thread_cpu_ns()
+    me = str(threading.get_native_id())
+    grew = {t: after[t] - before[t] for t in after if t in before and t != me}
+    assert sum(grew.values()) < 5e6, grew
 
 
 def test_one_thread_and_more_threads_than_items():

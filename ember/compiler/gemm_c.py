@@ -13,16 +13,17 @@ row, so nothing outside op(A) is read); stored transposed it is read in place wh
 floats fit L1 (attention's 64 x 64), else packed into k-major micro-panels. Small batched GEMMs thus pay
 only the B packing (attention's 64 x 64 x 32 products: 70-77% of the FMA peak).
 
-Threads (``em_sgemm_batched_acc``): a batch of at least two GEMMs per thread runs one GEMM per item. One
+Threads (``em_sgemm_batched_acc``): a batch of at least two GEMMs per thread runs whole GEMMs, a few per
+item (about 8 items per thread: attention's 3-us products one per item paid the pool's per-item cost). One
 GEMM of enough rows (``em_gemm_rows``) runs as row items against an op(B) packed once for the whole job
 into a buffer the threads share: panel by panel, each packed by the first thread that needs it (a
 claim flag per panel; a thread finding a panel being packed by another does its other panels first, and
 packs a private copy rather than wait long for a packer that may be preempted), so nothing is packed
 twice and no thread ever waits at a barrier. Row items are guided: each takes a third of the rows left
 per thread (at least two register tiles, at most a quarter of a thread's share), large first (fewer
-passes over the packed op(B)), small last (threads finish together). Measured on one core, the items of a 2-thread split cost 0-6% more than the
-whole product, against 1-28% for the former blocks, which re-packed op(B) per row group and op(A) per
-column chunk. Other GEMMs (small batches, few rows) are cut into about ``EM_ITEMS_PER_THREAD`` blocks
+passes over the packed op(B)), small last (threads finish together). Measured on one core, the items
+of a 2-thread split cost 0-6% more than the whole product, against 1-28% for the former blocks, which
+re-packed op(B) per row group and op(A) per column chunk. Other GEMMs (small batches, few rows) are cut into about ``EM_ITEMS_PER_THREAD`` blocks
 per thread, column chunks (whole panels) x row groups (whole tiles) re-reading least; each block is a
 single-threaded GEMM with its own packing buffers. Every element is summed in the same order as on one
 thread (K blocks in order), so results are bitwise those of one thread. Items run on ember's work pool
@@ -346,6 +347,7 @@ typedef struct {
   const long *rows;
   float *bsh;
   _Atomic int *bst;
+  long nb, bper;              /* batch items (em_task_batch): GEMMs, GEMMs per item */
 } em_gemm_job;
 
 #ifndef EM_PANEL_WAIT_NS
@@ -432,6 +434,16 @@ static void em_task_gemm(void *c, long it, int w) {
     atomic_store(&j->failed, 1);
 }
 
+/* a batch item: GEMMs [it * bper, (it + 1) * bper) of the batch, each whole on this thread */
+static void em_task_batch(void *c, long it, int w) {
+  em_gemm_job *j = (em_gemm_job *)c;
+  (void)w;
+  for (long b = it * j->bper; b < (it + 1) * j->bper && b < j->nb; b++)
+    if (!em_gemm_1t(j->ta, j->tb, j->M, j->N, j->K, j->A + b * j->sa, j->lda, j->B + b * j->sb, j->ldb, j->C + b * j->sc,
+                    j->ldc, j->acc))
+      atomic_store(&j->failed, 1);
+}
+
 #ifndef EM_ROW_MIN_TILES
 #define EM_ROW_MIN_TILES 2          /* the smallest row item, in register tiles of rows */
 #endif
@@ -479,8 +491,9 @@ static int em_gemm_threads(int nt, long long work) {
 /* nb GEMMs C[b] (+)= op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats; acc: add to C) on up to nt
    threads (nt 0: OpenMP's count; fewer for small GEMMs, see em_gemm_threads); 0 when a buffer could not be
    allocated or the CPU cannot run the tile (the caller then runs the BLAS). Several threads: a batch of
-   at least 2 per thread runs one GEMM per item; otherwise each GEMM is cut into about 4 items per thread,
-   column chunks of whole panels first (each item packs only its own columns of op(B)), then row groups. */
+   at least 2 per thread runs a few whole GEMMs per item; one GEMM of enough rows runs as row items over a
+   shared packed op(B) (em_gemm_rows); otherwise each GEMM is cut into about 4 blocks per thread, column
+   chunks of whole panels x row groups (each block packs only its own columns of op(B)). */
 static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                                 long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
   if (!em_sgemm_cpu_ok()) return 0;
@@ -518,7 +531,16 @@ static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N,
       }
     }
   }
-  em_pool_run(nt, nb * job.ng * job.nch, em_task_gemm, &job);
+  if (nb >= 2L * nt) {
+    /* whole GEMMs, grouped: about 2 * EM_ITEMS_PER_THREAD items per thread (attention's 64 products of
+       ~3 us each, one per item, paid the pool's per-item cost, two cache-line transfers, 64 times) */
+    job.nb = nb;
+    job.bper = nb / (2L * EM_ITEMS_PER_THREAD * nt);
+    if (job.bper < 1) job.bper = 1;
+    em_pool_run(nt, (nb + job.bper - 1) / job.bper, em_task_batch, &job);
+  } else {
+    em_pool_run(nt, nb * job.ng * job.nch, em_task_gemm, &job);
+  }
   return !atomic_load(&job.failed);
 }
 

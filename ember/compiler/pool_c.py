@@ -65,8 +65,10 @@ static em_task_fn em_job_fn;
 static void *em_job_ctx;
 static long em_job_n;
 static int em_job_nt;
-static _Atomic unsigned long long em_pool_claim;   /* generation << 32 | next item */
-static _Atomic long em_pool_done;
+/* the counters every thread writes per item, and each thread's hold time, on cache lines of their own
+   (written on another core, a shared line costs a transfer per item: attention's items take ~3 us) */
+static _Atomic unsigned long long em_pool_claim __attribute__((aligned(64)));   /* generation << 32 | next item */
+static _Atomic long em_pool_done __attribute__((aligned(64)));
 #define EM_MASK_WORDS 16                        /* CPU masks of up to 1024 CPUs */
 static unsigned long em_pool_all[EM_MASK_WORDS];  /* the CPUs the caller may use */
 static unsigned long em_pool_mask[EM_MASK_WORDS]; /* ... minus the one it runs on: the pool threads' CPUs */
@@ -76,7 +78,8 @@ static unsigned em_pool_mask_gen = 0;           /* bumped when the pool threads 
 static unsigned em_pool_mask_seen[EM_POOL_MAX]; /* the em_pool_mask_gen worker w holds (0: none yet) */
 /* the late helper (see the module text): when each worker claimed the item it works on (ns, 0: none),
    which were moved onto the caller's CPU in this job, and which sit out jobs until when (ns) */
-static _Atomic long long em_pool_hold[EM_POOL_MAX];
+static _Atomic long long em_pool_hold_[EM_POOL_MAX * 8] __attribute__((aligned(64)));
+#define em_pool_hold(w) em_pool_hold_[(w) * 8]
 static char em_pool_moved[EM_POOL_MAX];
 static char em_pool_sits[EM_POOL_MAX];          /* worker w takes no part in the current job */
 static long long em_pool_bench_until[EM_POOL_MAX], em_pool_bench_len[EM_POOL_MAX];
@@ -182,7 +185,7 @@ static int em_pool_wait(long n, int nt, long c_items, long long own_ns) {
     const long long now = em_pool_now();
     long long next = 0;                         /* when the next helper turns late (0: none to watch) */
     for (int w = 1; w < nt; w++) {
-      const long long h = atomic_load(&em_pool_hold[w]);
+      const long long h = atomic_load(&em_pool_hold(w));
       if (!h || em_pool_moved[w]) continue;
       if (now - h < late_ns) {
         if (!next || h + late_ns < next) next = h + late_ns;
@@ -224,9 +227,9 @@ static int em_pool_take(unsigned gen, long n, long *item) {
 static long em_pool_work(unsigned gen, long n, em_task_fn fn, void *ctx, int worker) {
   long item, count = 0;
   while (em_pool_take(gen, n, &item)) {
-    atomic_store_explicit(&em_pool_hold[worker], em_pool_now(), memory_order_relaxed);
+    atomic_store_explicit(&em_pool_hold(worker), em_pool_now(), memory_order_relaxed);
     fn(ctx, item, worker);
-    atomic_store_explicit(&em_pool_hold[worker], 0, memory_order_relaxed);
+    atomic_store_explicit(&em_pool_hold(worker), 0, memory_order_relaxed);
     atomic_fetch_add(&em_pool_done, 1);
     count++;
   }
@@ -240,7 +243,7 @@ static void em_pool_watch_caller(unsigned gen, long n, long c_items, long long o
   const long long late_ns = (c_items > 0 ? own_ns / c_items : 0) + EM_POOL_SPIN_NS, t0 = em_pool_now();
   for (;;) {
     if (atomic_load(&em_pool_done) >= n || (unsigned)(atomic_load(&em_pool_claim) >> 32) != gen) return;
-    const long long h = atomic_load(&em_pool_hold[0]), now = em_pool_now();
+    const long long h = atomic_load(&em_pool_hold(0)), now = em_pool_now();
     if (h ? now - h >= late_ns : now - t0 >= late_ns) break;
     if (now - t0 < EM_POOL_SPIN_NS) {
       sched_yield();
@@ -254,7 +257,7 @@ static void em_pool_watch_caller(unsigned gen, long n, long c_items, long long o
       pthread_mutex_unlock(&em_pool_mu);
     }
   }
-  if (!atomic_load(&em_pool_hold[0])) return;  /* the caller waits for other helpers */
+  if (!atomic_load(&em_pool_hold(0))) return;  /* the caller waits for other helpers */
   const int cpu = sched_getcpu();
   if (cpu < 0 || cpu >= 64 * EM_MASK_WORDS) return;
   unsigned long here[EM_MASK_WORDS];

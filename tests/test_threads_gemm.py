@@ -54,9 +54,10 @@ def test_split_gemm_gives_the_bits_of_one_thread(ta, tb):
     """On several threads a GEMM runs as row items over one packed op(B) that they share (each panel
     packed by whichever thread needs it first, or privately when another is still packing it), or as
     blocks of C; either way every element is summed in one thread's order, so the result is bitwise one
-    thread's, with accumulate=True too, job after job."""
+    thread's, with accumulate=True too, job after job. (100 x 2100 x 2050: an op(B) too large to share,
+    16 MB, is cut into blocks.)"""
     rng = np.random.default_rng(ta * 2 + tb)
-    for M, N, K in ((300, 200, 700), (97, 33, 257), (1000, 40, 70), (40, 600, 50), (130, 16, 1)):
+    for M, N, K in ((300, 200, 700), (97, 33, 257), (1000, 40, 70), (40, 600, 50), (130, 16, 1), (100, 2100, 2050)):
         a, b = _operand(rng, M, K, ta), _operand(rng, K, N, tb)
         base = rng.uniform(-1, 1, (M, N)).astype(np.float32)
         one, one_acc = gemm.sgemm(a, b, threads=1), base.copy()

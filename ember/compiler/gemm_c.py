@@ -451,14 +451,21 @@ static void em_task_batch(void *c, long it, int w) {
 #define EM_ROW_GUIDE 3              /* a row item takes 1 / (EM_ROW_GUIDE * threads) of the rows left */
 #endif
 #define EM_ROW_ITEMS_MAX 128
+#ifndef EM_SHARED_MAX
+/* floats of the largest packed op(B) shared by row items (16 MB: kept per calling thread, and the items
+   stream it from the L3); a larger op(B), a language model's output layer say, is cut into blocks */
+#define EM_SHARED_MAX (4L << 20)
+#endif
 
 /* one GEMM as row items against op(B) packed once and shared (em_task_rows). Guided sizes: the first
    items are large (fewer passes over the packed op(B)), but at most 1 / EM_ITEMS_PER_THREAD of a
    thread's share (an item held by a thread preempted on a busy core is what the others may wait for),
-   the last small (threads finish together). 0 when the shared buffer cannot be allocated. */
+   the last small (threads finish together). 0 when the shared buffer would be larger than EM_SHARED_MAX
+   or cannot be allocated. */
 static int em_gemm_rows(int nt, em_gemm_job *j) {
   const long nk = (j->K + EM_KC - 1) / EM_KC, kcmax = (j->K + nk - 1) / nk, np = (j->N + EM_NR - 1) / EM_NR;
   const size_t nfl = (size_t)nk * np * kcmax * EM_NR;
+  if (nfl > EM_SHARED_MAX) return 0;
   float *sh = em_shared_workspace(nfl + (size_t)nk * np);
   if (!sh) return 0;
   long rows[EM_ROW_ITEMS_MAX + 1], n = 0;

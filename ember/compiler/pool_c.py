@@ -34,9 +34,8 @@ sleeping thread costs 30-40 us here (measured: from the caller's broadcast to th
 backward, attention's products, a step's kernels) finds a thread that still polls in about 2 us. So a pool
 thread, done with a job, polls for the next for ``EM_POOL_HOT_NS`` (20 us, ``sched_yield`` between looks,
 so a process that wants its CPU gets it) before it sleeps: at most 20 us of CPU per job, never a spin
-without end. The claim counter carries the
-job's generation, so a thread holding a stale job can never claim an item of the next one. One job runs
-at a time (a mutex serializes callers from several threads).
+without end. The claim counter carries the job's generation, so a thread holding a stale job can never
+claim an item of the next one. One job runs at a time (a mutex serializes callers from several threads).
 """
 
 POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */

@@ -336,12 +336,16 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
         blas_id = [info.lib_path, info.version]
     cflags.extend(str(f) for f in extra_flags)
     stem_name = _safe_name(name)
-    units = [source] if isinstance(source, str) else [str(u) for u in source]
+    units = [source] if isinstance(source, str) else list(source)
     if not units:
         raise ValueError(f"compile_source({name!r}): no source")
+    # a unit's own flags (units.Unit.cflags) come after the library's: its -O wins
+    unit_flags = [tuple(str(f) for f in getattr(u, "cflags", ())) for u in units]
+    units = [str(u) for u in units]
     key = hashlib.sha256(json.dumps({
         "schema": CACHE_SCHEMA, "name": stem_name, "cc": [list(argv), cc_path, cc_version],
         **({"source": units[0]} if len(units) == 1 else {"units": units}),
+        **({"unit_flags": unit_flags} if any(unit_flags) else {}),
         "cflags": cflags, "ldflags": ldflags, "two_step": fast, "blas": blas_id, "host": _host_fingerprint(),
     }, sort_keys=True).encode()).hexdigest()
 
@@ -357,7 +361,7 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
                 return None
         if lib is None:
             _warn_if_omp_policy_late()
-            lib = _load_or_build(units, stem_name, key, argv, cflags, ldflags, two_step=fast,
+            lib = _load_or_build(list(zip(units, unit_flags)), stem_name, key, argv, cflags, ldflags, two_step=fast,
                                  meta_extra={"compiler": cc_path, "compiler_version": cc_version,
                                              "blas": blas_id})
             _MEMORY[key] = lib
@@ -365,7 +369,10 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
 
 
 def clear_memory_cache() -> None:
-    """Forget the libraries loaded by this process (the disk cache stays; used by ``ember.compiler.reset``)."""
+    """Forget the libraries loaded by this process (the disk cache stays; used by ``ember.compiler.reset``),
+    after the background builds in flight have landed (``tiers.py``: none is left to land later)."""
+    from . import tiers
+    tiers.wait_background()
     with _BUILD_LOCK:
         _MEMORY.clear()
         _CALL_ENTRIES.clear()
@@ -464,8 +471,12 @@ def _load_built(paths: dict) -> ctypes.CDLL:
         raise CompileError(f"built {paths['so']} but could not load it: {e}", source_path=paths["c"]) from e
 
 
+_BACKGROUND = threading.local()    # .active: this thread builds in the background (tiers.py)
+
+
 def _jobs() -> int:
-    """How many compilers run at once: ``EMBER_BUILD_JOBS``, else the cores this process may use."""
+    """How many compilers run at once: ``EMBER_BUILD_JOBS``, else the cores this process may use; a
+    background build (``tiers.py``) runs one fewer (at least one), leaving a core to the caller."""
     try:
         n = int(os.environ.get("EMBER_BUILD_JOBS", "0"))
     except ValueError:
@@ -475,15 +486,20 @@ def _jobs() -> int:
             n = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
             n = os.cpu_count() or 1
+        if getattr(_BACKGROUND, "active", False):
+            n -= 1
     return max(1, n)
 
 
-def _run_compilers(commands: list, cwd: str, stem: str) -> list:
-    """Run the compiler commands, up to ``_jobs()`` at a time (waiting passively on each), and return
-    ``[(command, exit code, stderr)]`` in order; after a failure the ones not started are skipped."""
+def _run_compilers(commands: list, cwd: str, stem: str, costs=None) -> list:
+    """Run the compiler commands, up to ``_jobs()`` at a time (waiting passively on each; the costliest
+    first by ``costs``, so the cores finish together), and return ``[(command, exit code, stderr)]`` in
+    order; after a failure the ones not started are skipped."""
     env = {**os.environ, "LC_ALL": "C"}    # English diagnostics, whatever the user's locale
     jobs, results, running, failed = _jobs(), [None] * len(commands), [], False
     pending = list(enumerate(commands))
+    if costs is not None:
+        pending.sort(key=lambda item: -costs[item[0]])
     try:
         while pending or running:
             while pending and len(running) < jobs and not failed:
@@ -497,7 +513,7 @@ def _run_compilers(commands: list, cwd: str, stem: str) -> list:
                 running.append((i, cmd, proc, err))
             if not running:
                 break
-            i, cmd, proc, err = running.pop(0)
+            i, cmd, proc, err = _first_done(running)
             code = proc.wait()
             err.seek(0)
             results[i] = (cmd, code, err.read())
@@ -511,11 +527,30 @@ def _run_compilers(commands: list, cwd: str, stem: str) -> list:
     return [r for r in results if r is not None]
 
 
+def _first_done(running: list):
+    """Remove and return the first of the running compilers to finish (passive: a blocking wait when
+    only one runs, else a short poll)."""
+    while len(running) > 1:
+        for n, item in enumerate(running):
+            if item[2].poll() is not None:
+                return running.pop(n)
+        time.sleep(0.002)
+    return running.pop(0)
+
+
+def _unit_cost(text: str, flags) -> float:
+    """About how long a unit compiles, for the launch order: its length, less at -O0/-O1."""
+    opt = next((f for f in reversed(flags) if f.startswith("-O")), "-O3")
+    return len(text) * {"-O0": 0.4, "-O1": 0.7}.get(opt, 1.0)
+
+
 def _build(units, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, failed_dir) -> float:
-    """Compile the translation units into ``stem.so`` and write ``stem.json`` (and ``stem.c``, the units
-    one after the other) in the private directory ``tmp``; the files are readable and writable by this
-    user only. A failed compilation keeps the failing unit's source in ``failed_dir`` (None: a new
-    private temporary directory)."""
+    """Compile the translation units (``[(text, flags of that unit)]``) into ``stem.so`` and write
+    ``stem.json`` (and ``stem.c``, the units one after the other) in the private directory ``tmp``; the
+    files are readable and writable by this user only. A failed compilation keeps the failing unit's
+    source in ``failed_dir`` (None: a new private temporary directory)."""
+    flags = [list(f) for _, f in units]
+    units = [text for text, _ in units]
     src, so = stem + ".c", stem + ".so"    # relative names keep the binary independent of `tmp`
     with open(_create_private(os.path.join(tmp, src)), "w", encoding="utf-8") as f:
         f.write(units[0] if len(units) == 1 else "".join(
@@ -529,13 +564,14 @@ def _build(units, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, f
         # compile with the flags (each unit in a process of its own), link without -ffast-math (see the
         # module docstring: crtfastmath.o)
         objs = [name[:-2] + ".o" for name in names]
-        stages = [[[*argv, *cflags, "-c", "-o", o, c] for c, o in zip(names, objs)],
+        stages = [[[*argv, *cflags, *f, "-c", "-o", o, c] for c, o, f in zip(names, objs, flags)],
                   [[*argv, *[f for f in cflags if f != "-ffast-math"], "-o", so, *objs, *ldflags]]]
     else:
-        stages = [[[*argv, *cflags, "-o", so, src, *ldflags]]]
+        stages = [[[*argv, *cflags, *flags[0], "-o", so, src, *ldflags]]]
+    costs = [_unit_cost(t, f) for t, f in zip(units, flags)]
     start = time.perf_counter()
     for stage in stages:
-        for cmd, code, stderr in _run_compilers(stage, tmp, stem):
+        for cmd, code, stderr in _run_compilers(stage, tmp, stem, costs if len(stage) > 1 else None):
             if code == 0:
                 continue
             seconds = time.perf_counter() - start

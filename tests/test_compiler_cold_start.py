@@ -228,6 +228,7 @@ def _held_cc(tmp_path, hold_seconds=60):
     cc = tmp_path / "held-cc"
     cc.write_text(textwrap.dedent(f"""\
         #!/bin/sh
+        echo "$*" >> {tmp_path / 'cc.log'}
         case "$*" in *-O1*) ;; *ember_step*)
             i=0
             while [ ! -e {tmp_path / 'go'} ]; do
@@ -294,6 +295,10 @@ def test_a_tiered_build_runs_the_quick_library_then_swaps_in_the_optimized_one(c
     got += run(2)                                           # swapped in at the start of the call
     assert r.lib is not quick and "-O1" not in _flags_of(r.lib) and r._upgrade is None
     np.testing.assert_allclose(got, eager, rtol=1e-5)
+    # the entries' unit, built with its own flags, is compiled once: the -O3 build reuses its object
+    log = (tmp_path / "cc.log").read_text().splitlines()
+    assert len([c for c in log if "ember_step" in c and "-u0.c" in c]) == 1
+    assert len([c for c in log if "ember_step" in c and "-u1.c" in c]) == 2
     kernels = os.path.join(str(cache), "kernels")
     assert len([n for n in os.listdir(kernels) if n.startswith("ember_step-") and n.endswith(".so")]) == 2
     ember.compiler.reset()

@@ -20,6 +20,10 @@ Two measurements, both from identical weights and data in every variant:
    trace serves every step (it makes Adam's state before reading it) and builds its C on the first
    replay, the second step. "cpu" is the CPU time of the three steps, the child compilers included:
    on a busy machine it says what the wall time would be on an idle one (less the parallel builds).
+   A large graph is built tiered (``compiler/tiers.py``): the replays run on a quick ``-O1`` build
+   while the ``-O3`` one builds in the background (its compilers count in "cpu" only if it landed within
+   the three steps); the cache column says when it landed ("-O3 at", seconds since the compile call,
+   cold/libs), and "steady" is timed on it.
 
 torch.compile is guarded: if it raises, or a subprocess exceeds ``TORCH_TIMEOUT`` seconds, the table
 says so and the suite goes on without that variant. The whole suite takes about five minutes on two

@@ -32,12 +32,13 @@ import os
 import threading
 import time
 
-from . import build, cache as _cache
+from . import build, cache as _cache, compilers as _compilers
 from .logs import log
 
-__all__ = ["QUICK_FLAGS", "Pending", "background_builds", "compile_tiered", "enabled", "wait_background"]
+__all__ = ["QUICK_FLAGS", "STATS", "Pending", "background_builds", "compile_tiered", "enabled", "wait_background"]
 
 QUICK_FLAGS = ("-O1",)
+STATS = {"quick": 0, "optimized": 0, "failed": 0}     # quick builds in use; background builds landed/failed
 _PENDING: list = []          # Pending builds started by this process
 _GUARD = threading.Lock()
 
@@ -61,12 +62,14 @@ class Pending:
 
     def _run(self, make):
         t = time.perf_counter()
-        build._BACKGROUND.active = True          # one compiler fewer than the cores
+        _compilers._BACKGROUND.active = True          # one compiler fewer than the cores
         _cache._THREAD.root = self._root
         try:
             self.result = make()
+            STATS["optimized"] += 1
         except BaseException as e:               # (the quick library stays in use)
             self.error = e
+            STATS["failed"] += 1
             log("kernels", f"build {self.name}: background -O3 build failed ({type(e).__name__}: {e}); "
                            "the quick build stays in use")
         finally:
@@ -99,6 +102,7 @@ def compile_tiered(units, *, name: str, prepare=None, **kw):
                                      **{**kw, "extra_flags": tuple(kw.get("extra_flags", ())) + QUICK_FLAGS})
         pending = getattr(quick, "upgrade", None)
         if pending is None or (pending.ready() and pending.result is None):
+            STATS["quick"] += 1
             pending = Pending(name, final)
             quick.upgrade = pending
             with _GUARD:

@@ -37,6 +37,7 @@ from .build import _data_pointer       # (importing build first also sets OMP_WA
 from . import prims as P
 from . import c_externs
 from .decompose import decompose, Declined
+from .ir import paused_gc
 from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
@@ -153,17 +154,18 @@ def _render(parts, options, name):
 
 def compile_programs(program, name, options, cls=Compiled):
     """Forward (+ backward) -> list of Compiled (``cls``), C source."""
-    bw = program.backward
-    fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
-    parts = [_pipeline(program, name, fwd_values, "f", cls)]
-    if bw is not None:
-        try:
-            parts.append(_pipeline(bw, name, set(), "b", cls))
-        except Declined as d:
-            logs.log("kernels", f"{name}: backward runs in the interpreter: {d}")
-    t0 = time.perf_counter()
-    src, uses_blas = _render(parts, options, name)
-    _record("compile::codegen", time.perf_counter() - t0, graph=name)
+    with paused_gc():            # (the passes' allocations would make CPython's GC walk the heap again and again)
+        bw = program.backward
+        fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
+        parts = [_pipeline(program, name, fwd_values, "f", cls)]
+        if bw is not None:
+            try:
+                parts.append(_pipeline(bw, name, set(), "b", cls))
+            except Declined as d:
+                logs.log("kernels", f"{name}: backward runs in the interpreter: {d}")
+        t0 = time.perf_counter()
+        src, uses_blas = _render(parts, options, name)
+        _record("compile::codegen", time.perf_counter() - t0, graph=name)
     return parts, src, uses_blas
 
 

@@ -23,8 +23,10 @@ level does not change what is computed beyond the order the ``omp simd`` reducti
 Only sources split into several translation units (``units.split``) are tiered: a small program's
 ``-O3`` build is cheap and one build is less work than two. ``EMBER_BUILD_TIERS=0`` turns tiering off
 (every build is the ``-O3`` one, waited for). The background build runs one compiler fewer than the
-cores (at least one), so the steps it overlaps keep a core. :func:`wait_background` waits for the
-builds in flight (the bench does before timing steady-state steps).
+cores (at least one), so the steps it overlaps keep a core. Its thread is not a daemon: a process
+that ends first waits for it, and the ``-O3`` library lands in the cache for the next run (as the GEMM
+library's background build does, ``shared_gemm.prefetch``). :func:`wait_background` waits for the
+builds in flight (``build.clear_memory_cache`` does; the bench does before timing steady-state steps).
 """
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ library or ember's GEMM (its ops run on NumPy while the GEMM builds in the backg
 outside a trace waits for them (its kernels never change partway through a process); leftovers of
 killed cache writers are cleaned up. Speed is measured in ``python -m ember.bench compile``; these tests check the
 behaviour and the results."""
+import json
 import os
 import subprocess
 import sys
@@ -217,3 +218,173 @@ def test_a_warm_run_sweeps_nothing(cache):
     g(x), g(x)
     assert build.STATS["compiles"] == compiles and os.path.exists(leftover)
     assert kcache.sweep_leftovers(kernels) == 1 and not os.path.exists(leftover)
+
+
+# ---- tiered builds: a quick library first, the -O3 one swapped in when it lands -----------------------------
+
+def _held_cc(tmp_path, hold_seconds=60):
+    """A C compiler that holds every command building the graph ``ember_step`` without ``-O1`` (the -O3
+    build and its link) until the file ``go`` exists; after ``hold_seconds`` it fails them."""
+    cc = tmp_path / "held-cc"
+    cc.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        echo "$*" >> {tmp_path / 'cc.log'}
+        case "$*" in *-O1*) ;; *ember_step*)
+            i=0
+            while [ ! -e {tmp_path / 'go'} ]; do
+                sleep 0.05; i=$((i+1)); [ $i -ge {int(hold_seconds * 20)} ] && exit 1
+            done;; esac
+        exec cc "$@"
+        """))
+    cc.chmod(0o755)
+    return str(cc)
+
+
+_TIER_STEP = textwrap.dedent("""\
+    import numpy as np, ember, ember.nn as nn
+    from ember.compiler import units
+    units.UNIT_CHARS = 300                                 # small enough to split: a tiered build
+    def training(compiled):
+        ember.manual_seed(0)
+        m = nn.Sequential(nn.Linear(64, 96), nn.GELU(), nn.LayerNorm(96), nn.Linear(96, 10))
+        opt = ember.optim.AdamW(m.parameters(), lr=1e-2)
+        x, y = ember.randn(64, 64), ember.randint(0, 10, (64,))
+        def step(m, opt, x, y):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        f = ember.compile(step) if compiled else step
+        return f, lambda n: [float(f(m, opt, x, y)) for _ in range(n)]
+    """)
+
+
+def _flags_of(lib):
+    with open(lib.path[:-3] + ".json") as f:
+        return json.load(f)["command"]
+
+
+def _tiers_ns(monkeypatch):
+    from ember.compiler import units
+    monkeypatch.setattr(units, "UNIT_CHARS", units.UNIT_CHARS)     # (restored after the test)
+    ns: dict = {}
+    exec(_TIER_STEP, ns)
+    return ns
+
+
+def test_a_tiered_build_runs_the_quick_library_then_swaps_in_the_optimized_one(cache, tmp_path, monkeypatch):
+    """A split graph not in the cache: its first replay runs on a -O1 build while the -O3 one is held
+    back; the call after it lands runs on it; results match eager throughout; a later compile of the
+    same program loads the -O3 library at once (no quick build)."""
+    import numpy as np
+    import ember
+    from ember.compiler import tiers
+    monkeypatch.setenv("CC", _held_cc(tmp_path))
+    ns = _tiers_ns(monkeypatch)
+    eager = ns["training"](False)[1](5)
+    f, run = ns["training"](True)
+    got = run(2)                                            # the trace, then the first replay
+    r = f.entries[-1].runner.native
+    quick = r.lib
+    assert "-O1" in _flags_of(quick) and r._upgrade is not None and not r._upgrade.ready()
+    got += run(1)                                           # still held: the quick library again
+    assert r.lib is quick
+    (tmp_path / "go").touch()
+    assert tiers.wait_background(120) and r._upgrade.result is not None, r._upgrade.error
+    got += run(2)                                           # swapped in at the start of the call
+    assert r.lib is not quick and "-O1" not in _flags_of(r.lib) and r._upgrade is None
+    np.testing.assert_allclose(got, eager, rtol=1e-5)
+    # the entries' unit, built with its own flags, is compiled once: the -O3 build reuses its object
+    log = (tmp_path / "cc.log").read_text().splitlines()
+    assert len([c for c in log if "ember_step" in c and "-u0.c" in c]) == 1
+    assert len([c for c in log if "ember_step" in c and "-u1.c" in c]) == 2
+    kernels = os.path.join(str(cache), "kernels")
+    assert len([n for n in os.listdir(kernels) if n.startswith("ember_step-") and n.endswith(".so")]) == 2
+    ember.compiler.reset()
+    from ember.compiler import build
+    build.clear_memory_cache()
+    f, run = ns["training"](True)
+    np.testing.assert_allclose(run(3), eager[:3], rtol=1e-5)
+    r = f.entries[-1].runner.native
+    assert "-O1" not in _flags_of(r.lib) and r._upgrade is None
+
+
+def test_without_tiers_the_first_replay_waits_for_the_optimized_build(cache, monkeypatch):
+    import numpy as np
+    monkeypatch.setenv("EMBER_BUILD_TIERS", "0")
+    ns = _tiers_ns(monkeypatch)
+    eager = ns["training"](False)[1](3)
+    f, run = ns["training"](True)
+    np.testing.assert_allclose(run(3), eager, rtol=1e-5)
+    r = f.entries[-1].runner.native
+    assert "-O1" not in _flags_of(r.lib) and r._upgrade is None
+
+
+def test_a_killed_background_build_leaves_no_entry(tmp_path):
+    """A process killed while its -O3 build runs leaves the quick entry and no -O3 one (nothing
+    partial); the next process loads the quick library, builds the -O3 one in the background, and every
+    entry in the cache is whole."""
+    code = _TIER_STEP + textwrap.dedent("""\
+        import os, signal, sys
+        from ember.compiler import tiers, cache
+        f, run = training(True)
+        run(2)
+        r = f.entries[-1].runner.native
+        if sys.argv[1] == "kill":
+            assert r._upgrade is not None and not r._upgrade.ready()
+            os.kill(os.getpid(), signal.SIGKILL)
+        assert "-O1" in open(r.lib.path[:-3] + ".json").read()      # the quick build, from the cache
+        assert tiers.wait_background(300) and r._upgrade.result is not None, r._upgrade.error
+        run(1)
+        assert "-O1" not in open(r.lib.path[:-3] + ".json").read()
+        kernels = os.path.join(cache.cache_dir(), "kernels")
+        entries = [n[:-3] for n in os.listdir(kernels) if n.endswith(".so")]
+        for stem in entries:
+            paths = cache._entry_paths(kernels, "", "x")
+            paths.update(so=os.path.join(kernels, stem + ".so"), meta=os.path.join(kernels, stem + ".json"))
+            key = __import__("json").load(open(paths["meta"]))["key"]
+            assert cache._check_entry(paths, key) is None, stem
+        print("ok", sum(n.startswith("ember_step-") for n in entries))
+        """)
+    env = {**os.environ, "EMBER_CACHE_DIR": str(tmp_path / "cache"), "CC": _held_cc(tmp_path, hold_seconds=5),
+           "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    first = subprocess.run([sys.executable, "-c", code, "kill"], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == -9, first.stderr[-3000:]
+    kernels = tmp_path / "cache" / "kernels"
+    assert len([n for n in os.listdir(kernels) if n.startswith("ember_step-") and n.endswith(".so")]) == 1
+    (tmp_path / "go").touch()
+    again = subprocess.run([sys.executable, "-c", code, "again"], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.strip().endswith("ok 2")
+
+
+def test_the_entries_unit_is_built_with_its_own_flags(cache):
+    """Unit 0 (the entries, no loops) gets ENTRY_FLAGS, after the library's flags; a loop left there
+    keeps the library's; the cache key covers a unit's flags."""
+    from ember.compiler import build, units
+    head = "/* head */\n#include <stdint.h>\n" + units.HEAD_END
+    kernels = [f"static void kern{i}(void **bufs, float *restrict p0) {{\n  for (int j = 0; j < 4; j++) "
+               f"p0[j] += {i}.0f{' + 1.0f' * 600};\n}}" for i in range(2)]
+    entry = "\n\nvoid f_seg0(void **bufs) {\n  kern0(bufs, (float *)bufs[0]);\n  kern1(bufs, (float *)bufs[0]);\n}\n"
+    src = head + "\n" + "\n\n".join(kernels) + entry
+    old = units.UNIT_CHARS
+    try:
+        units.UNIT_CHARS = 2000
+        parts = units.split(src)
+        loopy = units.split(src.replace("void f_seg0(void **bufs) {\n",
+                                        "void f_seg0(void **bufs) {\n  for (int k = 0; k < 2; k++) (void)k;\n"))
+    finally:
+        units.UNIT_CHARS = old
+    assert parts[0].cflags == units.ENTRY_FLAGS and all(not getattr(p, "cflags", ()) for p in parts[1:])
+    assert loopy[0].cflags == ()
+    lib = build.compile_source(parts, name="entry_flags")
+    plain = build.compile_source([str(p) for p in parts], name="entry_flags")
+    assert plain.key != lib.key
+    import numpy as np
+    x = np.zeros(4, np.float32)
+    lib.entry("f_seg0")((x,))
+    plain.entry("f_seg0")((y := np.zeros(4, np.float32),))
+    np.testing.assert_array_equal(x, y)

@@ -53,7 +53,10 @@ Disk cache
     build a given key; the others wait and then load its result. Within a process, a lock per key does
     the same for threads, and builds of different keys run at the same time (each compiler is a
     process). A source given as several translation units is compiled unit by unit, as many compilers
-    at once as the process may use cores, then linked. An entry whose sidecar is missing or
+    at once as the process may use cores (the costliest first; ``compilers.py`` runs them), then linked;
+    a unit may add flags of its own (``units.Unit``; the entries' unit is built at ``-O0``), and such a
+    unit's object is reused by a later build of the same text in this process. ``tiers.py`` builds a
+    large graph quickly at ``-O1`` first and at ``-O3`` in the background. An entry whose sidecar is missing or
     disagrees with the ``.so`` (truncated file, wrong checksum, other schema) is rebuilt, and so is one
     that is not a regular file (a directory, a symlink, a fifo: it is replaced). A library is loaded once
     per process (an in-memory cache; ``clear_memory_cache()`` forgets it).
@@ -112,16 +115,18 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import warnings
 
 import numpy as np
 
 from . import blas as _blas
 from .logs import log
-from .cache import (CACHE_SCHEMA, _build_lock, _create_private, _entry_paths, _kernels_dir, _mkdir_private,
-                    _replace, _sha256_file, _try_load, _why_untrusted_ancestors, cache_dir, sweep_leftovers)
-from .cache import _why_untrusted  # noqa: F401  (ember.devices.opencl's program cache reads it here)
+from . import compilers as _compilers
+from .compilers import CompileError, _build
+from .cache import (CACHE_SCHEMA, _build_lock, _entry_paths, _kernels_dir, _replace, _try_load,
+                    _why_untrusted_ancestors, cache_dir, sweep_leftovers)
+# (ember.devices.opencl's program cache reads these here)
+from .cache import _create_private, _mkdir_private, _sha256_file, _why_untrusted  # noqa: F401
 
 __all__ = ["CACHE_SCHEMA", "STATS", "CompileError", "CompiledLibrary", "EntryPoint", "PointerArray",
            "compile_source", "call", "clear_memory_cache", "cache_dir", "omp_max_threads",
@@ -132,16 +137,6 @@ BASE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=gnu1
 _LINK_LIBS = ("-lm",)
 
 STATS = {"disk_hits": 0, "disk_misses": 0, "compiles": 0, "compile_seconds": 0.0, "memory_hits": 0}
-
-
-class CompileError(RuntimeError):
-    """The C compiler rejected a generated source. ``.stderr``, ``.command``, ``.source_path``."""
-
-    def __init__(self, message: str, *, stderr: str = "", command: tuple = (), source_path: str | None = None):
-        super().__init__(message)
-        self.stderr = stderr
-        self.command = command
-        self.source_path = source_path
 
 
 # ---- OpenMP -----------------------------------------------------------------------------------------
@@ -336,12 +331,16 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
         blas_id = [info.lib_path, info.version]
     cflags.extend(str(f) for f in extra_flags)
     stem_name = _safe_name(name)
-    units = [source] if isinstance(source, str) else [str(u) for u in source]
+    units = [source] if isinstance(source, str) else list(source)
     if not units:
         raise ValueError(f"compile_source({name!r}): no source")
+    # a unit's own flags (units.Unit.cflags) come after the library's: its -O wins
+    unit_flags = [tuple(str(f) for f in getattr(u, "cflags", ())) for u in units]
+    units = [str(u) for u in units]
     key = hashlib.sha256(json.dumps({
         "schema": CACHE_SCHEMA, "name": stem_name, "cc": [list(argv), cc_path, cc_version],
         **({"source": units[0]} if len(units) == 1 else {"units": units}),
+        **({"unit_flags": unit_flags} if any(unit_flags) else {}),
         "cflags": cflags, "ldflags": ldflags, "two_step": fast, "blas": blas_id, "host": _host_fingerprint(),
     }, sort_keys=True).encode()).hexdigest()
 
@@ -357,15 +356,24 @@ def compile_source(source, *, name: str = "kernel", extra_flags: tuple = (),
                 return None
         if lib is None:
             _warn_if_omp_policy_late()
-            lib = _load_or_build(units, stem_name, key, argv, cflags, ldflags, two_step=fast,
+            lib = _load_or_build(list(zip(units, unit_flags)), stem_name, key, argv, cflags, ldflags, two_step=fast,
                                  meta_extra={"compiler": cc_path, "compiler_version": cc_version,
                                              "blas": blas_id})
             _MEMORY[key] = lib
         return lib
 
 
+def thread_compiles() -> int:
+    """How many libraries the calling thread has compiled (``STATS["compiles"]`` counts every thread's,
+    a background build's included)."""
+    return getattr(_compilers._THREAD, "compiles", 0)
+
+
 def clear_memory_cache() -> None:
-    """Forget the libraries loaded by this process (the disk cache stays; used by ``ember.compiler.reset``)."""
+    """Forget the libraries loaded by this process (the disk cache stays; used by ``ember.compiler.reset``),
+    after the background builds in flight have landed (``tiers.py``: none is left to land later)."""
+    from . import tiers
+    tiers.wait_background()
     with _BUILD_LOCK:
         _MEMORY.clear()
         _CALL_ENTRIES.clear()
@@ -402,7 +410,7 @@ def _load_or_build(units, stem_name, key, argv, cflags, ldflags, *, two_step, me
                 STATS["disk_misses"] += 1
                 log("kernels", f"build {stem_name}: cache miss ({why})")
                 try:
-                    seconds = _build(units, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra,
+                    seconds = _build(units, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra, STATS,
                                      os.path.join(os.path.dirname(kernels), "failed"))
                     # the library first, its sidecar last: a reader that sees the new sidecar sees the new
                     # library. Whatever is in the way (a directory, a fifo, someone else's file) is replaced.
@@ -451,7 +459,7 @@ def _build_private(units, stem_name, key, argv, cflags, ldflags, two_step, meta_
     _PRIVATE_DIRS.append(tmp)
     STATS["disk_misses"] += 1
     paths = _entry_paths(tmp, key, stem_name)
-    seconds = _build(units, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra, None)
+    seconds = _build(units, paths["stem"], tmp, key, argv, cflags, ldflags, two_step, meta_extra, STATS, None)
     lib = _load_built(paths)
     log("kernels", f"build {stem_name}: compiled in {seconds:.3f}s -> {paths['so']} (not cached)")
     return CompiledLibrary(lib, paths["so"], key, stem_name, paths["c"], False, seconds)
@@ -462,112 +470,6 @@ def _load_built(paths: dict) -> ctypes.CDLL:
         return ctypes.CDLL(paths["so"])
     except OSError as e:
         raise CompileError(f"built {paths['so']} but could not load it: {e}", source_path=paths["c"]) from e
-
-
-def _jobs() -> int:
-    """How many compilers run at once: ``EMBER_BUILD_JOBS``, else the cores this process may use."""
-    try:
-        n = int(os.environ.get("EMBER_BUILD_JOBS", "0"))
-    except ValueError:
-        n = 0
-    if n <= 0:
-        try:
-            n = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            n = os.cpu_count() or 1
-    return max(1, n)
-
-
-def _run_compilers(commands: list, cwd: str, stem: str) -> list:
-    """Run the compiler commands, up to ``_jobs()`` at a time (waiting passively on each), and return
-    ``[(command, exit code, stderr)]`` in order; after a failure the ones not started are skipped."""
-    env = {**os.environ, "LC_ALL": "C"}    # English diagnostics, whatever the user's locale
-    jobs, results, running, failed = _jobs(), [None] * len(commands), [], False
-    pending = list(enumerate(commands))
-    try:
-        while pending or running:
-            while pending and len(running) < jobs and not failed:
-                i, cmd = pending.pop(0)
-                err = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
-                try:
-                    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=env)
-                except OSError as e:
-                    err.close()
-                    raise CompileError(f"could not run the C compiler for {stem}: {e}", command=tuple(cmd)) from e
-                running.append((i, cmd, proc, err))
-            if not running:
-                break
-            i, cmd, proc, err = running.pop(0)
-            code = proc.wait()
-            err.seek(0)
-            results[i] = (cmd, code, err.read())
-            err.close()
-            failed |= code != 0
-    finally:
-        for _, _, proc, err in running:     # (an exception above: nothing is left running)
-            proc.kill()
-            proc.wait()
-            err.close()
-    return [r for r in results if r is not None]
-
-
-def _build(units, stem, tmp, key, argv, cflags, ldflags, two_step, meta_extra, failed_dir) -> float:
-    """Compile the translation units into ``stem.so`` and write ``stem.json`` (and ``stem.c``, the units
-    one after the other) in the private directory ``tmp``; the files are readable and writable by this
-    user only. A failed compilation keeps the failing unit's source in ``failed_dir`` (None: a new
-    private temporary directory)."""
-    src, so = stem + ".c", stem + ".so"    # relative names keep the binary independent of `tmp`
-    with open(_create_private(os.path.join(tmp, src)), "w", encoding="utf-8") as f:
-        f.write(units[0] if len(units) == 1 else "".join(
-            f"/* ==== translation unit {i} of {len(units)} ==== */\n{u}" for i, u in enumerate(units)))
-    names = [src] if len(units) == 1 else [f"{stem}-u{i}.c" for i in range(len(units))]
-    if len(units) > 1:
-        for name, text in zip(names, units):
-            with open(_create_private(os.path.join(tmp, name)), "w", encoding="utf-8") as f:
-                f.write(text)
-    if two_step or len(units) > 1:
-        # compile with the flags (each unit in a process of its own), link without -ffast-math (see the
-        # module docstring: crtfastmath.o)
-        objs = [name[:-2] + ".o" for name in names]
-        stages = [[[*argv, *cflags, "-c", "-o", o, c] for c, o in zip(names, objs)],
-                  [[*argv, *[f for f in cflags if f != "-ffast-math"], "-o", so, *objs, *ldflags]]]
-    else:
-        stages = [[[*argv, *cflags, "-o", so, src, *ldflags]]]
-    start = time.perf_counter()
-    for stage in stages:
-        for cmd, code, stderr in _run_compilers(stage, tmp, stem):
-            if code == 0:
-                continue
-            seconds = time.perf_counter() - start
-            STATS["compiles"] += 1
-            STATS["compile_seconds"] += seconds
-            unit = next((c for c in names if c in cmd), src)
-            kept = _keep_failed_source(os.path.join(tmp, unit), unit[:-2], failed_dir)
-            stderr = stderr.strip()
-            raise CompileError(f"C compilation of {stem} failed (exit {code}); source kept at "
-                               f"{kept}\ncommand: {shlex.join(cmd)}\n{stderr}",
-                               stderr=stderr, command=tuple(cmd), source_path=kept)
-    seconds = time.perf_counter() - start
-    STATS["compiles"] += 1
-    STATS["compile_seconds"] += seconds
-    built = os.path.join(tmp, so)
-    os.chmod(built, 0o700)     # the compiler's mode went through the umask: group-writable under 002
-    meta = {"schema": CACHE_SCHEMA, "key": key, "name": stem, "sha256": _sha256_file(built),
-            "size": os.path.getsize(built), "command": shlex.join(stages[-1][-1]), "units": len(units),
-            "compile_seconds": round(seconds, 4), "created": time.time(), **meta_extra}
-    with open(_create_private(os.path.join(tmp, stem + ".json")), "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=1)
-    return seconds
-
-
-def _keep_failed_source(src: str, stem: str, failed_dir: str | None) -> str:
-    if failed_dir is None:
-        failed_dir = tempfile.mkdtemp(prefix="ember-failed-")
-    else:
-        _mkdir_private(failed_dir)
-    kept = os.path.join(failed_dir, stem + ".c")
-    os.replace(src, kept)
-    return kept
 
 
 # ---- calling entry points ----------------------------------------------------------------------------

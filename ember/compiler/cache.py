@@ -19,6 +19,7 @@ import shutil
 import stat
 import time
 import tempfile
+import threading
 from contextlib import contextmanager
 
 from .logs import log
@@ -31,8 +32,15 @@ except ImportError:    # no flock (Windows): concurrent builds may duplicate wor
 CACHE_SCHEMA = 1
 
 
+_THREAD = threading.local()    # .root: the cache a background build writes to (the one it started with)
+
+
 def cache_dir() -> str:
-    """The cache root: ``EMBER_CACHE_DIR`` or ``~/.cache/ember`` (read on every call)."""
+    """The cache root: ``EMBER_CACHE_DIR`` or ``~/.cache/ember`` (read on every call; a background build
+    keeps the root of the time it started, ``tiers.py``)."""
+    root = getattr(_THREAD, "root", None)
+    if root is not None:
+        return root
     return os.path.abspath(os.path.expanduser(os.environ.get("EMBER_CACHE_DIR") or "~/.cache/ember"))
 
 

@@ -17,8 +17,29 @@ copy of its value), ``node`` (an op output).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 from typing import Any
+
+
+@contextlib.contextmanager
+def paused_gc():
+    """No automatic cyclic garbage collection inside the block (restored after it; nested blocks fine).
+
+    The compiler's passes (decompose, schedule, render) allocate hundreds of thousands of small
+    objects that live until the pass ends; each allocation burst makes CPython walk the generations,
+    and with a model and its trace in memory that walk was 30-45% of the small GPT step's
+    decompose-and-schedule CPU time (measured: 0.33 -> 0.19 s for schedule). Cycles made meanwhile are
+    collected by the next collection after the block."""
+    was = gc.isenabled()
+    if was:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @dataclasses.dataclass(eq=False)

@@ -37,6 +37,7 @@ from .build import _data_pointer       # (importing build first also sets OMP_WA
 from . import prims as P
 from . import c_externs
 from .decompose import decompose, Declined
+from .ir import paused_gc
 from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
@@ -44,7 +45,8 @@ from .runtime import attach_node, check_extra_guards, GuardFailure, _check_read,
     build_outputs, output_tensors, _CompiledBackwardOp, CompiledBackward, no_double_backward
 
 _PLACEHOLDER = np.empty(0, dtype=np.uint8)    # slots filled later (extern results) hold this until then
-# builds: C compiler runs for compiled programs (support libraries such as the runtime not counted)
+# builds: C compiler runs for compiled programs (support libraries such as the runtime not counted; a
+# tiered build counts its quick build, not the -O3 one in the background: tiers.STATS)
 STATS = {"programs": 0, "declined": 0, "kernels": 0, "externs": 0, "builds": 0}
 
 
@@ -152,37 +154,46 @@ def _render(parts, options, name):
 
 def compile_programs(program, name, options, cls=Compiled):
     """Forward (+ backward) -> list of Compiled (``cls``), C source."""
-    bw = program.backward
-    fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
-    parts = [_pipeline(program, name, fwd_values, "f", cls)]
-    if bw is not None:
-        try:
-            parts.append(_pipeline(bw, name, set(), "b", cls))
-        except Declined as d:
-            logs.log("kernels", f"{name}: backward runs in the interpreter: {d}")
-    t0 = time.perf_counter()
-    src, uses_blas = _render(parts, options, name)
-    _record("compile::codegen", time.perf_counter() - t0, graph=name)
+    with paused_gc():            # (the passes' allocations would make CPython's GC walk the heap again and again)
+        bw = program.backward
+        fwd_values = {v.ref for v in getattr(bw, "fwd_refs", ())} if bw is not None else set()
+        parts = [_pipeline(program, name, fwd_values, "f", cls)]
+        if bw is not None:
+            try:
+                parts.append(_pipeline(bw, name, set(), "b", cls))
+            except Declined as d:
+                logs.log("kernels", f"{name}: backward runs in the interpreter: {d}")
+        t0 = time.perf_counter()
+        src, uses_blas = _render(parts, options, name)
+        _record("compile::codegen", time.perf_counter() - t0, graph=name)
     return parts, src, uses_blas
 
 
-def _build_lib(src, name, uses_blas):
-    from . import build, shared_gemm
+def _build_lib(src, name, uses_blas, tiered=False):
+    """The library of ``src``, bound to the GEMM and the pool. ``tiered``: a quick build when the
+    optimized one is not cached, with ``.upgrade`` for the optimized one (tiers.py)."""
+    from . import build, shared_gemm, tiers
     t0 = time.perf_counter()
     from . import render_par
     gemm = shared_gemm.uses_gemm(src)
     pool = render_par.uses_pool(src)
     if gemm or pool:
         shared_gemm.prefetch()       # its build (when not cached) runs beside this one
+
+    def prepare(lib):
+        if gemm:
+            shared_gemm.bind(lib)
+        if pool:
+            render_par.bind(lib)
     from .units import split
-    runs = build.STATS["compiles"]
-    lib = build.compile_source(split(src), name=f"ember_{_safe(name)}", link_blas=uses_blas,
-                               extra_flags=("-ffp-contract=off",))
-    STATS["builds"] += build.STATS["compiles"] - runs
-    if gemm:
-        shared_gemm.bind(lib)
-    if pool:
-        render_par.bind(lib)
+    runs = build.thread_compiles()      # (not the background builds of tiers.py)
+    how = dict(name=f"ember_{_safe(name)}", link_blas=uses_blas, extra_flags=("-ffp-contract=off",))
+    if tiered:
+        lib = tiers.compile_tiered(split(src), prepare=prepare, **how)
+    else:
+        lib = build.compile_source(split(src), **how)
+        prepare(lib)
+    STATS["builds"] += build.thread_compiles() - runs
     dt = time.perf_counter() - t0
     _record("compile::cache_hit" if lib.cache_hit else "compile::cc", dt, graph=name, key=lib.key[:16])
     return lib
@@ -317,6 +328,7 @@ class NativeRunner:
         self.uses_blas = uses_blas
         self.fwd = self.bwd = None
         self.failed = None
+        self._upgrade = None         # tiers.Pending: the optimized build of a quick library in use
         if lib is not None:
             self.use_library(lib, source)
         self.kernels = [k for c in parts for k in c.sched.kernels]
@@ -352,6 +364,7 @@ class NativeRunner:
         """Run from ``lib`` (the first build, or another build of the same schedule: an autotuning variant)."""
         self.lib = lib
         self.source = source
+        self._upgrade = getattr(lib, "upgrade", None)
         if self.fwd is None:
             self.fwd = _Bound(self.parts[0], lib)
             self.bwd = _Bound(self.parts[1], lib) if len(self.parts) > 1 else None
@@ -369,7 +382,10 @@ class NativeRunner:
         if self.failed is not None:
             return False
         try:
-            self.use_library(_build_lib(self.source, self.name, self.uses_blas), self.source)
+            # tiered (tiers.py) unless a library swap would lose what the runner reads from its library:
+            # the tuner's choice, the kernel timing tables
+            tiered = self.autotuner is None and not getattr(self.parts[0], "timing", False)
+            self.use_library(_build_lib(self.source, self.name, self.uses_blas, tiered=tiered), self.source)
             return True
         except Exception as e:
             import traceback
@@ -379,6 +395,11 @@ class NativeRunner:
             warnings.warn(f"ember.compile({self.name}): building the generated C failed ({type(e).__name__}: {e}); "
                           "running the captured graph in the interpreter instead", RuntimeWarning, stacklevel=4)
             return False
+
+    def _take_upgrade(self) -> None:
+        lib, self._upgrade = self._upgrade.result, None
+        if lib is not None:          # (None: the optimized build failed; the quick one stays)
+            self.use_library(lib, self.source)
 
     def kernel_times(self):
         """``[(kernel name, description, calls, seconds)]`` summed over the runs so far, slowest first;
@@ -402,6 +423,8 @@ class NativeRunner:
             # built lazily, on the first call whose guards hold: a trace that never replays (say, the
             # first step of a training loop, before the optimizer state exists) costs no C compilation
             return self.interp(arg_tensors, grad_enabled)
+        if self._upgrade is not None and self._upgrade.ready():
+            self._take_upgrade()     # the optimized library landed: this call and the next run on it
         if self.autotuner is not None and not self.autotuner.done:
             self.autotuner.tune(arg_tensors)
         fb = self.fwd

@@ -18,11 +18,28 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["HEAD_END", "UNIT_CHARS", "MAX_UNITS", "split"]
+__all__ = ["HEAD_END", "UNIT_CHARS", "MAX_UNITS", "ENTRY_FLAGS", "Unit", "split"]
 
 HEAD_END = "/* ember: end of the head every translation unit repeats (ember.compiler.units) */"
 UNIT_CHARS = 12000      # about this much kernel text per unit (~0.4 s of gcc -O3 here)
 MAX_UNITS = 5      # unit 0 (the entries) and up to four kernel units
+
+# unit 0 holds the entries: straight-line calls of the kernels (hundreds in a training step), no loops.
+# gcc -O3 spends 1.2-1.5 s of CPU on them for the small GPT's step, the longest unit of the build;
+# ENTRY_FLAGS build them in a third of that, and a call runs the same kernels (their own units keep -O3).
+# Only when no loop is left in unit 0 (see split)
+ENTRY_FLAGS = ("-O0",)
+
+
+class Unit(str):
+    """A translation unit's text; ``cflags`` are added after the library's flags when it is compiled
+    (``build.compile_source`` reads them; a later ``-O`` wins)."""
+
+    def __new__(cls, text: str, cflags=()):
+        u = super().__new__(cls, text)
+        u.cflags = tuple(cflags)
+        return u
+
 
 _KERNEL = re.compile(r"^static void (kern\d+)\(([^)]*)\) \{\n(.*?)\n\}$", re.M | re.S)
 _HIDDEN = '__attribute__((visibility("hidden"))) void'
@@ -69,7 +86,9 @@ def split(source: str):
         units.append("#define EM_UNIT_EXTERN 1\n" + head + "\n" + defs + "\n")
         for text, name, params in mine[u]:
             body = body.replace(text, f"{_HIDDEN} {name}({params});", 1)
-    return [head + body] + units
+    # (a loop left in unit 0, one that could not be moved or extern glue, keeps the library's flags)
+    loops = re.search(r"\b(for|while)\s*\(", body) is not None
+    return [Unit(head + body, () if loops else ENTRY_FLAGS)] + units
 
 
 def _order(k) -> int:

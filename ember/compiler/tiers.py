@@ -1,0 +1,134 @@
+"""Tiered builds of large generated libraries: a quick build now, the optimized one in the background.
+
+Why: a cold compile of the small GPT's training step spends about 2 s of CPU in ``gcc -O3`` (65 kernel
+functions), and the step waits for it. ``-O1`` builds the same source in about half that, and its code
+runs the step about as fast as the interpreter or faster; the ``-O3`` library is worth having for every
+step after the first few, not worth waiting for.
+
+How: :func:`compile_tiered` returns the ``-O3`` library when it is in this process or in the disk cache.
+Otherwise it builds (or loads) the same source with :data:`QUICK_FLAGS` added (their ``-O`` wins over
+the base ``-O3``; a unit's own flags, such as the entries' ``-O1`` from ``units.py``, still come last),
+returns that, and starts the ``-O3`` build in a background thread; the quick library's ``.upgrade`` is a
+:class:`Pending` that says when the optimized library is ready. The caller swaps it in at a point of its
+choosing (``native.NativeRunner`` does at the start of a call, so a step runs on one library). Both
+libraries are ordinary cache entries keyed by their flags (the key covers every flag), so a later
+process finds the ``-O3`` one, or, when the first process ended before it landed, the quick one and
+builds the ``-O3`` again in the background. A background build that is killed leaves no entry (builds
+go to a private directory and are moved into place whole, see build.py).
+
+Same results: both libraries come from one source with the same flags except ``-O``; the generated C
+has no reassociation licence (no ``-ffast-math``, ``-ffp-contract=off`` for graphs), so the optimization
+level does not change what is computed beyond the order the ``omp simd`` reductions already leave open.
+
+Only sources split into several translation units (``units.split``) are tiered: a small program's
+``-O3`` build is cheap and one build is less work than two. ``EMBER_BUILD_TIERS=0`` turns tiering off
+(every build is the ``-O3`` one, waited for). The background build runs one compiler fewer than the
+cores (at least one), so the steps it overlaps keep a core. Its thread is not a daemon: a process
+that ends first waits for it, and the ``-O3`` library lands in the cache for the next run (as the GEMM
+library's background build does, ``shared_gemm.prefetch``). :func:`wait_background` waits for the
+builds in flight (``build.clear_memory_cache`` does; the bench does before timing steady-state steps).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from . import build, cache as _cache, compilers as _compilers
+from .logs import log
+
+__all__ = ["QUICK_FLAGS", "STATS", "Pending", "background_builds", "compile_tiered", "enabled", "wait_background"]
+
+QUICK_FLAGS = ("-O1",)
+STATS = {"quick": 0, "optimized": 0, "failed": 0}     # quick builds in use; background builds landed/failed
+_PENDING: list = []          # Pending builds started by this process
+_GUARD = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get("EMBER_BUILD_TIERS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class Pending:
+    """The optimized library being built in a background thread: ``ready()``, ``wait(timeout)``,
+    ``result`` (a prepared ``build.CompiledLibrary``, or None when the build failed: ``error``)."""
+
+    def __init__(self, name: str, make):
+        self.name = name
+        self.result = None
+        self.error = None
+        self.seconds = self.done_at = None
+        self._done = threading.Event()
+        self._root = _cache.cache_dir()         # (the environment may name another cache by the time it runs)
+        self._thread = threading.Thread(target=self._run, args=(make,), name=f"ember-build-{name}")
+
+    def _run(self, make):
+        t = time.perf_counter()
+        _compilers._BACKGROUND.active = True          # one compiler fewer than the cores
+        _cache._THREAD.root = self._root
+        try:
+            self.result = make()
+            STATS["optimized"] += 1
+        except BaseException as e:               # (the quick library stays in use)
+            self.error = e
+            STATS["failed"] += 1
+            log("kernels", f"build {self.name}: background -O3 build failed ({type(e).__name__}: {e}); "
+                           "the quick build stays in use")
+        finally:
+            self.done_at = time.perf_counter()
+            self.seconds = self.done_at - t
+            self._done.set()
+
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+
+def compile_tiered(units, *, name: str, prepare=None, **kw):
+    """``build.compile_source(units, name=name, **kw)``, tiered as the module docstring says.
+
+    ``prepare(lib)`` runs on each library before it is returned or marked ready (binding support
+    libraries, say); for the background build it runs in the background thread."""
+    def final():
+        lib = build.compile_source(units, name=name, **kw)
+        if prepare is not None:
+            prepare(lib)
+        return lib
+    if isinstance(units, str) or len(units) < 2 or not enabled():
+        return final()
+    lib = build.compile_source(units, name=name, cached_only=True, **kw)
+    if lib is None:
+        quick = build.compile_source(units, name=name,
+                                     **{**kw, "extra_flags": tuple(kw.get("extra_flags", ())) + QUICK_FLAGS})
+        pending = getattr(quick, "upgrade", None)
+        if pending is None or (pending.ready() and pending.result is None):
+            STATS["quick"] += 1
+            pending = Pending(name, final)
+            quick.upgrade = pending
+            with _GUARD:
+                _PENDING.append(pending)
+            log("kernels", f"build {name}: quick build in use, -O3 building in the background")
+            pending._thread.start()
+        lib = quick
+    if prepare is not None:
+        prepare(lib)
+    return lib
+
+
+def background_builds() -> list:
+    """The background builds this process started (``Pending``), oldest first."""
+    with _GUARD:
+        return list(_PENDING)
+
+
+def wait_background(timeout: float | None = None) -> bool:
+    """Wait for the background builds started so far; False if one is still running at ``timeout``."""
+    end = None if timeout is None else time.monotonic() + timeout
+    with _GUARD:
+        pending = list(_PENDING)
+    for p in pending:
+        if not p.wait(None if end is None else max(0.0, end - time.monotonic())):
+            return False
+    return True

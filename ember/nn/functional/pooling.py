@@ -24,6 +24,7 @@ from ...ops.registry import register, apply, dtype_name, node_class, rename, FAC
 from ...ops.linalg_products import matmul_raw
 from . import _pool_kernels as _pk
 from ._args import int_tuple, shape_str as _shape_str
+from ._channels_last import keep as _keep_cl
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
@@ -107,7 +108,7 @@ def _pool_geom(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op
 
 def _gather_bw(ctx, g):
     x, idx = ctx.inputs
-    return apply(MAX_SCATTER, (g, idx), {"in_hw": x._data.shape[2:], "unique": ctx.attrs["unique"]}), None
+    return _keep_cl(apply(MAX_SCATTER, (g, idx), {"in_hw": x._data.shape[2:], "unique": ctx.attrs["unique"]}), x), None
 
 
 def _scatter_bw(ctx, gg):
@@ -130,6 +131,12 @@ def _rank(nsp: int) -> int:
     return 3 if nsp == 3 else 2
 
 
+def _cl(out, x, nsp):
+    """A pooling result laid out channels-last when its (batched) input is, as torch's are (1-d pooling
+    runs on a height-1 view and stays contiguous, as in torch)."""
+    return out if nsp == 1 else _keep_cl(out, x)
+
+
 def _with_grad(x, vals, idx, unique: bool):
     """Values that carry autograd history: a gather of ``x`` at ``idx`` when ``x`` needs a gradient."""
     if x._rg and GRAD[0]:
@@ -146,7 +153,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op)
     out, idx = apply(MAX_POOL[_rank(nsp)], (x,), {"k": k, "s": s, "p": p, "d": d, "ceil": bool(ceil_mode)})
     # windows that cannot overlap send every gradient to a distinct position
     unique = all(ss >= dd * (kk - 1) + 1 for kk, ss, dd in zip(k, s, d))
-    return _named(back(_with_grad(x, out, idx, unique)), nsp, "MaxPool"), back(idx)
+    return _named(back(_cl(_with_grad(x, out, idx, unique), x, nsp)), nsp, "MaxPool"), back(_cl(idx, x, nsp))
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -198,7 +205,8 @@ def _avg_attrs(a):
 
 
 def _avg_pool_bw(ctx, g):
-    return apply(AVG_POOL_BW[len(ctx.attrs["k"])], (g,), dict(_avg_attrs(ctx.attrs), in_hw=ctx.in_shape(0)[2:]))
+    r = apply(AVG_POOL_BW[len(ctx.attrs["k"])], (g,), dict(_avg_attrs(ctx.attrs), in_hw=ctx.in_shape(0)[2:]))
+    return _keep_cl(r, g) if r._data.ndim == 4 else r
 
 
 def _avg_pool_bw_bw(ctx, gg):
@@ -224,7 +232,9 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     x, back = _batched(input, nsp)
     attrs = {"k": k, "s": s, "p": p, "ceil": bool(ceil_mode), "cip": bool(count_include_pad),
              "div": int(divisor_override) if divisor_override else 0}
-    return _named(back(apply(AVG_POOL[_rank(nsp)], (x,), attrs)), nsp, "AvgPool")
+    out = apply(AVG_POOL[_rank(nsp)], (x,), attrs)
+    # torch's 3-d average pooling writes contiguous results whatever the input's layout
+    return _named(back(_cl(out, x, nsp) if nsp == 2 else out), nsp, "AvgPool")
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -290,12 +300,13 @@ def _adaptive_avg(input, output_size, nsp, op):
     x, back = _batched(input, nsp)
     sizes = x._data.shape[2:]
     r = len(sizes)
+    cl = (lambda t: _cl(t, x, nsp)) if nsp == 2 else (lambda t: t)   # torch's 3-d results are contiguous
     if all(o == 1 for o in out):
-        return _named(back(x.mean(tuple(range(-r, 0)), keepdim=True)), nsp, _MEAN_DIM)   # torch takes a mean too
+        return _named(back(cl(x.mean(tuple(range(-r, 0)), keepdim=True))), nsp, _MEAN_DIM)   # torch takes a mean too
     if all(o and n % o == 0 for n, o in zip(sizes, out)):
         k = tuple(n // o for n, o in zip(sizes, out))
-        return _named(back(apply(AVG_POOL[r], (x,), {"k": k, "s": k, "p": (0,) * r, "ceil": False, "cip": True,
-                                                     "div": 0})), nsp, "AdaptiveAvgPool")
+        return _named(back(cl(apply(AVG_POOL[r], (x,), {"k": k, "s": k, "p": (0,) * r, "ceil": False, "cip": True,
+                                                        "div": 0}))), nsp, "AdaptiveAvgPool")
     # separable averaging: one pooled dim at a time, each a matmul with a fixed (out, in) matrix
     y = x
     for i in range(r - 1, -1, -1):
@@ -311,7 +322,7 @@ def _adaptive_avg(input, output_size, nsp, op):
             y = matmul_raw(_avg_matrix(n, o, x._dtype), flat).reshape(shp[:2 + i] + (o,) + rest)
     if y is x:
         y = x.clone()         # output size == input size: torch still returns a new tensor
-    return _named(back(y), nsp, "AdaptiveAvgPool")
+    return _named(back(cl(y)), nsp, "AdaptiveAvgPool")
 
 
 def adaptive_avg_pool3d(input, output_size):
@@ -348,7 +359,8 @@ def _adaptive_max(input, output_size, nsp, op):
     else:
         v, i = apply(ADAPTIVE_MAX[r], (x,), {"out_hw": out})
         unique = False
-    return _named(back(_with_grad(x, v, i, unique)), nsp, "AdaptiveMaxPool"), back(i)
+    cl = (lambda t: _cl(t, x, nsp)) if nsp == 2 else (lambda t: t)   # torch's 3-d results are contiguous
+    return _named(back(cl(_with_grad(x, v, i, unique))), nsp, "AdaptiveMaxPool"), back(cl(i))
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):

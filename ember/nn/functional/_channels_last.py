@@ -1,0 +1,81 @@
+"""Which results keep a channels-last layout, as torch's CPU kernels choose it.
+
+torch's convolutions, poolings, interpolations and paddings look at how their input is laid out
+(``suggest_memory_format``: do the strides order the dims as N, spatial..., C?) and, when it is
+channels-last, write a channels-last result. ember's kernels compute in (N, C, *spatial) order; the
+functions here re-lay a fresh eager result afterwards, so ``stride()`` and
+``is_contiguous(memory_format=...)`` answer as torch's do. Values never change. Only host (NumPy) results
+are re-laid: a traced or device result keeps its own layout (layout is invisible to compiled code).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["suggests", "keep", "contiguous_result"]
+
+# the dims from fastest to slowest varying in a channels-last layout, by rank
+_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+
+
+def suggests(t) -> bool:
+    """torch's ``t.suggest_memory_format()`` is channels_last(_3d): a 4-d/5-d host tensor whose strides
+    order C fastest, then the spatial dims from the last, then N (size-1 dims break ties towards the
+    contiguous reading, as torch's test does)."""
+    a = t._data
+    order = _ORDER.get(a.ndim)
+    if order is None or type(a) is not np.ndarray:
+        return False
+    isz = a.itemsize
+    shape, strides = a.shape, a.strides
+    if strides[1] == 0:
+        return False
+    lo = 0
+    for d in order:
+        if shape[d] == 0:
+            return False
+        st = strides[d] // isz
+        if st < lo:
+            return False
+        if d == 0 and lo == strides[1] // isz:
+            return False
+        lo = st * shape[d] if shape[d] > 1 else st
+    return True
+
+
+def _relaid(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in a channels-last array (the strides torch gives, size-1 dims included)."""
+    nd = a.ndim
+    perm = (0,) + tuple(range(2, nd)) + (1,)
+    back = (0, nd - 1) + tuple(range(1, nd - 1))
+    t = a.transpose(perm)
+    buf = np.empty(t.shape, a.dtype)        # (not ascontiguousarray: it keeps odd strides of size-1 dims)
+    np.copyto(buf, t)
+    return buf.transpose(back)
+
+
+def keep(out, *inputs):
+    """Lay the fresh result ``out`` out channels-last when any of ``inputs`` suggests it (torch's rule for
+    convolutions: input or weight); ``out`` itself is returned (its data swapped for a same-valued array,
+    before any view of it exists)."""
+    a = out._data
+    if type(a) is np.ndarray and a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
+        exp = _ORDER[a.ndim]
+        isz = a.itemsize
+        acc = 1
+        for d in exp:                       # already channels-last with torch's strides: nothing to do
+            if a.strides[d] != acc * isz:
+                break
+            acc *= a.shape[d]
+        else:
+            return out
+        out._data = _relaid(a)
+    return out
+
+
+def contiguous_result(out):
+    """Make a fresh result contiguous where torch's kernel writes a contiguous one whatever the input's
+    layout (softmax, instance norm)."""
+    a = out._data
+    if type(a) is np.ndarray and not a.flags.c_contiguous:
+        out._data = np.ascontiguousarray(a)
+    return out

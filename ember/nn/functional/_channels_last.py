@@ -11,35 +11,52 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["suggests", "keep", "contiguous_result"]
+__all__ = ["suggests", "strides_suggest", "keep", "contiguous_result", "cl_strides", "CL_ORDER"]
 
 # the dims from fastest to slowest varying in a channels-last layout, by rank
-_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+CL_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+_ORDER = CL_ORDER
 
 
-def suggests(t) -> bool:
-    """torch's ``t.suggest_memory_format()`` is channels_last(_3d): a 4-d/5-d host tensor whose strides
-    order C fastest, then the spatial dims from the last, then N (size-1 dims break ties towards the
-    contiguous reading, as torch's test does)."""
-    a = t._data
-    order = _ORDER.get(a.ndim)
-    if order is None or type(a) is not np.ndarray:
-        return False
-    isz = a.itemsize
-    shape, strides = a.shape, a.strides
-    if strides[1] == 0:
+def strides_suggest(shape, strides) -> bool:
+    """torch's test that ``suggest_memory_format()`` is channels_last(_3d), on a 4-d/5-d shape and its
+    strides in elements: C fastest, then the spatial dims from the last, then N (size-1 dims break ties
+    towards the contiguous reading, as torch's test does)."""
+    order = _ORDER.get(len(shape))
+    if order is None or strides[1] == 0:
         return False
     lo = 0
     for d in order:
         if shape[d] == 0:
             return False
-        st = strides[d] // isz
+        st = strides[d]
         if st < lo:
             return False
-        if d == 0 and lo == strides[1] // isz:
+        if d == 0 and lo == strides[1]:
             return False
         lo = st * shape[d] if shape[d] > 1 else st
     return True
+
+
+def suggests(t) -> bool:
+    """``strides_suggest`` for a host tensor (False for other devices' data)."""
+    a = t._data
+    if a.ndim not in _ORDER:
+        return False
+    if type(a) is not np.ndarray:
+        return getattr(a, "is_meta", False) and strides_suggest(a.shape, a.strides)    # (meta: in elements)
+    isz = a.itemsize
+    return strides_suggest(a.shape, tuple(s // isz for s in a.strides))
+
+
+def cl_strides(shape) -> tuple:
+    """torch's channels-last strides (in elements) of a 4-d/5-d shape, size-1 dims included."""
+    st = [0] * len(shape)
+    acc = 1
+    for d in _ORDER[len(shape)]:
+        st[d] = acc
+        acc *= shape[d]
+    return tuple(st)
 
 
 def _relaid(a: np.ndarray) -> np.ndarray:
@@ -58,6 +75,10 @@ def keep(out, *inputs):
     convolutions: input or weight); ``out`` itself is returned (its data swapped for a same-valued array,
     before any view of it exists)."""
     a = out._data
+    if getattr(a, "is_meta", False):        # a meta result: the same layout, no data to move
+        if a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
+            out._data = type(a)(a.shape, a.dtype, cl_strides(a.shape))
+        return out
     if type(a) is np.ndarray and a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
         exp = _ORDER[a.ndim]
         isz = a.itemsize
@@ -76,6 +97,10 @@ def contiguous_result(out):
     """Make a fresh result contiguous where torch's kernel writes a contiguous one whatever the input's
     layout (softmax, instance norm)."""
     a = out._data
+    if getattr(a, "is_meta", False):
+        if not a.is_contiguous():
+            out._data = type(a)(a.shape, a.dtype)
+        return out
     if type(a) is np.ndarray and not a.flags.c_contiguous:
         out._data = np.ascontiguousarray(a)
     return out

@@ -314,6 +314,8 @@ def _layout(out, x, w, groups):
     or the weight is laid out channels-last. In 3-d only its oneDNN path does, which torch takes for
     float32 unless the call is small (its ``use_mkldnn`` rule); its slow 3-d path writes contiguous."""
     a = x._data
+    if type(out._data) is not np.ndarray:       # (torch's meta convolutions are contiguous)
+        return out
     if a.ndim == 5:
         k = w._data.shape[2:]
         N, C, D, H = a.shape[:4]

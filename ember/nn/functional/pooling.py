@@ -281,16 +281,17 @@ def _adaptive_sizes(input, output_size, nsp, op):
     return out if nsp > 1 else (1,) + out
 
 
-def _avg_matrix(n: int, no: int, dt) -> Tensor:
+def _avg_matrix(n: int, no: int, dt, device=None) -> Tensor:
     """The (no, n) matrix of adaptive averaging windows: a constant of the sizes (ember.compile's capture
-    is told so, as for a factory)."""
+    is told so, as for a factory), on ``device`` when that is not the CPU (meta, OpenCL)."""
     st, en = _pk.bounds(n, no)
     m = np.zeros((no, n), dtype=dt.np)
     for o in range(no):
         m[o, st[o]:en[o]] = 1.0 / (en[o] - st[o])
     if FACTORY[0] is not None:
         FACTORY[0](m)
-    return wrap(m, dt)
+    t = wrap(m, dt)
+    return t if device is None or device.type == "cpu" else t.to(device)
 
 
 def _adaptive_avg(input, output_size, nsp, op):
@@ -314,12 +315,12 @@ def _adaptive_avg(input, output_size, nsp, op):
         if o == n:
             continue
         if i == r - 1:
-            y = matmul_raw(y, _avg_matrix(n, o, x._dtype).t())
+            y = matmul_raw(y, _avg_matrix(n, o, x._dtype, x.device).t())
         else:
             shp = y._data.shape
             rest = shp[2 + i + 1:]
             flat = y.reshape(shp[:2 + i] + (n, int(np.prod(rest))))
-            y = matmul_raw(_avg_matrix(n, o, x._dtype), flat).reshape(shp[:2 + i] + (o,) + rest)
+            y = matmul_raw(_avg_matrix(n, o, x._dtype, x.device), flat).reshape(shp[:2 + i] + (o,) + rest)
     if y is x:
         y = x.clone()         # output size == input size: torch still returns a new tensor
     return _named(back(cl(y)), nsp, "AdaptiveAvgPool")

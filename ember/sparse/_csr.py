@@ -56,8 +56,12 @@ class SparseCsrTensor(SparseTensor):
         return make_sparse(d.indices, self._values(), d.shape, True)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        if layout == "sparse_csc":
+            from ._csc import to_sparse_csc
+            return to_sparse_csc(self)
         if layout is not None and layout != "sparse_coo" and layout != sparse_csr:
-            raise RuntimeError(f"to_sparse: ember converts a CSR matrix to sparse_coo or sparse_csr, got {layout}")
+            raise RuntimeError(f"to_sparse: ember converts a CSR matrix to sparse_coo, sparse_csr or sparse_csc, "
+                               f"got {layout}")
         return self if layout == sparse_csr else self.to_sparse_coo()
 
     def coalesce(self):
@@ -70,8 +74,21 @@ class SparseCsrTensor(SparseTensor):
         return _as_csr(super().clone())
 
     def t(self):
-        raise NotImplementedError("t(): ember has no sparse_csc layout for the transpose of a CSR matrix; use "
-                                  ".to_sparse_coo().t() or .to_dense().t()")
+        """The transpose: a CSC matrix over the same values in the same order (as torch's)."""
+        from ._csc import SparseCscTensor
+        d = self._data
+        out = make_sparse(d.indices[::-1].copy(), self._values(), d.shape[::-1], False)
+        out.__class__ = SparseCscTensor
+        return out
+
+    def transpose(self, dim0, dim1):
+        if {int(dim0) % 2, int(dim1) % 2} == {0, 1}:
+            return self.t()
+        return self.clone()
+
+    @property
+    def T(self):
+        return self.t()
 
     def __repr__(self) -> str:
         from .._tensor_str import _add_suffixes, _tensor_str

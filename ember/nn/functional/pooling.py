@@ -25,6 +25,7 @@ from ...ops.linalg_products import matmul_raw
 from . import _pool_kernels as _pk
 from ._args import int_tuple, shape_str as _shape_str
 from ._channels_last import keep as _keep_cl
+from ._autocast_fp32 import autocast_fp32
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
@@ -156,12 +157,14 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op)
     return _named(back(_cl(_with_grad(x, out, idx, unique), x, nsp)), nsp, "MaxPool"), back(_cl(idx, x, nsp))
 
 
+@autocast_fp32
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
     """3-d max pooling returning (values, indices); indices are flat positions ``(z * H + y) * W + x``."""
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d")
 
 
+@autocast_fp32
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """3-d max pooling over (N, C, D, H, W) or (C, D, H, W) input (``stride`` defaults to ``kernel_size``)."""
     out, idx = _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d")
@@ -237,6 +240,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     return _named(back(_cl(out, x, nsp) if nsp == 2 else out), nsp, "AvgPool")
 
 
+@autocast_fp32
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """3-d average pooling over (N, C, D, H, W) or (C, D, H, W) input."""
@@ -326,6 +330,7 @@ def _adaptive_avg(input, output_size, nsp, op):
     return _named(back(cl(y)), nsp, "AdaptiveAvgPool")
 
 
+@autocast_fp32
 def adaptive_avg_pool3d(input, output_size):
     """3-d average pooling to a fixed output size (``None`` keeps that input size)."""
     return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")

@@ -24,6 +24,8 @@ from ...ops._util import shape_arg
 from . import _interp_uint8
 from ._args import shape_str as _shape_str
 from ._channels_last import keep as _keep_cl
+from ._autocast_fp32 import autocast_fp32, to_fp32
+from ...amp.state import AUTOCAST
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
@@ -105,6 +107,8 @@ def pad(input, pad, mode: str = "constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if AUTOCAST[0] is not None and mode != "circular":     # CPU autocast pads these in float32, as torch
+        input = to_fp32(input)
     k = len(pad) // 2
     if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
         raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
@@ -516,6 +520,7 @@ def _grid_source_index(coord, size: int, padding_mode: str, align_corners: bool)
     return c
 
 
+@autocast_fp32
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) at the normalised (x, y) locations in ``grid`` (N, Ho, Wo, 2), with
     bilinear or nearest interpolation and zeros / border / reflection padding (torch's coordinate rules)."""

@@ -6,8 +6,9 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 ``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``: the pairs torch registers among these
 families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
-``_incomplete_gamma.py``). Not yet here: NegativeBinomial, Weibull, Pareto, LowRankMultivariateNormal, relaxed
-distributions.
+``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical (``relaxed.py``), Weibull, Pareto, HalfCauchy
+(``heavy_tailed.py``) and Multinomial. Not yet here: NegativeBinomial, LowRankMultivariateNormal, VonMises,
+Wishart, LKJCholesky and the other rarer families.
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -38,6 +39,10 @@ from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransf
                          identity_transform)
 from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
+from .relaxed import (LogitRelaxedBernoulli, RelaxedBernoulli, ExpRelaxedCategorical,  # noqa: F401
+                      RelaxedOneHotCategorical)
+from .heavy_tailed import Weibull, Pareto, HalfCauchy  # noqa: F401
+from .multinomial import Multinomial  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 from . import kl_families  # noqa: F401,E402  (registers the other families' KL divergences)
@@ -47,4 +52,6 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "MixtureSameFamily", "Poisson", "Binomial", "StudentT", "Cauchy", "Gumbel", "HalfNormal",
            "TransformedDistribution", "LogNormal", "transforms", "Transform", "ComposeTransform",
            "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",
-           "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints"]
+           "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints",
+           "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
+           "Weibull", "Pareto", "HalfCauchy", "Multinomial"]

@@ -1,4 +1,5 @@
-"""RelaxedBernoulli, RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy and Multinomial against torch:
+"""RelaxedBernoulli, RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial and NegativeBinomial
+against torch:
 log_prob, moments, entropy, cdf, sample shapes and supports, reparameterised gradients."""
 import numpy as np
 import pytest
@@ -29,6 +30,10 @@ CASES = {
     "half_cauchy": (lambda L, D: D.HalfCauchy(_t(L, [1.0, 0.5])), [0.3, 2.0], ("entropy", "cdf", "variance")),
     "multinomial": (lambda L, D: D.Multinomial(5, probs=_t(L, [0.2, 0.3, 0.5])), [1.0, 1.0, 3.0],
                     ("mean", "variance")),
+    "negative_binomial": (lambda L, D: D.NegativeBinomial(_t(L, [3.0, 5.0]), probs=_t(L, [0.3, 0.6])), [2.0, 7.0],
+                          ("mean", "variance", "mode")),
+    "negative_binomial_logits": (lambda L, D: D.NegativeBinomial(_t(L, 2.0), logits=_t(L, 0.5)), 3.0,
+                                 ("mean", "variance")),
 }
 
 

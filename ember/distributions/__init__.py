@@ -7,7 +7,7 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
 ``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical (``relaxed.py``), Weibull, Pareto, HalfCauchy
-(``heavy_tailed.py``) and Multinomial. Not yet here: NegativeBinomial, LowRankMultivariateNormal, VonMises,
+(``heavy_tailed.py``), Multinomial and NegativeBinomial. Not yet here: LowRankMultivariateNormal, VonMises,
 Wishart, LKJCholesky and the other rarer families.
 """
 from . import constraints  # noqa: F401
@@ -43,6 +43,7 @@ from .relaxed import (LogitRelaxedBernoulli, RelaxedBernoulli, ExpRelaxedCategor
                       RelaxedOneHotCategorical)
 from .heavy_tailed import Weibull, Pareto, HalfCauchy  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
+from .negative_binomial import NegativeBinomial  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 from . import kl_families  # noqa: F401,E402  (registers the other families' KL divergences)
@@ -54,4 +55,4 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",
            "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints",
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
-           "Weibull", "Pareto", "HalfCauchy", "Multinomial"]
+           "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial"]

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from ..tensor import Size
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, _CategoricalParams
 from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(_CategoricalParams, Distribution):
     """``Multinomial(total_count=1, probs=None, logits=None)``: the last dim holds the K class counts."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -27,18 +27,6 @@ class Multinomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.independent(constraints.integer_interval(0, self.total_count), 1)
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):

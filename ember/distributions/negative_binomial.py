@@ -5,12 +5,13 @@ from __future__ import annotations
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, logits_to_probs, probs_to_logits, lazy_property
+from .bernoulli import _BinaryProbsLogits
+from .utils import broadcast_all
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(_BinaryProbsLogits, Distribution):
     """``NegativeBinomial(total_count, probs=None, logits=None)``."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
@@ -28,14 +29,6 @@ class NegativeBinomial(Distribution):
             self.total_count = self.total_count.type_as(self.logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.size(), validate_args=validate_args)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

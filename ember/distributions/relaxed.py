@@ -7,11 +7,12 @@ import math
 
 from ..tensor import Size
 from . import constraints
-from .categorical import Categorical
+from .bernoulli import _BinaryProbsLogits
+from .categorical import Categorical, _CategoricalParams
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform, SigmoidTransform
-from .utils import broadcast_all, clamp_probs, logits_to_probs, probs_to_logits, lazy_property
+from .utils import broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
@@ -21,7 +22,23 @@ def _uniform(shape, like):
     return clamp_probs(empty(tuple(shape), dtype=like.dtype).uniform_(0.0, 1.0))
 
 
-class LogitRelaxedBernoulli(Distribution):
+class _FromBase:
+    """The relaxed distributions' parameters, read from their base distribution."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class LogitRelaxedBernoulli(_BinaryProbsLogits, Distribution):
     """The logit of a relaxed Bernoulli sample: ``(logit(U) + logits) / temperature``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -29,22 +46,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.size(), validate_args=validate_args)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        self._init_probs_or_logits(probs, logits, validate_args)
 
     @property
     def param_shape(self):
@@ -66,7 +68,7 @@ class LogitRelaxedBernoulli(Distribution):
         return log_t + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_FromBase, TransformedDistribution):
     """``RelaxedBernoulli(temperature, probs=None, logits=None)``: samples in (0, 1), differentiable."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -77,20 +79,8 @@ class RelaxedBernoulli(TransformedDistribution):
         super().__init__(LogitRelaxedBernoulli(temperature, probs, logits), SigmoidTransform(),
                          validate_args=validate_args)
 
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
 
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
-
-
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_CategoricalParams, Distribution):
     """The log of a relaxed one-hot categorical sample: ``log_softmax((logits + Gumbel) / temperature)``."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -102,18 +92,6 @@ class ExpRelaxedCategorical(Distribution):
         self.temperature = temperature
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
@@ -134,7 +112,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_FromBase, TransformedDistribution):
     """``RelaxedOneHotCategorical(temperature, probs=None, logits=None)``: points of the simplex, the
     Gumbel-softmax relaxation of a one-hot categorical sample."""
 
@@ -145,15 +123,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         super().__init__(ExpRelaxedCategorical(temperature, probs, logits), ExpTransform(),
                          validate_args=validate_args)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -6,8 +6,7 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 ``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``: the pairs torch registers among these
 families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
-``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical (``relaxed.py``), Weibull, Pareto, HalfCauchy
-(``heavy_tailed.py``), Multinomial and NegativeBinomial. Not yet here: LowRankMultivariateNormal, VonMises,
+``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial and NegativeBinomial. Not yet here: LowRankMultivariateNormal, VonMises,
 Wishart, LKJCholesky and the other rarer families.
 """
 from . import constraints  # noqa: F401
@@ -39,9 +38,11 @@ from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransf
                          identity_transform)
 from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
-from .relaxed import (LogitRelaxedBernoulli, RelaxedBernoulli, ExpRelaxedCategorical,  # noqa: F401
-                      RelaxedOneHotCategorical)
-from .heavy_tailed import Weibull, Pareto, HalfCauchy  # noqa: F401
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli  # noqa: F401
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical  # noqa: F401
+from .weibull import Weibull  # noqa: F401
+from .pareto import Pareto  # noqa: F401
+from .half_cauchy import HalfCauchy  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
 from .negative_binomial import NegativeBinomial  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401

@@ -27,7 +27,9 @@ def _program(lib):
     out += [lib.slice_scatter(x, lib.ones(3, 2), dim=1, start=1, end=3), lib.select_scatter(x, lib.ones(4), 0, 1),
             lib.diagonal_scatter(x, lib.ones(3)), lib.diagonal_scatter(x, lib.ones(3), 1),
             lib.is_signed(lib.tensor([1], dtype=lib.uint8)), lib.ones(1).is_signed(),
-            lib.typename(lib.ones(1)).split(".")[-1], lib.ones(2, 3).new_empty_strided((2, 3), (1, 2)).stride()]
+            lib.typename(lib.ones(1)).split(".")[-1], lib.ones(2, 3).new_empty_strided((2, 3), (1, 2)).stride(),
+            lib.ones(2, 3, 4, 5).dim_order(), lib.ones(2, 3, 4, 5).to(memory_format=lib.channels_last).dim_order(),
+            lib.ones(3, 4).t().dim_order()]
     s = lib.ones(3, 2, requires_grad=True)
     (lib.slice_scatter(lib.zeros(3, 4), s, 1, 1, 3) * lib.arange(12.).reshape(3, 4)).sum().backward()
     return out + [s.grad]

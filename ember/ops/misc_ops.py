@@ -1,6 +1,6 @@
 """Small torch functions real programs reach for: ``unravel_index``, ``scalar_tensor``, ``asarray``,
 ``gcd`` / ``lcm``, ``frexp``, the ``*_scatter`` embeddings (``slice_scatter``, ``select_scatter``,
-``diagonal_scatter``), ``is_signed``, ``typename`` and ``Tensor.new_empty_strided``.
+``diagonal_scatter``), ``is_signed``, ``typename``, ``Tensor.new_empty_strided`` and ``Tensor.dim_order``.
 They are compositions of ember ops (the scatters differentiate) or NumPy on integer data.
 """
 from __future__ import annotations
@@ -143,4 +143,13 @@ def _new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=No
                          requires_grad=requires_grad)
 
 
+def _dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost by stride (ties keep their order), as ``Tensor.dim_order``."""
+    st = self.stride()
+    if ambiguity_check:
+        raise RuntimeError("dim_order: ember does not check for ambiguous layouts (ambiguity_check=True)")
+    return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+
 Tensor.new_empty_strided = _new_empty_strided
+Tensor.dim_order = _dim_order

@@ -35,7 +35,9 @@ from .half_normal import HalfNormal  # noqa: F401
 from . import transforms  # noqa: F401
 from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransform,  # noqa: F401
                          SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
-                         identity_transform)
+                         identity_transform, SoftmaxTransform, StickBreakingTransform, IndependentTransform)
+from . import constraint_registry  # noqa: F401,E402
+from .constraint_registry import biject_to, transform_to  # noqa: F401,E402
 from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli  # noqa: F401
@@ -56,4 +58,5 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",
            "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints",
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
-           "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial"]
+           "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
+           "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to"]

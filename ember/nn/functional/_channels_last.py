@@ -75,11 +75,11 @@ def keep(out, *inputs):
     convolutions: input or weight); ``out`` itself is returned (its data swapped for a same-valued array,
     before any view of it exists)."""
     a = out._data
-    if getattr(a, "is_meta", False):        # a meta result: the same layout, no data to move
-        if a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
+    if type(a) is not np.ndarray:           # a meta result takes the layout (no data to move); others keep theirs
+        if getattr(a, "is_meta", False) and a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
             out._data = type(a)(a.shape, a.dtype, cl_strides(a.shape))
         return out
-    if type(a) is np.ndarray and a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
+    if a.ndim in _ORDER and any(suggests(t) for t in inputs if t is not None):
         exp = _ORDER[a.ndim]
         isz = a.itemsize
         acc = 1
@@ -97,10 +97,9 @@ def contiguous_result(out):
     """Make a fresh result contiguous where torch's kernel writes a contiguous one whatever the input's
     layout (softmax, instance norm)."""
     a = out._data
-    if getattr(a, "is_meta", False):
-        if not a.is_contiguous():
-            out._data = type(a)(a.shape, a.dtype)
-        return out
-    if type(a) is np.ndarray and not a.flags.c_contiguous:
-        out._data = np.ascontiguousarray(a)
+    if type(a) is np.ndarray:
+        if not a.flags.c_contiguous:
+            out._data = np.ascontiguousarray(a)
+    elif getattr(a, "is_meta", False) and not a.is_contiguous():
+        out._data = type(a)(a.shape, a.dtype)
     return out

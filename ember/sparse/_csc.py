@@ -176,44 +176,9 @@ def to_sparse_csc(self, dense_dim=None) -> SparseCscTensor:
 def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None) -> SparseCscTensor:
     """torch.sparse_csc_tensor: column ``j`` holds ``values[ccol[j]:ccol[j+1]]`` at rows ``row[...]``."""
-    from ..ops.registry import to_tensor
-    ccol = (ccol_indices if isinstance(ccol_indices, Tensor) else to_tensor(ccol_indices)).detach().numpy()
-    row = (row_indices if isinstance(row_indices, Tensor) else to_tensor(row_indices)).detach().numpy()
-    vals = values if isinstance(values, Tensor) else to_tensor(values)
-    if dtype is not None and vals.dtype is not dtype:
-        vals = vals.to(dtype)
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"sparse_csc_tensor: ember's sparse tensors live on the CPU, got device={device}")
-    if ccol.ndim != 1 or row.ndim != 1:
-        raise RuntimeError(f"sparse_csc_tensor: ember supports 2-D CSC matrices (1-D ccol_indices and row_indices), "
-                           f"got ccol_indices of {ccol.ndim} dims and row_indices of {row.ndim} dims")
-    if not (np.issubdtype(ccol.dtype, np.integer) and np.issubdtype(row.dtype, np.integer)):
-        raise RuntimeError("ccol_indices and row_indices must be integer tensors")
-    if vals.ndim != 1:
-        raise RuntimeError(f"sparse_csc_tensor: ember supports 1-D values (no dense dims), got {vals.ndim}-D")
-    nnz = row.shape[0]
-    if vals.shape[0] != nnz:
-        raise RuntimeError(f"row_indices and values must have the same number of elements, but got {nnz} and "
-                           f"{vals.shape[0]}")
-    if ccol.shape[0] < 1 or ccol[0] != 0 or ccol[-1] != nnz or np.any(np.diff(ccol) < 0):
-        raise RuntimeError("`ccol_indices[..., 0] == 0` and `ccol_indices[..., -1] == nnz` must hold and "
-                           "ccol_indices must be non-decreasing")
-    cols = ccol.shape[0] - 1
-    if size is None:
-        shape = (int(row.max()) + 1 if nnz else 0, cols)
-    else:
-        shape = tuple(int(s) for s in size)
-        if len(shape) != 2 or shape[1] != cols:
-            raise RuntimeError(f"size {list(shape)} does not match ccol_indices of length {ccol.shape[0]} (ember "
-                               "supports 2-D CSC matrices)")
-    if nnz and (row.min() < 0 or row.max() >= shape[0]):
-        raise RuntimeError(f"`0 <= row_indices < nrows` is not satisfied (nrows = {shape[0]})")
-    col_idx = np.repeat(np.arange(cols, dtype=np.int64), np.diff(ccol))
-    lin = col_idx * max(shape[0], 1) + row
-    if nnz > 1 and not np.all(lin[1:] > lin[:-1]):
-        raise RuntimeError("`row_indices[..., ccol_indices[..., i - 1]:ccol_indices[..., i]] for all i = 1, ..., "
-                           "ncols are sorted and distinct along the last dimension values` is not satisfied.")
-    out = make_sparse(np.stack([row.astype(np.int64), col_idx]), vals, shape, False)
+    from ._compressed import compressed_parts
+    indices, vals, shape = compressed_parts("csc", ccol_indices, row_indices, values, size, dtype, device)
+    out = make_sparse(indices, vals, shape, False)
     out.__class__ = SparseCscTensor
     if requires_grad:
         out._rg = True

@@ -126,44 +126,8 @@ def _csr_from(indices: np.ndarray, values: Tensor, shape) -> SparseCsrTensor:
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None) -> SparseCsrTensor:
     """torch.sparse_csr_tensor: row ``i`` holds ``values[crow[i]:crow[i+1]]`` at columns ``col[...]``."""
-    from ..ops.registry import to_tensor
-    crow = (crow_indices if isinstance(crow_indices, Tensor) else to_tensor(crow_indices)).detach().numpy()
-    col = (col_indices if isinstance(col_indices, Tensor) else to_tensor(col_indices)).detach().numpy()
-    vals = values if isinstance(values, Tensor) else to_tensor(values)
-    if dtype is not None and vals.dtype is not dtype:
-        vals = vals.to(dtype)
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"sparse_csr_tensor: ember's sparse tensors live on the CPU, got device={device}")
-    if crow.ndim != 1 or col.ndim != 1:
-        raise RuntimeError(f"sparse_csr_tensor: ember supports 2-D CSR matrices (1-D crow_indices and col_indices), "
-                           f"got crow_indices of {crow.ndim} dims and col_indices of {col.ndim} dims")
-    if not (np.issubdtype(crow.dtype, np.integer) and np.issubdtype(col.dtype, np.integer)):
-        raise RuntimeError("crow_indices and col_indices must be integer tensors")
-    if vals.ndim != 1:
-        raise RuntimeError(f"sparse_csr_tensor: ember supports 1-D values (no dense dims), got {vals.ndim}-D")
-    nnz = col.shape[0]
-    if vals.shape[0] != nnz:
-        raise RuntimeError(f"col_indices and values must have the same number of elements, but got {nnz} and "
-                           f"{vals.shape[0]}")
-    if crow.shape[0] < 1 or crow[0] != 0 or crow[-1] != nnz or np.any(np.diff(crow) < 0):
-        raise RuntimeError("`crow_indices[..., 0] == 0` and `crow_indices[..., -1] == nnz` must hold and "
-                           "crow_indices must be non-decreasing")
-    rows = crow.shape[0] - 1
-    if size is None:
-        shape = (rows, int(col.max()) + 1 if nnz else 0)
-    else:
-        shape = tuple(int(s) for s in size)
-        if len(shape) != 2 or shape[0] != rows:
-            raise RuntimeError(f"size {list(shape)} does not match crow_indices of length {crow.shape[0]} (ember "
-                               "supports 2-D CSR matrices)")
-    if nnz and (col.min() < 0 or col.max() >= shape[1]):
-        raise RuntimeError(f"`0 <= col_indices < ncols` is not satisfied (ncols = {shape[1]})")
-    row_idx = np.repeat(np.arange(rows, dtype=np.int64), np.diff(crow))
-    indices = np.stack([row_idx, col.astype(np.int64)])
-    lin = row_idx * max(shape[1], 1) + indices[1]
-    if nnz > 1 and not np.all(lin[1:] > lin[:-1]):
-        raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, ..., "
-                           "nrows are sorted and distinct along the last dimension values` is not satisfied.")
+    from ._compressed import compressed_parts
+    indices, vals, shape = compressed_parts("csr", crow_indices, col_indices, values, size, dtype, device)
     out = _csr_from(indices, vals, shape)
     if requires_grad:
         out._rg = True

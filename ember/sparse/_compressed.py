@@ -1,10 +1,66 @@
-"""The argument checks shared by ``sparse_csr_tensor`` and ``sparse_csc_tensor`` (torch's invariants for
-compressed sparse matrices), written once for either compressed dim."""
+"""What CSR and CSC matrices share, written once for either compressed dim: ``CompressedMatrix`` (the
+compressed-pointer accessor, values, transposes, repr, pickling) and the argument checks of
+``sparse_csr_tensor`` / ``sparse_csc_tensor`` (torch's invariants for compressed sparse matrices)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
+from .. import dtypes as _dt
+from ..tensor import Tensor, wrap
+from ._coo import SparseTensor
+
+
+class CompressedMatrix(SparseTensor):
+    """A 2-D sparse matrix stored as its entries in compressed-dim-major order (``_cdim`` 0: CSR, 1: CSC);
+    subclasses name their accessors (``_names``: compressed, plain) and their layout."""
+
+    _cdim = 0
+    _names = ("crow_indices", "col_indices")
+
+    def _pointers(self) -> Tensor:
+        """The running count of entries per row (CSR) or column (CSC), from 0 to nnz."""
+        d = self._data
+        counts = np.bincount(d.indices[self._cdim], minlength=d.shape[self._cdim])
+        return wrap(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), _dt.int64)
+
+    def _plain(self) -> Tensor:
+        return wrap(self._data.indices[1 - self._cdim].copy(), _dt.int64)
+
+    def values(self) -> Tensor:
+        return self._values()
+
+    def sparse_dim(self) -> int:
+        return 2
+
+    def transpose(self, dim0, dim1):
+        if {int(dim0) % 2, int(dim1) % 2} == {0, 1}:
+            return self.t()
+        return self.clone()
+
+    @property
+    def T(self):
+        return self.t()
+
+    def __repr__(self) -> str:
+        from .._tensor_str import _add_suffixes
+        from ._repr import _part, suffixes_of
+        d, dt = self._data, self._dtype
+        pad = " " * len("tensor(")
+
+        def part(name, arr, adt):
+            head = pad + name + "="
+            return head + _part(arr, adt, len(head))
+        cname, pname = self._names
+        text = (part(cname, self._pointers()._data, _dt.int64)[len(pad):] + ",\n"
+                + part(pname, d.indices[1 - self._cdim], _dt.int64) + ",\n" + part("values", d.values, dt))
+        suffixes = suffixes_of(self, [f"size={tuple(d.shape)}", f"nnz={d.indices.shape[1]}"],
+                               (_dt.get_default_dtype(),), self.layout.name)
+        return _add_suffixes("tensor(" + text, suffixes, len(pad))
+
+    def __reduce_ex__(self, proto):
+        from ._coo import _rebuild_sparse_tensor
+        return (_rebuild_sparse_tensor, (self.layout, (self._pointers(), self._plain(),
+                                                       wrap(self._data.values, self._dtype), tuple(self._data.shape))))
 
 # per layout: (function, compressed-indices name, plain-indices name, compressed dim, layout word,
 #              the plain dim's size name, the compressed dim's name in the sortedness message)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
 from .._layout import layout
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor
 from ._coo import SparseTensor, make_sparse
+from ._compressed import CompressedMatrix
 
 sparse_csc = layout("sparse_csc")
 
@@ -30,7 +30,7 @@ def _refuse(what, expected):
     return method
 
 
-class SparseCscTensor(SparseTensor):
+class SparseCscTensor(CompressedMatrix):
     """A 2-D sparse CSC matrix (``t.layout is ember.sparse_csc``; ``is_sparse`` and ``is_sparse_csr`` are
     False, as torch's)."""
 
@@ -41,25 +41,20 @@ class SparseCscTensor(SparseTensor):
     def layout(self):
         return sparse_csc
 
+    _cdim = 1
+    _names = ("ccol_indices", "row_indices")
+
     def ccol_indices(self) -> Tensor:
-        d = self._data
-        counts = np.bincount(d.indices[1], minlength=d.shape[1])
-        return wrap(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), _dt.int64)
+        return self._pointers()
 
     def row_indices(self) -> Tensor:
-        return wrap(self._data.indices[0].copy(), _dt.int64)
-
-    def values(self) -> Tensor:
-        return self._values()
+        return self._plain()
 
     crow_indices = _refuse("crow_indices", "sparse row compressed tensor")
     col_indices = _refuse("col_indices", "sparse row compressed tensor")
     indices = _refuse("indices", "sparse coordinate tensor")
     coalesce = _refuse("coalesce", "sparse coordinate tensor")
     is_coalesced = _refuse("is_coalesced", "sparse coordinate tensor")
-
-    def sparse_dim(self) -> int:
-        return 2
 
     def to_sparse_csc(self, dense_dim=None) -> "SparseCscTensor":
         return self
@@ -88,34 +83,6 @@ class SparseCscTensor(SparseTensor):
         d = self._data
         return _csr_from(d.indices[::-1].copy(), self._values(), d.shape[::-1])
 
-    def transpose(self, dim0, dim1):
-        if {int(dim0) % 2, int(dim1) % 2} == {0, 1}:
-            return self.t()
-        return self.clone()
-
-    @property
-    def T(self):
-        return self.t()
-
-    def __repr__(self) -> str:
-        from .._tensor_str import _add_suffixes
-        from ._repr import _part, suffixes_of
-        d, dt = self._data, self._dtype
-        pad = " " * len("tensor(")
-
-        def part(name, arr, adt):
-            head = pad + name + "="
-            return head + _part(arr, adt, len(head))
-        text = (part("ccol_indices", self.ccol_indices()._data, _dt.int64)[len(pad):] + ",\n"
-                + part("row_indices", d.indices[0], _dt.int64) + ",\n" + part("values", d.values, dt))
-        suffixes = suffixes_of(self, [f"size={tuple(d.shape)}", f"nnz={d.indices.shape[1]}"],
-                               (_dt.get_default_dtype(),), "sparse_csc")
-        return _add_suffixes("tensor(" + text, suffixes, len(pad))
-
-    def __reduce_ex__(self, proto):
-        from ._coo import _rebuild_sparse_tensor
-        return (_rebuild_sparse_tensor, (sparse_csc, (self.ccol_indices(), self.row_indices(),
-                                                      wrap(self._data.values, self._dtype), tuple(self._data.shape))))
 
 
 def _keeps_layout(name):

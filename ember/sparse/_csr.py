@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
 from .._layout import layout
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor
 from ._coo import SparseTensor, make_sparse
+from ._compressed import CompressedMatrix
 
 sparse_csr = layout("sparse_csr")
 
 __all__ = ["SparseCsrTensor", "sparse_csr_tensor", "to_sparse_csr", "sparse_csr"]
 
 
-class SparseCsrTensor(SparseTensor):
+class SparseCsrTensor(CompressedMatrix):
     """A 2-D sparse CSR matrix (``type(t)`` differs from a COO tensor's; ``t.layout is ember.sparse_csr``)."""
 
     is_sparse = False
@@ -31,22 +31,17 @@ class SparseCsrTensor(SparseTensor):
     def layout(self):
         return sparse_csr
 
+    _cdim = 0
+    _names = ("crow_indices", "col_indices")
+
     def crow_indices(self) -> Tensor:
-        d = self._data
-        counts = np.bincount(d.indices[0], minlength=d.shape[0])
-        return wrap(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), _dt.int64)
+        return self._pointers()
 
     def col_indices(self) -> Tensor:
-        return wrap(self._data.indices[1].copy(), _dt.int64)
-
-    def values(self) -> Tensor:
-        return self._values()
+        return self._plain()
 
     def indices(self):
         raise RuntimeError("indices expected sparse coordinate tensor layout but got SparseCsr")
-
-    def sparse_dim(self) -> int:
-        return 2
 
     def to_sparse_csr(self, dense_dim=None) -> "SparseCsrTensor":
         return self
@@ -81,36 +76,6 @@ class SparseCsrTensor(SparseTensor):
         out.__class__ = SparseCscTensor
         return out
 
-    def transpose(self, dim0, dim1):
-        if {int(dim0) % 2, int(dim1) % 2} == {0, 1}:
-            return self.t()
-        return self.clone()
-
-    @property
-    def T(self):
-        return self.t()
-
-    def __repr__(self) -> str:
-        from .._tensor_str import _add_suffixes, _tensor_str
-        d, dt = self._data, self._dtype
-        pad = " " * len("tensor(")
-
-        def part(name, arr, adt):
-            head = pad + name + "="
-            body = f"tensor([], size={tuple(arr.shape)})" if arr.size == 0 else \
-                "tensor(" + _tensor_str(arr, adt, len(head) + len("tensor(")) + ")"
-            return head + body
-        text = (part("crow_indices", self.crow_indices()._data, _dt.int64)[len(pad):] + ",\n"
-                + part("col_indices", d.indices[1], _dt.int64) + ",\n" + part("values", d.values, dt))
-        from ._repr import suffixes_of
-        suffixes = suffixes_of(self, [f"size={tuple(d.shape)}", f"nnz={d.indices.shape[1]}"],
-                               (_dt.get_default_dtype(),), "sparse_csr")
-        return _add_suffixes("tensor(" + text, suffixes, len(pad))
-
-    def __reduce_ex__(self, proto):
-        from ._coo import _rebuild_sparse_tensor
-        return (_rebuild_sparse_tensor, (sparse_csr, (self.crow_indices(), self.col_indices(),
-                                                      wrap(self._data.values, self._dtype), tuple(self._data.shape))))
 
 
 def _as_csr(t: SparseTensor) -> SparseCsrTensor:

@@ -23,7 +23,9 @@ def tensor_deepcopy(self, memo):
             "the moment.  If you were attempting to deepcopy a module, this may be because of a "
             "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
     new = type(self).__new__(type(self))
-    if type(self._data) is not np.ndarray:
+    if getattr(self._data, "is_meta", False):
+        new._data, storage = self._data.copy(), None
+    elif type(self._data) is not np.ndarray:
         from .devices import opencl           # a device copy of its own (views are not shared yet)
         new._data = opencl.empty(self._data.shape, self._data.dtype, self._data.device, op="deepcopy")
         opencl.copy_(new._data, self._data)

@@ -54,6 +54,8 @@ SPECS = {
     "char_lstm": (10, 1e-3, {"grad_norms": "close", "ppl": "close"}),
     "mingpt": (10, 1e-3, {"lrs": "close", "acc": "equal", "generated": "equal"}),
     "vae": (10, 1e-3, {"klds": "close", "recon_err": "close"}),
+    "llama_block": (10, 1e-3, {"lrs": "close", "generated": "equal", "ema_norm": "close"}),
+    "audio_spectrogram": (10, 5e-3, {"acc": "close", "channels_last": "equal", "amp_dtypes": "equal"}),
     "gan_2d": (10, 1e-3, {"g_losses": "close", "radius": "close"}),
     "seq2seq_transformer": (10, 1e-3, {"decoded": "equal"}),
     "resnet_small": (8, 5e-3, {"lrs": "close", "running_mean": "loose", "running_var": "loose"}),
@@ -210,7 +212,8 @@ RANDOM_RUNS = {"digits_cnn": ({}, 0.9), "char_lstm": ({}, 0.9), "mingpt": ({}, 0
                "style_superres": ({}, 0.95), "mixup_classifier": ({}, 0.95), "flows_mdn": ({}, 0.97),
                "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9),
                "meta_materialize": ({}, 0.9), "orthogonal_rnn": ({}, 0.9), "glow_lu_flow": ({}, 0.9),
-               "vi_gamma": ({}, 0.9), "gcn_csr": ({}, 0.9)}
+               "vi_gamma": ({}, 0.9), "gcn_csr": ({}, 0.9), "llama_block": ({}, 0.9),
+               "audio_spectrogram": ({}, 0.95)}
 
 
 @pytest.mark.parametrize("name", sorted(RANDOM_RUNS))

@@ -533,8 +533,14 @@ def _materialize(node, grads):
     meta = node.ctx_data.get("out_meta") if isinstance(node.ctx_data, dict) else None
     if meta is None:
         return grads
+    like = next((g for g in grads if g is not None), None)     # zeros on the device of the gradients (meta, ...)
     return [g if g is not None or meta[i] is None else
-            _factory(wrap(np.zeros(meta[i][0], dtype=meta[i][1].np), meta[i][1])) for i, g in enumerate(grads)]
+            _zeros_like_grad(like, wrap(np.zeros(meta[i][0], dtype=meta[i][1].np), meta[i][1]))
+            for i, g in enumerate(grads)]
+
+
+def _zeros_like_grad(like, z):
+    return _factory(z) if like is None else _on_device_of(like, _factory(z))
 
 
 def _fit_shape(g, shape, node, i):

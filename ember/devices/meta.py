@@ -42,6 +42,9 @@ _DATA_DEPENDENT = frozenset({"nonzero", "masked_select", "unique", "unique_conse
 _SIZE_ONLY_RULES = frozenset({"reshape_copy", "cat"})
 # ops that may take CPU index tensors next to meta data (torch's indexing accepts CPU indices)
 _INDEXING = ("index", "gather", "scatter", "embedding", "take", "getitem", "setitem")
+# view kernels that only do strides arithmetic (never read, never copy: NumPy views or a ValueError)
+_NO_READ_VIEWS = frozenset({"view", "permute", "expand", "split", "unbind", "unfold", "diagonal"})
+_SHAPES: dict = {}      # op name -> shape rule for layers (ember.devices.meta_shapes), filled on activation
 
 
 class MetaArray(StridedInfo):
@@ -72,6 +75,11 @@ class MetaArray(StridedInfo):
         sh = np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape, tuple(s * isz for s in self.strides))
         r = np.reshape(sh, shape, copy=False)
         return MetaArray(r.shape, self.dtype, tuple(s // isz for s in r.strides) if r.size else None, self.offset)
+
+    def copy(self, order="K"):
+        """Another meta array with this one's shape, dtype and strides (``copy.deepcopy`` of a meta tensor
+        or parameter, as torch's keeps the layout)."""
+        return MetaArray(self.shape, self.dtype, self.strides if self.size else None)
 
     def __array__(self, *a, **k):
         raise NotImplementedError(_NO_DATA)
@@ -130,7 +138,9 @@ def move(t: Tensor, src, dst) -> Tensor:
 def _activate() -> None:
     if _hook not in R.HOOKS:
         from ..ops import meta as rules
+        from . import meta_shapes
         rules.attach_rules()
+        _SHAPES.update(meta_shapes.build())
         R.HOOKS.append(_hook)
         if R.DEVICE_RUN[0] is None:     # apply_view marks view calls (VIEW_CALL) only while a device runs
             R.DEVICE_RUN[0] = _no_device
@@ -183,6 +193,14 @@ def _sized(op, args, attrs):
     """New MetaArrays for ``op``'s outputs: from its meta rule, else from its kernel on stand-ins."""
     xs = [stand_in(a._data) if isinstance(a, Tensor) and type(a._data) is MetaArray else
           (a._data if isinstance(a, Tensor) else a) for a in args]
+    shaped = _SHAPES.get(op.name) if _SHAPES else None
+    if shaped is not None:                  # the layers' rules (meta_shapes): on the raw arguments
+        try:
+            got = shaped(*[a._data if isinstance(a, Tensor) else a for a in args], **attrs)
+        except Exception:       # noqa: BLE001 - the kernel below raises the real error for bad arguments
+            got = None
+        if got is not None and len(got) == op.nout:
+            return [MetaArray(*g) for g in got]
     kw = {k: stand_in(v) if type(v) is MetaArray else v for k, v in attrs.items()}
     rule = op.meta
     if rule is not None and op.name not in _SIZE_ONLY_RULES:
@@ -206,12 +224,17 @@ def _view(op, args, attrs):
     if type(src) is not MetaArray:
         return None
     isz = src.itemsize
-    extent = src.offset + 1 + sum((n - 1) * s for n, s in zip(src.shape, src.strides)) if src.size else 1
+    no_read = op.name in _NO_READ_VIEWS
+    # a kernel that never reads (only strides arithmetic) gets a one-element shadow; others a lazily
+    # mapped zero buffer spanning the whole layout (a kernel that copies reads it)
+    extent = 1 if no_read else (src.offset + 1 + sum((n - 1) * s for n, s in zip(src.shape, src.strides))
+                                if src.size else 1)
     try:
         buf = np.zeros(extent, src.dtype)
     except (MemoryError, ValueError):
         return None
-    sh = np.lib.stride_tricks.as_strided(buf[src.offset:], src.shape, tuple(s * isz for s in src.strides))
+    sh = np.lib.stride_tricks.as_strided(buf if no_read else buf[src.offset:], src.shape,
+                                         tuple(s * isz for s in src.strides))
     xs = [sh if a is args[0] else (stand_in(a._data) if isinstance(a, Tensor) and type(a._data) is MetaArray
                                    else (a._data if isinstance(a, Tensor) else a)) for a in args]
     res = op.kernel(*xs, **attrs)
@@ -219,12 +242,12 @@ def _view(op, args, attrs):
 
     def as_meta(r):
         r = np.asarray(r)
-        if r.size and not np.shares_memory(r, buf):
+        if r.size and not no_read and not np.shares_memory(r, buf):
             return None
         if not r.size:
             return MetaArray(r.shape, r.dtype)
         risz = r.dtype.itemsize
-        off = (r.__array_interface__["data"][0] - base) // risz
+        off = (r.__array_interface__["data"][0] - base) // risz + (src.offset if no_read else 0)
         return MetaArray(r.shape, r.dtype, tuple(s // risz for s in r.strides), off)
     outs = [as_meta(r) for r in ([res] if op.nout == 1 else res)]
     return None if any(o is None for o in outs) else outs

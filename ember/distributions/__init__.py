@@ -6,8 +6,8 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 ``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``: the pairs torch registers among these
 families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
-``_incomplete_gamma.py``). Not yet here: NegativeBinomial, Weibull, Pareto, LowRankMultivariateNormal, relaxed
-distributions.
+``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial and NegativeBinomial. Not yet here: LowRankMultivariateNormal, VonMises,
+Wishart, LKJCholesky and the other rarer families.
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -35,9 +35,18 @@ from .half_normal import HalfNormal  # noqa: F401
 from . import transforms  # noqa: F401
 from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransform,  # noqa: F401
                          SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
-                         identity_transform)
+                         identity_transform, SoftmaxTransform, StickBreakingTransform, IndependentTransform)
+from . import constraint_registry  # noqa: F401,E402
+from .constraint_registry import biject_to, transform_to  # noqa: F401,E402
 from .transformed_distribution import TransformedDistribution  # noqa: F401
 from .log_normal import LogNormal  # noqa: F401
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli  # noqa: F401
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical  # noqa: F401
+from .weibull import Weibull  # noqa: F401
+from .pareto import Pareto  # noqa: F401
+from .half_cauchy import HalfCauchy  # noqa: F401
+from .multinomial import Multinomial  # noqa: F401
+from .negative_binomial import NegativeBinomial  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 from . import kl_families  # noqa: F401,E402  (registers the other families' KL divergences)
@@ -47,4 +56,7 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "MixtureSameFamily", "Poisson", "Binomial", "StudentT", "Cauchy", "Gumbel", "HalfNormal",
            "TransformedDistribution", "LogNormal", "transforms", "Transform", "ComposeTransform",
            "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "SoftplusTransform",
-           "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints"]
+           "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints",
+           "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
+           "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
+           "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to"]

@@ -108,3 +108,20 @@ class Categorical(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+
+class _CategoricalParams:
+    """Mixin for families built on a ``Categorical`` held as ``self._categorical`` (its logits, probs and
+    parameter shape)."""
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape

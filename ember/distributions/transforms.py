@@ -14,7 +14,8 @@ from . import constraints
 from .utils import _sum_rightmost
 
 __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
-           "TanhTransform", "SoftplusTransform", "PowerTransform", "AbsTransform", "identity_transform"]
+           "TanhTransform", "SoftplusTransform", "PowerTransform", "AbsTransform", "identity_transform",
+           "SoftmaxTransform", "StickBreakingTransform", "IndependentTransform"]
 
 
 class Transform:
@@ -345,7 +346,113 @@ def _compose_same(self, other) -> bool:
     return isinstance(other, ComposeTransform) and self.parts == other.parts
 
 
-_BY_CLASS = (ExpTransform, SigmoidTransform, TanhTransform, SoftplusTransform, AbsTransform)
+class SoftmaxTransform(Transform):
+    """``y = softmax(x)`` over the last dim (onto the simplex; not bijective, ``inv`` is ``log``)."""
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def _call(self, x):
+        probs = (x - x.max(-1, keepdim=True)[0]).exp()
+        return probs / probs.sum(-1, keepdim=True)
+
+    def _inverse(self, y):
+        return y.log()
+
+
+def _clipped_sigmoid(x):
+    from .. import dtypes as _dt
+    fi = _dt.finfo(x.dtype)
+    return x.sigmoid().clamp(min=fi.tiny, max=1.0 - fi.eps)
+
+
+class StickBreakingTransform(Transform):
+    """The stick-breaking bijection from R^(K-1) onto the K-simplex (the ``biject_to(simplex)`` map)."""
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    @staticmethod
+    def _offset_log(n, like):
+        from ..ops.creation import ones
+        return (n + 1 - ones(n, dtype=like.dtype).cumsum(-1)).log()
+
+    def _call(self, x):
+        from ..nn.functional import pad
+        z = _clipped_sigmoid(x - self._offset_log(x.shape[-1], x))
+        z_cumprod = (1 - z).cumprod(-1)
+        return pad(z, (0, 1), value=1) * pad(z_cumprod, (1, 0), value=1)
+
+    def _inverse(self, y):
+        from .. import dtypes as _dt
+        y_crop = y[..., :-1]
+        rest = (1 - y_crop.cumsum(-1)).clamp(min=_dt.finfo(y.dtype).tiny)
+        return y_crop.log() - rest.log() + self._offset_log(y_crop.shape[-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn.functional import logsigmoid
+        x = x - self._offset_log(x.shape[-1], x)
+        return (-x + logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` with ``reinterpreted_batch_ndims`` more rightmost dims counted as one event."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims: int, cache_size: int = 0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def domain(self):
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return _sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y), self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+_BY_CLASS = (ExpTransform, SigmoidTransform, TanhTransform, SoftplusTransform, AbsTransform, SoftmaxTransform,
+             StickBreakingTransform)
 AffineTransform._same = _affine_same
 PowerTransform._same = _power_same
 ComposeTransform._same = _compose_same

@@ -15,6 +15,8 @@ and the layout. Sparse tensors live on the CPU. ``sparse.mm`` of two COO matrice
 CSR matrices (``_csr.py``): ``ember.sparse_csr_tensor``, ``Tensor.to_sparse_csr()``, ``crow_indices`` /
 ``col_indices`` / ``values``, ``@`` / ``mm`` / ``matmul`` / ``sparse.mm`` with a strided matrix (gradients to
 the values and the strided operand), ``to_dense``, ``to_sparse_coo``, printing and saving in torch's format.
+CSC matrices (``_csc.py``): the same for ``ember.sparse_csc_tensor`` / ``Tensor.to_sparse_csc()`` with
+``ccol_indices`` / ``row_indices``; ``t()`` turns CSR into CSC and back, as torch's.
 """
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ from ._coo import SparseTensor, SparseLayoutError, _rebuild_sparse_tensor  # noq
 from ._ops import coalesce, log_softmax, mm, softmax, sparse_coo_tensor, sum, to_dense, to_sparse  # noqa: F401
 from . import _csr
 from ._csr import SparseCsrTensor  # noqa: F401
+from . import _csc
+from ._csc import SparseCscTensor  # noqa: F401
 
-_SPARSE_TYPES = frozenset({SparseTensor, SparseCsrTensor})
+_SPARSE_TYPES = frozenset({SparseTensor, SparseCsrTensor, SparseCscTensor})
 
 __all__ = ["mm", "sum", "softmax", "log_softmax", "addmm", "check_sparse_tensor_invariants"]
 
@@ -155,6 +159,7 @@ def _install_methods():
     Tensor.is_sparse = False
     Tensor.is_sparse_csr = False
     Tensor.to_sparse_csr = _csr.to_sparse_csr
+    Tensor.to_sparse_csc = _csc.to_sparse_csc
 
 
 def _sparse_aware(dense_fn, name):
@@ -175,13 +180,30 @@ def _sparse_aware(dense_fn, name):
     return fn
 
 
+def _sparse_addmm(dense_fn):
+    """``ember.addmm``: a sparse ``mat1`` or ``mat2`` (COO, CSR, CSC) goes to the sparse product."""
+    def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+        if type(mat1) in _SPARSE_TYPES or type(mat2) in _SPARSE_TYPES:
+            if out is not None:
+                raise RuntimeError("addmm: out= is not supported with a sparse operand")
+            prod = mm(mat1, mat2) if type(mat1) in _SPARSE_TYPES else _ops.dense_mm_sparse(mat1, mat2)
+            return (input * beta if beta != 1 else input) + (prod * alpha if alpha != 1 else prod)
+        return dense_fn(input, mat1, mat2, beta=beta, alpha=alpha, out=out)
+    addmm.__doc__ = dense_fn.__doc__
+    addmm.__module__ = "ember"
+    return addmm
+
+
 def _install(ns: dict) -> None:
     """Called by ``ember/__init__``: the top-level names (torch.sparse_coo_tensor, torch.spmm, layouts)."""
     from ..ops.registry import FUNCTIONS
     for name in ("mm", "matmul"):
         ns[name] = FUNCTIONS[name] = _sparse_aware(FUNCTIONS[name], name)
+    ns["addmm"] = FUNCTIONS["addmm"] = _sparse_addmm(FUNCTIONS["addmm"])
     ns.update(sparse_coo_tensor=sparse_coo_tensor, spmm=spmm, layout=layout, strided=strided, sparse_coo=sparse_coo,
-              sparse_csr_tensor=_csr.sparse_csr_tensor, sparse_csr=_csr.sparse_csr)
+              sparse_csr_tensor=_csr.sparse_csr_tensor, sparse_csr=_csr.sparse_csr,
+              sparse_csc_tensor=_csc.sparse_csc_tensor, sparse_csc=_csc.sparse_csc)
 
 
 _install_methods()
+_csc.install()

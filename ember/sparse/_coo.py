@@ -260,9 +260,13 @@ def _rebuild_sparse_tensor(layout, data):
         from ._csr import sparse_csr_tensor
         crow, col, values, size = data
         return sparse_csr_tensor(crow, col, values, size)
+    if layout == "sparse_csc":
+        from ._csc import sparse_csc_tensor
+        ccol, row, values, size = data
+        return sparse_csc_tensor(ccol, row, values, size)
     if layout != sparse_coo:
-        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has sparse_coo and "
-                                  "sparse_csr")
+        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has sparse_coo, "
+                                  "sparse_csr and sparse_csc")
     if len(data) == 3:
         indices, values, size = data
         coalesced = None

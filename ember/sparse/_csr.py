@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as _dt
 from .._layout import layout
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor
 from ._coo import SparseTensor, make_sparse
+from ._compressed import CompressedMatrix
 
 sparse_csr = layout("sparse_csr")
 
 __all__ = ["SparseCsrTensor", "sparse_csr_tensor", "to_sparse_csr", "sparse_csr"]
 
 
-class SparseCsrTensor(SparseTensor):
+class SparseCsrTensor(CompressedMatrix):
     """A 2-D sparse CSR matrix (``type(t)`` differs from a COO tensor's; ``t.layout is ember.sparse_csr``)."""
 
     is_sparse = False
@@ -31,22 +31,17 @@ class SparseCsrTensor(SparseTensor):
     def layout(self):
         return sparse_csr
 
+    _cdim = 0
+    _names = ("crow_indices", "col_indices")
+
     def crow_indices(self) -> Tensor:
-        d = self._data
-        counts = np.bincount(d.indices[0], minlength=d.shape[0])
-        return wrap(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), _dt.int64)
+        return self._pointers()
 
     def col_indices(self) -> Tensor:
-        return wrap(self._data.indices[1].copy(), _dt.int64)
-
-    def values(self) -> Tensor:
-        return self._values()
+        return self._plain()
 
     def indices(self):
         raise RuntimeError("indices expected sparse coordinate tensor layout but got SparseCsr")
-
-    def sparse_dim(self) -> int:
-        return 2
 
     def to_sparse_csr(self, dense_dim=None) -> "SparseCsrTensor":
         return self
@@ -56,8 +51,12 @@ class SparseCsrTensor(SparseTensor):
         return make_sparse(d.indices, self._values(), d.shape, True)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        if layout == "sparse_csc":
+            from ._csc import to_sparse_csc
+            return to_sparse_csc(self)
         if layout is not None and layout != "sparse_coo" and layout != sparse_csr:
-            raise RuntimeError(f"to_sparse: ember converts a CSR matrix to sparse_coo or sparse_csr, got {layout}")
+            raise RuntimeError(f"to_sparse: ember converts a CSR matrix to sparse_coo, sparse_csr or sparse_csc, "
+                               f"got {layout}")
         return self if layout == sparse_csr else self.to_sparse_coo()
 
     def coalesce(self):
@@ -70,30 +69,13 @@ class SparseCsrTensor(SparseTensor):
         return _as_csr(super().clone())
 
     def t(self):
-        raise NotImplementedError("t(): ember has no sparse_csc layout for the transpose of a CSR matrix; use "
-                                  ".to_sparse_coo().t() or .to_dense().t()")
+        """The transpose: a CSC matrix over the same values in the same order (as torch's)."""
+        from ._csc import SparseCscTensor
+        d = self._data
+        out = make_sparse(d.indices[::-1].copy(), self._values(), d.shape[::-1], False)
+        out.__class__ = SparseCscTensor
+        return out
 
-    def __repr__(self) -> str:
-        from .._tensor_str import _add_suffixes, _tensor_str
-        d, dt = self._data, self._dtype
-        pad = " " * len("tensor(")
-
-        def part(name, arr, adt):
-            head = pad + name + "="
-            body = f"tensor([], size={tuple(arr.shape)})" if arr.size == 0 else \
-                "tensor(" + _tensor_str(arr, adt, len(head) + len("tensor(")) + ")"
-            return head + body
-        text = (part("crow_indices", self.crow_indices()._data, _dt.int64)[len(pad):] + ",\n"
-                + part("col_indices", d.indices[1], _dt.int64) + ",\n" + part("values", d.values, dt))
-        from ._repr import suffixes_of
-        suffixes = suffixes_of(self, [f"size={tuple(d.shape)}", f"nnz={d.indices.shape[1]}"],
-                               (_dt.get_default_dtype(),), "sparse_csr")
-        return _add_suffixes("tensor(" + text, suffixes, len(pad))
-
-    def __reduce_ex__(self, proto):
-        from ._coo import _rebuild_sparse_tensor
-        return (_rebuild_sparse_tensor, (sparse_csr, (self.crow_indices(), self.col_indices(),
-                                                      wrap(self._data.values, self._dtype), tuple(self._data.shape))))
 
 
 def _as_csr(t: SparseTensor) -> SparseCsrTensor:
@@ -109,44 +91,8 @@ def _csr_from(indices: np.ndarray, values: Tensor, shape) -> SparseCsrTensor:
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None) -> SparseCsrTensor:
     """torch.sparse_csr_tensor: row ``i`` holds ``values[crow[i]:crow[i+1]]`` at columns ``col[...]``."""
-    from ..ops.registry import to_tensor
-    crow = (crow_indices if isinstance(crow_indices, Tensor) else to_tensor(crow_indices)).detach().numpy()
-    col = (col_indices if isinstance(col_indices, Tensor) else to_tensor(col_indices)).detach().numpy()
-    vals = values if isinstance(values, Tensor) else to_tensor(values)
-    if dtype is not None and vals.dtype is not dtype:
-        vals = vals.to(dtype)
-    if device is not None and str(device) not in ("cpu", "cpu:0"):
-        raise RuntimeError(f"sparse_csr_tensor: ember's sparse tensors live on the CPU, got device={device}")
-    if crow.ndim != 1 or col.ndim != 1:
-        raise RuntimeError(f"sparse_csr_tensor: ember supports 2-D CSR matrices (1-D crow_indices and col_indices), "
-                           f"got crow_indices of {crow.ndim} dims and col_indices of {col.ndim} dims")
-    if not (np.issubdtype(crow.dtype, np.integer) and np.issubdtype(col.dtype, np.integer)):
-        raise RuntimeError("crow_indices and col_indices must be integer tensors")
-    if vals.ndim != 1:
-        raise RuntimeError(f"sparse_csr_tensor: ember supports 1-D values (no dense dims), got {vals.ndim}-D")
-    nnz = col.shape[0]
-    if vals.shape[0] != nnz:
-        raise RuntimeError(f"col_indices and values must have the same number of elements, but got {nnz} and "
-                           f"{vals.shape[0]}")
-    if crow.shape[0] < 1 or crow[0] != 0 or crow[-1] != nnz or np.any(np.diff(crow) < 0):
-        raise RuntimeError("`crow_indices[..., 0] == 0` and `crow_indices[..., -1] == nnz` must hold and "
-                           "crow_indices must be non-decreasing")
-    rows = crow.shape[0] - 1
-    if size is None:
-        shape = (rows, int(col.max()) + 1 if nnz else 0)
-    else:
-        shape = tuple(int(s) for s in size)
-        if len(shape) != 2 or shape[0] != rows:
-            raise RuntimeError(f"size {list(shape)} does not match crow_indices of length {crow.shape[0]} (ember "
-                               "supports 2-D CSR matrices)")
-    if nnz and (col.min() < 0 or col.max() >= shape[1]):
-        raise RuntimeError(f"`0 <= col_indices < ncols` is not satisfied (ncols = {shape[1]})")
-    row_idx = np.repeat(np.arange(rows, dtype=np.int64), np.diff(crow))
-    indices = np.stack([row_idx, col.astype(np.int64)])
-    lin = row_idx * max(shape[1], 1) + indices[1]
-    if nnz > 1 and not np.all(lin[1:] > lin[:-1]):
-        raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, ..., "
-                           "nrows are sorted and distinct along the last dimension values` is not satisfied.")
+    from ._compressed import compressed_parts
+    indices, vals, shape = compressed_parts("csr", crow_indices, col_indices, values, size, dtype, device)
     out = _csr_from(indices, vals, shape)
     if requires_grad:
         out._rg = True

@@ -87,8 +87,13 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
     """Tensor.to_sparse: the nonzero entries of a strided tensor (over its first ``sparse_dim`` dims: an
     entry is kept when any element of its dense slice is nonzero)."""
+    if layout == "sparse_csr" or layout == "sparse_csc":
+        if sparse_dim is not None or dense_dim is not None or blocksize is not None:
+            raise RuntimeError(f"to_sparse: ember converts to {layout} without sparse_dim, dense_dim or blocksize")
+        return self.to_sparse_csr() if layout == "sparse_csr" else self.to_sparse_csc()
     if layout is not None and layout != "sparse_coo":
-        raise RuntimeError(f"to_sparse: ember converts only to the sparse_coo layout, got {layout}")
+        raise RuntimeError(f"to_sparse: ember converts to the sparse_coo, sparse_csr and sparse_csc layouts, got "
+                           f"{layout}")
     nd = self.ndim
     sd = nd if sparse_dim is None else int(sparse_dim)
     if not 0 < sd <= nd if nd else sd != 0:

@@ -82,6 +82,11 @@ def _eigh_invariants(m, A, uplo="L"):
     return L, V * V, m.matmul(V * L.unsqueeze(-2), V.mT)
 
 
+def _eig_invariants(m, A):
+    L, V = m.linalg.eig(A)          # (geev's order and phase in both libraries; compared through real parts)
+    return L.real, L.imag, V.abs() ** 2, m.linalg.eigvals(A).real
+
+
 def _torch_svd(m, A):
     U, S, V = m.svd(A)
     return S, U * U, V * V
@@ -232,6 +237,7 @@ CASES = [
     Case("eigh", _eigh_invariants, make=sym((2, 4, 4)), dtypes=F64, double_backward=True),
     Case("eigh_upper", lambda m, a: _eigh_invariants(m, a, "U"), make=sym((3, 3)), atol=1e-4),
     Case("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), make=sym((2, 3, 3)), double_backward=True),
+    Case("eig", _eig_invariants, shapes=((2, 4, 4),), atol=1e-4),
     Case("svd_reduced_tall", lambda m, a: _svd_invariants(m, a, False), shapes=((5, 3),), dtypes=F64,
          double_backward=True),
     Case("svd_reduced_wide", lambda m, a: _svd_invariants(m, a, False), shapes=((3, 5),), dtypes=F64),

@@ -27,6 +27,7 @@ from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.binary import _no_derivative
 from ..._native import eager_kernels as _native
+from ._channels_last import keep as _keep_cl
 from ._normal_cdf import _ERFC_P, gelu_exact as _gelu_exact, gelu_exact_d1 as _gelu_exact_d1  # noqa: F401 (_ERFC_P: the compiler's)
 
 # exp overflow in branches that np.where discards is expected: torch is silent there too (a module
@@ -469,7 +470,7 @@ def gelu(input, approximate: str = "none"):
         _need_float(input, "GeluKernelImpl", "gelu")
     if approximate != "none" and approximate != "tanh":
         raise RuntimeError("approximate argument must be either none or tanh.")
-    return apply(GELU, (input,), {"approximate": approximate})
+    return _keep_cl(apply(GELU, (input,), {"approximate": approximate}), input)
 
 
 # silu: x * sigmoid(x)

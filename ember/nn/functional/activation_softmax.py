@@ -7,6 +7,7 @@ import warnings
 
 from ...ops.registry import node_class, rename
 from .activation import _check_tensor, _ember
+from ._channels_last import contiguous_result
 
 __all__ = ["softmin", "softmax", "log_softmax", "glu", "gumbel_softmax"]
 
@@ -27,7 +28,7 @@ def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     _check_tensor(input, "softmax")
     if dim is None:
         dim = _get_softmax_dim("softmax", input.ndim, _stacklevel)
-    return _ember().softmax(input, dim, dtype=dtype)
+    return contiguous_result(_ember().softmax(input, dim, dtype=dtype))     # torch's is contiguous
 
 
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
@@ -35,7 +36,7 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     _check_tensor(input, "log_softmax")
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.ndim, _stacklevel)
-    return _ember().log_softmax(input, dim, dtype=dtype)
+    return contiguous_result(_ember().log_softmax(input, dim, dtype=dtype))
 
 
 def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):

@@ -102,8 +102,9 @@ def _mask_to_bias(mask: Tensor, dtype) -> Tensor:
 def _causal_bias(L: int, S: int, dtype, device=None) -> Tensor:
     """-inf above the diagonal (top-left aligned), as torch's ``ones(L, S).tril()`` mask."""
     from ...ops.registry import FACTORY
-    if FACTORY[0] is not None:
+    if FACTORY[0] is not None or (device is not None and device.type != "cpu"):
         # while ember.compile captures, built from ember ops so that L and S may stay symbolic sizes
+        # (and on another device, e.g. meta, made there)
         from ...ops.creation import full
         return full((L, S), float("-inf"), dtype=dtype, device=device).triu(1)
     return wrap(np.triu(np.full((L, S), -np.inf, dtype=dtype.np), k=1), dtype)

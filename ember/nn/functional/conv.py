@@ -31,6 +31,7 @@ from ...ops.linalg_products import matmul_raw, _mm
 from ...ops.shape import reshape_to
 from . import _conv_kernels as _ck
 from ._args import int_tuple, shape_str as _shape_str
+from ._channels_last import keep as _keep_cl
 
 __all__ = ["linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -272,7 +273,7 @@ def _conv_bw(ctx, g):
     need = ctx.edges
     gx = gw = gb = None
     if need[0] is not None:
-        gx = apply(conv_t, (g, w, None), dict(geo, out_hw=x._data.shape[2:]))
+        gx = _layout(apply(conv_t, (g, w, None), dict(geo, out_hw=x._data.shape[2:])), x, w, geo["groups"])
     if need[1] is not None:
         gw = apply(conv_w, (x, g), dict(geo, kernel=w._data.shape[2:]))
     if b is not None and need[2] is not None:
@@ -287,7 +288,7 @@ def _conv_t_bw(ctx, g):
     need = ctx.edges
     gy = gw = gb = None
     if need[0] is not None:
-        gy = apply(conv, (g, w, None), geo)
+        gy = _layout(apply(conv, (g, w, None), geo), y, w, geo["groups"])
     if need[1] is not None:
         gw = apply(conv_w, (g, y), dict(geo, kernel=w._data.shape[2:]))
     if b is not None and need[2] is not None:
@@ -306,6 +307,21 @@ def _conv_w_bw(ctx, gg):
     if need[1] is not None:
         gg_ = apply(conv, (x, gg, None), geo)
     return gx, gg_
+
+
+def _layout(out, x, w, groups):
+    """torch's CPU convolutions write a channels-last result when the input ``x`` (of the forward call)
+    or the weight is laid out channels-last. In 3-d only its oneDNN path does, which torch takes for
+    float32 unless the call is small (its ``use_mkldnn`` rule); its slow 3-d path writes contiguous."""
+    a = x._data
+    if type(out._data) is not np.ndarray:       # (torch's meta convolutions are contiguous)
+        return out
+    if a.ndim == 5:
+        k = w._data.shape[2:]
+        N, C, D, H = a.shape[:4]
+        if a.dtype != np.float32 or not (groups > 1 or (k[-1] > 3 and k[-2] > 3) or N > 1 or N * C * D * H > 20480):
+            return out
+    return _keep_cl(out, x, w)
 
 
 def _register_family(nsp: int):
@@ -444,6 +460,8 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nsp, op):
                            f"size: ({' x '.join(map(str, e_k))}). Kernel size can't be greater than actual input size")
     attrs = {"stride": stride, "pad": _flat_pads(pads), "dil": dilation, "groups": int(groups)}
     out = apply(CONV3D if nsp == 3 else CONV2D, (x, w, bias), attrs)
+    if nsp != 1:
+        _layout(out, x, w, groups)
     if nsp == 1:
         out = rename(out.squeeze(2), _CONVOLUTION)     # torch convolves 1-d directly: one node
     return out.squeeze(0) if unbatched else out
@@ -507,6 +525,8 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
                            f"({' x '.join(map(str, shown))}). Output size is too small")
     attrs = {"stride": stride, "pad": _flat_pads(pads), "dil": dilation, "groups": int(groups), "out_hw": out_hw}
     out = apply(CONV_T3D if nsp == 3 else CONV_T, (x, w, bias), attrs)
+    if nsp != 1:
+        _layout(out, x, w, groups)
     if nsp == 1:
         out = rename(out.squeeze(2), _CONVOLUTION)
     return out.squeeze(0) if unbatched else out

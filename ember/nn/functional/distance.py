@@ -16,6 +16,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops._reduce_util import numpy_names
+from ._autocast_fp32 import autocast_fp32
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]   # cdist lives at ember.cdist, as in torch
 
@@ -94,6 +95,7 @@ _CDIST, _NORM1 = node_class("CdistBackward0"), node_class("NormBackward1")
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+@autocast_fp32
 def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """p-norm distance between each row of ``x1`` (``(*, P, M)``) and each row of ``x2`` (``(*, R, M)``):
     a ``(*, P, R)`` tensor; batch dims broadcast."""

@@ -30,6 +30,7 @@ from ...tensor import Tensor, wrap
 from ...autograd.grad_mode import GRAD, no_grad
 from ...ops.registry import register, apply, record_grad, dtype_name, node_class, rename, HOOKS
 from ..._native import eager_kernels as _native
+from ._channels_last import contiguous_result
 
 __all__ = ["layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "normalize",
            "local_response_norm"]
@@ -458,8 +459,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         _verify_spatial_size(input.shape)
     if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
-    return rename(_bn_core(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
-                           instance=True), _VIEW)     # torch batch-normalizes a (1, N*C, ...) view, then views back
+    out = _bn_core(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, instance=True)
+    return rename(contiguous_result(out), _VIEW)     # torch batch-normalizes a (1, N*C, ...) view, then views back
 
 
 # ---- normalize / local response norm ------------------------------------------------------------------

@@ -24,6 +24,8 @@ from ...ops.registry import register, apply, dtype_name, node_class, rename, FAC
 from ...ops.linalg_products import matmul_raw
 from . import _pool_kernels as _pk
 from ._args import int_tuple, shape_str as _shape_str
+from ._channels_last import keep as _keep_cl
+from ._autocast_fp32 import autocast_fp32
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
@@ -107,7 +109,7 @@ def _pool_geom(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op
 
 def _gather_bw(ctx, g):
     x, idx = ctx.inputs
-    return apply(MAX_SCATTER, (g, idx), {"in_hw": x._data.shape[2:], "unique": ctx.attrs["unique"]}), None
+    return _keep_cl(apply(MAX_SCATTER, (g, idx), {"in_hw": x._data.shape[2:], "unique": ctx.attrs["unique"]}), x), None
 
 
 def _scatter_bw(ctx, gg):
@@ -130,6 +132,12 @@ def _rank(nsp: int) -> int:
     return 3 if nsp == 3 else 2
 
 
+def _cl(out, x, nsp):
+    """A pooling result laid out channels-last when its (batched) input is, as torch's are (1-d pooling
+    runs on a height-1 view and stays contiguous, as in torch)."""
+    return out if nsp == 1 else _keep_cl(out, x)
+
+
 def _with_grad(x, vals, idx, unique: bool):
     """Values that carry autograd history: a gather of ``x`` at ``idx`` when ``x`` needs a gradient."""
     if x._rg and GRAD[0]:
@@ -146,15 +154,17 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, nsp, op)
     out, idx = apply(MAX_POOL[_rank(nsp)], (x,), {"k": k, "s": s, "p": p, "d": d, "ceil": bool(ceil_mode)})
     # windows that cannot overlap send every gradient to a distinct position
     unique = all(ss >= dd * (kk - 1) + 1 for kk, ss, dd in zip(k, s, d))
-    return _named(back(_with_grad(x, out, idx, unique)), nsp, "MaxPool"), back(idx)
+    return _named(back(_cl(_with_grad(x, out, idx, unique), x, nsp)), nsp, "MaxPool"), back(_cl(idx, x, nsp))
 
 
+@autocast_fp32
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
     """3-d max pooling returning (values, indices); indices are flat positions ``(z * H + y) * W + x``."""
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d")
 
 
+@autocast_fp32
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """3-d max pooling over (N, C, D, H, W) or (C, D, H, W) input (``stride`` defaults to ``kernel_size``)."""
     out, idx = _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d")
@@ -198,7 +208,8 @@ def _avg_attrs(a):
 
 
 def _avg_pool_bw(ctx, g):
-    return apply(AVG_POOL_BW[len(ctx.attrs["k"])], (g,), dict(_avg_attrs(ctx.attrs), in_hw=ctx.in_shape(0)[2:]))
+    r = apply(AVG_POOL_BW[len(ctx.attrs["k"])], (g,), dict(_avg_attrs(ctx.attrs), in_hw=ctx.in_shape(0)[2:]))
+    return _keep_cl(r, g) if r._data.ndim == 4 else r
 
 
 def _avg_pool_bw_bw(ctx, gg):
@@ -224,9 +235,12 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     x, back = _batched(input, nsp)
     attrs = {"k": k, "s": s, "p": p, "ceil": bool(ceil_mode), "cip": bool(count_include_pad),
              "div": int(divisor_override) if divisor_override else 0}
-    return _named(back(apply(AVG_POOL[_rank(nsp)], (x,), attrs)), nsp, "AvgPool")
+    out = apply(AVG_POOL[_rank(nsp)], (x,), attrs)
+    # torch's 3-d average pooling writes contiguous results whatever the input's layout
+    return _named(back(_cl(out, x, nsp) if nsp == 2 else out), nsp, "AvgPool")
 
 
+@autocast_fp32
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """3-d average pooling over (N, C, D, H, W) or (C, D, H, W) input."""
@@ -271,16 +285,17 @@ def _adaptive_sizes(input, output_size, nsp, op):
     return out if nsp > 1 else (1,) + out
 
 
-def _avg_matrix(n: int, no: int, dt) -> Tensor:
+def _avg_matrix(n: int, no: int, dt, device=None) -> Tensor:
     """The (no, n) matrix of adaptive averaging windows: a constant of the sizes (ember.compile's capture
-    is told so, as for a factory)."""
+    is told so, as for a factory), on ``device`` when that is not the CPU (meta, OpenCL)."""
     st, en = _pk.bounds(n, no)
     m = np.zeros((no, n), dtype=dt.np)
     for o in range(no):
         m[o, st[o]:en[o]] = 1.0 / (en[o] - st[o])
     if FACTORY[0] is not None:
         FACTORY[0](m)
-    return wrap(m, dt)
+    t = wrap(m, dt)
+    return t if device is None or device.type == "cpu" else t.to(device)
 
 
 def _adaptive_avg(input, output_size, nsp, op):
@@ -290,12 +305,13 @@ def _adaptive_avg(input, output_size, nsp, op):
     x, back = _batched(input, nsp)
     sizes = x._data.shape[2:]
     r = len(sizes)
+    cl = (lambda t: _cl(t, x, nsp)) if nsp == 2 else (lambda t: t)   # torch's 3-d results are contiguous
     if all(o == 1 for o in out):
-        return _named(back(x.mean(tuple(range(-r, 0)), keepdim=True)), nsp, _MEAN_DIM)   # torch takes a mean too
+        return _named(back(cl(x.mean(tuple(range(-r, 0)), keepdim=True))), nsp, _MEAN_DIM)   # torch takes a mean too
     if all(o and n % o == 0 for n, o in zip(sizes, out)):
         k = tuple(n // o for n, o in zip(sizes, out))
-        return _named(back(apply(AVG_POOL[r], (x,), {"k": k, "s": k, "p": (0,) * r, "ceil": False, "cip": True,
-                                                     "div": 0})), nsp, "AdaptiveAvgPool")
+        return _named(back(cl(apply(AVG_POOL[r], (x,), {"k": k, "s": k, "p": (0,) * r, "ceil": False, "cip": True,
+                                                        "div": 0}))), nsp, "AdaptiveAvgPool")
     # separable averaging: one pooled dim at a time, each a matmul with a fixed (out, in) matrix
     y = x
     for i in range(r - 1, -1, -1):
@@ -303,17 +319,18 @@ def _adaptive_avg(input, output_size, nsp, op):
         if o == n:
             continue
         if i == r - 1:
-            y = matmul_raw(y, _avg_matrix(n, o, x._dtype).t())
+            y = matmul_raw(y, _avg_matrix(n, o, x._dtype, x.device).t())
         else:
             shp = y._data.shape
             rest = shp[2 + i + 1:]
             flat = y.reshape(shp[:2 + i] + (n, int(np.prod(rest))))
-            y = matmul_raw(_avg_matrix(n, o, x._dtype), flat).reshape(shp[:2 + i] + (o,) + rest)
+            y = matmul_raw(_avg_matrix(n, o, x._dtype, x.device), flat).reshape(shp[:2 + i] + (o,) + rest)
     if y is x:
         y = x.clone()         # output size == input size: torch still returns a new tensor
-    return _named(back(y), nsp, "AdaptiveAvgPool")
+    return _named(back(cl(y)), nsp, "AdaptiveAvgPool")
 
 
+@autocast_fp32
 def adaptive_avg_pool3d(input, output_size):
     """3-d average pooling to a fixed output size (``None`` keeps that input size)."""
     return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
@@ -348,7 +365,8 @@ def _adaptive_max(input, output_size, nsp, op):
     else:
         v, i = apply(ADAPTIVE_MAX[r], (x,), {"out_hw": out})
         unique = False
-    return _named(back(_with_grad(x, v, i, unique)), nsp, "AdaptiveMaxPool"), back(i)
+    cl = (lambda t: _cl(t, x, nsp)) if nsp == 2 else (lambda t: t)   # torch's 3-d results are contiguous
+    return _named(back(cl(_with_grad(x, v, i, unique))), nsp, "AdaptiveMaxPool"), back(cl(i))
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):

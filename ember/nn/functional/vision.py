@@ -23,6 +23,9 @@ from ...ops.registry import register, apply, dtype_name, node_class, rename, FAC
 from ...ops._util import shape_arg
 from . import _interp_uint8
 from ._args import shape_str as _shape_str
+from ._channels_last import keep as _keep_cl
+from ._autocast_fp32 import autocast_fp32, to_fp32
+from ...amp.state import AUTOCAST
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
            "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample"]
@@ -99,11 +102,13 @@ def pad(input, pad, mode: str = "constant", value=None):
             value = 0
         if all(a == 0 and b == 0 for a, b in pairs):
             return input.clone()
-        return apply(CONSTANT_PAD, (input,), {"pads": pairs, "value": value})
+        return _keep_cl(apply(CONSTANT_PAD, (input,), {"pads": pairs, "value": value}), input)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if AUTOCAST[0] is not None and mode != "circular":     # CPU autocast pads these in float32, as torch
+        input = to_fp32(input)
     k = len(pad) // 2
     if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
         raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
@@ -131,6 +136,8 @@ def pad(input, pad, mode: str = "constant", value=None):
             continue
         x = x.index_select(d, _const(_index_map(n, a, b, mode)))
     x = x if x is not input else input.clone()
+    if mode != "circular":          # torch's reflection/replication pads keep a channels-last layout
+        _keep_cl(x, input)
     # torch has a pad op per mode and rank (circular pads by writing slices of a new tensor)
     kind = {"reflect": "ReflectionPad", "replicate": "ReplicationPad"}.get(mode)
     return rename(x, node_class(f"{kind}{k}DBackward0" if kind else "torch::autograd::CopySlices"))
@@ -338,6 +345,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     r = _resample(input, out_sizes, scales, mode, bool(align_corners))
     if r is input:
         r = input.clone()          # same size: torch still returns a new tensor
+    _keep_cl(r, input)
     # torch's one upsample op per mode and rank: UpsampleNearest2D, UpsampleBilinear2D, ...
     name = "".join(p.capitalize() for p in mode.split("-")) if mode.startswith("nearest") else mode.capitalize()
     return rename(r, node_class(f"Upsample{name}{nsp}DBackward0"))
@@ -387,7 +395,8 @@ def pixel_shuffle(input, upscale_factor: int):
     n = len(lead)
     x = input.reshape(lead + (C // (r * r), r, r, H, W))
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return rename(x.reshape(lead + (C // (r * r), H * r, W * r)), node_class("PixelShuffleBackward0"))
+    out = x.reshape(lead + (C // (r * r), H * r, W * r))
+    return rename(_keep_cl(out, input) if r > 1 else out, node_class("PixelShuffleBackward0"))
 
 
 def pixel_unshuffle(input, downscale_factor: int):
@@ -402,7 +411,8 @@ def pixel_unshuffle(input, downscale_factor: int):
     n = len(lead)
     x = input.reshape(lead + (C, H // r, r, W // r, r))
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return rename(x.reshape(lead + (C * r * r, H // r, W // r)), node_class("PixelUnshuffleBackward0"))
+    out = x.reshape(lead + (C * r * r, H // r, W // r))
+    return rename(_keep_cl(out, input) if r > 1 else out, node_class("PixelUnshuffleBackward0"))
 
 
 def channel_shuffle(input, groups: int):
@@ -510,6 +520,7 @@ def _grid_source_index(coord, size: int, padding_mode: str, align_corners: bool)
     return c
 
 
+@autocast_fp32
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) at the normalised (x, y) locations in ``grid`` (N, Ho, Wo, 2), with
     bilinear or nearest interpolation and zeros / border / reflection padding (torch's coordinate rules)."""

@@ -24,6 +24,17 @@ from .margin import (kl_div, cosine_embedding_loss, margin_ranking_loss, hinge_e
                      triplet_margin_loss, triplet_margin_with_distance_loss, multi_margin_loss,
                      multilabel_margin_loss)
 from .ctc import ctc_loss  # noqa: E402
+from .._autocast_fp32 import autocast_fp32 as _fp32  # noqa: E402
+
+# CPU autocast runs these in float32, as torch's (its fp32 list; the composite multilabel_soft_margin_loss
+# and gaussian_nll_loss run in their inputs' dtype there too)
+(cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy,
+ binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss, margin_ranking_loss, hinge_embedding_loss,
+ soft_margin_loss, poisson_nll_loss, triplet_margin_loss, multi_margin_loss, multilabel_margin_loss, ctc_loss) = map(
+    _fp32, (cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy,
+            binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss, margin_ranking_loss,
+            hinge_embedding_loss, soft_margin_loss, poisson_nll_loss, triplet_margin_loss, multi_margin_loss,
+            multilabel_margin_loss, ctc_loss))
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",

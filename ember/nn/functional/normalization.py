@@ -255,7 +255,7 @@ def _prod(s) -> int:
 
 def _last_dims_view(x: Tensor, ns: tuple):
     d = _prod(ns)
-    m = _prod(x._data.shape[:x._data.ndim - len(ns)])
+    m = _prod(x.shape[:x.ndim - len(ns)])          # (x.shape: symbolic under a dynamic-shape trace)
     return (m, d), (m, 1), (1, d)
 
 

@@ -85,8 +85,10 @@ def _adam(tr, opt, group):
             else:
                 g = g + p * wd
         m, v = st["exp_avg"], st["exp_avg_sq"]
-        m.mul_(b1).add_(g * (1 - b1))
-        v.mul_(b2).add_(g * g * (1 - b2))
+        # eager Adam's own arithmetic (optim/adam.py _moments): m.lerp_(g, 1 - b1), v = v * b2 + g * (1 - b2) * g,
+        # in 4 ops and 2 writes instead of 7 and 4 (a training step's trace is mostly optimizer ops)
+        m.lerp_(g, 1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
         step = step_t.double()
         bc1 = 1 - b1 ** step
         bc2 = 1 - b2 ** step

@@ -73,18 +73,33 @@ def _ember_digest() -> str:
         import ember
         root = os.path.dirname(os.path.abspath(ember.__file__))
         h = hashlib.sha256(f"{getattr(ember, '__version__', '?')}|{sys.version}|{np.__version__}".encode())
-        for d, dirs, files in os.walk(root):
-            dirs.sort()
-            for f in sorted(files):
-                if f.endswith(".py"):
-                    p = os.path.join(d, f)
-                    try:
-                        st = os.stat(p)
-                    except OSError:
-                        continue
-                    h.update(f"{os.path.relpath(p, root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+        parts: list = []
+        _walk_sources(root, "", parts)
+        h.update("".join(parts).encode())
         _EMBER_DIGEST.append(h.hexdigest())
     return _EMBER_DIGEST[0]
+
+
+def _walk_sources(path: str, rel: str, out: list) -> None:
+    """``relpath:size:mtime_ns;`` of every ``.py`` file under ``path``, in sorted order (one scandir per
+    folder: this runs in every process that loads a plan)."""
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return
+    subdirs = []
+    for e in entries:
+        name = e.name
+        try:
+            if e.is_dir(follow_symlinks=True):
+                subdirs.append(e)
+            elif name.endswith(".py"):
+                st = e.stat()
+                out.append(f"{rel}{name}:{st.st_size}:{st.st_mtime_ns};")
+        except OSError:
+            continue
+    for e in subdirs:
+        _walk_sources(e.path, f"{rel}{e.name}/", out)
 
 
 def _array_token(a: np.ndarray) -> str:
@@ -470,6 +485,12 @@ def store(program: Program, key: str, name: str, parts, source: str, uses_blas: 
 
 def native_runner(program: Program, mode, name: str):
     """``native.build_runner(program, mode, name)``, through the plan cache where it applies."""
+    from .capture import gc_paused
+    with gc_paused():           # (the key's tokens and a loaded plan: many objects, all kept or freed at once)
+        return _native_runner(program, mode, name)
+
+
+def _native_runner(program: Program, mode, name: str):
     from . import native
     key = None
     if mode not in ("max-autotune", "max-autotune-no-cudagraphs"):

@@ -174,13 +174,15 @@ def apply_unhooked(op, args, attrs=_EMPTY):
 
 def _apply_hooked(op, args, attrs):
     # each hook wraps the next; the innermost runs the op without hooks
-    hooks = list(HOOKS)
+    return _run_hooks(list(HOOKS), 0, op, args, attrs)
 
-    def run(i):
-        if i == len(hooks):
-            return lambda: apply_unhooked(op, args, attrs)
-        return lambda: hooks[i](op, args, attrs, run(i + 1))
-    return run(0)()
+
+def _run_hooks(hooks, i, op, args, attrs):
+    # (no closure refers to itself: a reference cycle per call kept each op's arguments alive until the
+    # cyclic collector ran, and it is off while ember.compile traces)
+    if i == len(hooks):
+        return apply_unhooked(op, args, attrs)
+    return hooks[i](op, args, attrs, lambda: _run_hooks(hooks, i + 1, op, args, attrs))
 
 
 def apply_view(op: OpDef, args: tuple, attrs: dict = _EMPTY):

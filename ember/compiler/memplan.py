@@ -2,7 +2,8 @@
 
 Lifetimes are inclusive kernel positions (a Python step between segments counts as a position), so two
 buffers used by the same kernel never share memory: kernels may declare all their pointers
-``restrict``. Escaping buffers (outputs, ``.grad`` tensors, values the backward reads) are not
+``restrict``. Kernels that run concurrently (concurrent.py) share one position, so neither do two
+buffers used by one concurrent job. Escaping buffers (outputs, ``.grad`` tensors, values the backward reads) are not
 planned: they are fresh arrays each call.
 """
 from __future__ import annotations
@@ -11,8 +12,10 @@ from .lower import view_root
 from .symbolic import untracked as _untracked
 
 
-def plan_buffers(sched, pg, kernels, segments, effects):
-    """Arena offsets for intermediates whose lifetimes (in kernel positions) do not overlap."""
+def plan_buffers(sched, pg, kernels, segments, effects, steps=None):
+    """Arena offsets for intermediates whose lifetimes (in kernel positions) do not overlap. ``steps``
+    (segment index -> steps of ``concurrent.plan``) gives the positions of segments whose kernels run in
+    concurrent jobs."""
     first, last = {}, {}
     temps = []
     for b in pg.buffers:
@@ -31,18 +34,24 @@ def plan_buffers(sched, pg, kernels, segments, effects):
 
     nbuf = sched.node_buffer
     t = 0
-    for kernels_, step in segments:
-        for k in kernels_:
+    steps = steps or {}
+    for si, (kernels_, step) in enumerate(segments):
+        # one position per kernel, or per step of concurrent.plan: every kernel of a job at one position,
+        # so buffers a job touches never share memory (its lanes run at the same time)
+        for group in steps.get(si) or [[[i]] for i in range(len(kernels_))]:
             t += 1
-            for b in k.accesses:
-                touch(b, t)
-            for s in k.prologue + k.stmts:
-                if s.buffer is not None:
-                    touch(s.buffer.id, t)
-                for leaf in _leaf_buffers(s.node, sched):
-                    touch(leaf, t)
-                if s.kind == "write":
-                    touch(s.buffer.id, t)
+            for lane in group:
+                for i in lane:
+                    k = kernels_[i]
+                    for b in k.accesses:
+                        touch(b, t)
+                    for s in k.prologue + k.stmts:
+                        if s.buffer is not None:
+                            touch(s.buffer.id, t)
+                        for leaf in _leaf_buffers(s.node, sched):
+                            touch(leaf, t)
+                        if s.kind == "write":
+                            touch(s.buffer.id, t)
         if step is not None:
             t += 1
             e = step.effect

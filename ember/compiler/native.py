@@ -130,7 +130,7 @@ def _render(parts, options, name):
     for c in parts:
         calls = c_externs.prepare(c)      # custom ops whose C kernels the entries call themselves
         src, entries, ub, ksrc = render_program(c.sched, c.slot_expr, c.pg.errors, options, name=c.prefix,
-                                                shared=shared, extern_calls=calls)
+                                                shared=shared, extern_calls=calls, pg=c.pg)
         c.entries = entries
         c.kernel_src = ksrc
         c.timing = options.timing

@@ -23,7 +23,8 @@ import numpy as np
 
 from . import prims as P
 from . import lower as L
-from . import render_special, render_par
+from . import render_special, render_par, concurrent
+from .memplan import plan_buffers
 from .lower import Aff
 from .render_special import Scope, Block, _text, minmax_update, arg_update
 
@@ -37,7 +38,7 @@ class Options:
     """Code generation choices (autotune varies them)."""
 
     def __init__(self, parallel_min=None, use_blas=True, small_gemm_loops=0, blas_available=None, blas_threads=1,
-                 gemm_split_min=1 << 62, timing=None, native_gemm=None):
+                 gemm_split_min=1 << 62, timing=None, native_gemm=None, concurrent=None):
         if blas_available is None:
             from . import blas as _blas
             blas_available = _blas.blas_available()
@@ -71,15 +72,20 @@ class Options:
         # float32 GEMMs through ember's GEMM where the CPU has AVX-512 or AVX2+FMA (gemm.py; EMBER_NATIVE_GEMM=0: off)
         from . import gemm as _gemm
         self.native_gemm = _gemm.enabled() if native_gemm is None else bool(native_gemm)
+        # independent kernels of a segment run at the same time on two threads (concurrent.py;
+        # EMBER_CONCURRENT=0: off)
+        from . import concurrent as _conc
+        self.concurrent = _conc.enabled() if concurrent is None else bool(concurrent)
 
     def key(self):
         return (self.parallel_min, self.use_blas, self.small_gemm_loops, self.blas_threads, self.gemm_split_min,
-                self.timing, self.native_gemm)
+                self.timing, self.native_gemm, self.concurrent)
 
     def __repr__(self):
         return (f"Options(parallel_min={self.parallel_min}, use_blas={self.use_blas}, "
                 f"small_gemm_loops={self.small_gemm_loops}, blas_threads={self.blas_threads}, "
-                f"gemm_split_min={self.gemm_split_min}, timing={self.timing}, native_gemm={self.native_gemm})")
+                f"gemm_split_min={self.gemm_split_min}, timing={self.timing}, native_gemm={self.native_gemm}, "
+                f"concurrent={self.concurrent})")
 
 
 class CDialect:
@@ -689,13 +695,40 @@ def _size_locals(text) -> str:
     return "".join(f"  const int64_t em_s{k} = ((const int64_t *)bufs[2])[{k}];\n" for k in ks)
 
 
-def render_program(sched, slot_of, errors, options, name="graph", shared=None, extern_calls=None) -> tuple:
+def _laneable(body, options) -> bool:
+    """Whether a kernel with C ``body`` may run in a lane of a concurrent job (concurrent.py): it does not
+    fork OpenMP regions (a team per lane), read run-time sizes, or call a BLAS left on its own threads."""
+    if "EMBER_PARALLEL_FOR" in body or "omp parallel" in body or "em_s" in body:
+        return False
+    return "cblas_" not in body or options.blas_threads == 1
+
+
+def _args(g, slot_of) -> list:
+    """The arguments of kernel ``g``'s call (the slots of its buffers, after the memory plan)."""
+    return ["bufs"] + [f"({P.ctype(g.used[bid].dtype)} *)({slot_of(g.used[bid])})" for bid in g.order]
+
+
+def _job_text(fn, lanes, call_lines) -> str:
+    """The function of a concurrent job: lane ``em_lane``'s kernel calls (render_par's em_conc_run)."""
+    body = []
+    for li, lane in enumerate(lanes):
+        body.append(("  if (em_lane == 0) {" if li == 0 else "  } else {"))
+        body += ["  " + ln for k in lane for ln in call_lines(k).split("\n")]
+    body.append("  }")
+    text = "\n".join(body) + "\n"
+    return f"static void {fn}(void **bufs, long em_lane) {{\n" + _size_locals(text) + text + "}"
+
+
+def render_program(sched, slot_of, errors, options, name="graph", shared=None, extern_calls=None,
+                   pg=None) -> tuple:
     """(C text of the kernels and entries, entry names per segment, uses BLAS?, kernel bodies by name).
 
     ``shared`` (a dict body -> function name) deduplicates kernel functions across calls: the layers of
     a model produce the same kernels over different buffers, and each is compiled once.
     ``extern_calls`` (segment index -> C lines, from ``c_externs.prepare``) ends those segments' entries
-    with the lines and a call of the next entry (the extern step runs natively). The caller puts
+    with the lines and a call of the next entry (the extern step runs natively). With ``pg`` (the
+    primitive graph, whose temps the memory plan places) independent kernels may run concurrently
+    (concurrent.py; the arena is planned again for them). The caller puts
     ``prims.C_PRELUDE``, the OpenMP prelude and (when used) the BLAS prelude on top."""
     shared = {} if shared is None else shared
     parts = []
@@ -706,6 +739,8 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
     elidable = _elidable(sched)
     tasks = []          # the pool tasks of parallel kernel functions (render_par), beside the entries
     pool = getattr(options, "pool_loops", True)
+    made = []           # (kernel, its KernelGen, C function, parallel loop or None)
+    info = {}           # kernel name -> (parallel work or None, may run in a lane, buffer ids it touches)
     for k in sched.kernels:
         g = _gen_kernel(k, sched, slot_of, errors, options, elidable.get(id(k), set()))
         params, body, args = g.result
@@ -724,6 +759,14 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
             if par is not None:
                 tasks.append(render_par.task_text(fn, params))
         kernel_src[k.name] = body
+        made.append((k, g, fn, par))
+        info[k.name] = (par["work"] if par is not None else None,
+                        not g.has_check and _laneable(body, options), set(g.used))
+    conc = sched.conc = concurrent.plan(sched, info, options) if pg is not None else {}
+    if conc:            # the arena again, every kernel of a job at one position (memplan.plan_buffers)
+        plan_buffers(sched, pg, sched.kernels, sched.segments, None, steps=conc)
+    for k, g, fn, par in made:
+        args = _args(g, slot_of)
         if par is not None:
             calls[k.name] = render_par.call_text(fn, args, par, k.describe())
         else:
@@ -736,7 +779,16 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
         lines = []
         if options.blas_threads and uses_blas and any(k.kind == "matmul" for k in kernels):
             lines.append(f"  openblas_set_num_threads({int(options.blas_threads)});")
-        for k in kernels:
+        plan = conc.get(si) or [[[i]] for i in range(len(kernels))]
+        for j, step in enumerate(plan):
+            if len(step) > 1:            # a concurrent job: its lanes in a function of their own
+                jname = f"{name}_seg{si}_job{j}"
+                parts.append(_job_text(jname, [[kernels[i] for i in lane] for lane in step],
+                                       lambda k: calls[k.name]))
+                desc = " | ".join(", ".join(kernels[i].name for i in lane) for lane in step)
+                lines.append(f"  em_conc_run({jname}, bufs);  /* concurrent: {desc} */")
+                continue
+            k = kernels[step[0][0]]
             if options.timing:
                 ti = len(timed)
                 timed.append(k.name)

@@ -68,11 +68,29 @@ extern __attribute__((visibility("hidden"))) em_par_pool_fn em_par_pool_ptr;
 extern __attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr;
 extern __attribute__((visibility("hidden"))) int em_par_last_nt;
 #endif
+/* concurrent kernels (ember.compiler.concurrent): em_conc_in is 1 on a thread running one of a job's
+   lanes, whose kernels then run on that thread alone (their loops unsplit, their GEMMs on one thread:
+   the pool runs one job at a time, and a lane is already one of its items) */
+#ifndef EM_UNIT_EXTERN
+__attribute__((visibility("hidden"))) __thread int em_conc_in = 0;
+__attribute__((visibility("hidden"))) long em_conc_jobs = 0;
+/* how many concurrent jobs ran on the pool so far (tests, the bench) */
+long ember_conc_jobs(void) { return em_conc_jobs; }
+#else
+extern __attribute__((visibility("hidden"))) __thread int em_conc_in;
+extern __attribute__((visibility("hidden"))) long em_conc_jobs;
+#endif
+/* ember's GEMM on this thread alone inside a lane, else on ember's thread count (shared_gemm.GEMM_STUB_C's
+   EM_SGEMM_OR with the thread count passed) */
+#define EM_SGEMM_NT_OR(blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) \
+  do { if (!em_sgemm_ptr || !em_sgemm_ptr(em_conc_in, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc)) \
+       { blas; } } while (0)
 #ifndef EM_PAR_ITEMS
 #define EM_PAR_ITEMS 4            /* items per thread: a thread that wakes late takes fewer of them */
 #endif
 /* 1 when a loop of `work` runs on several threads: then s->chunk and s->items are set */
 __attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
+  if (em_conc_in) return 0;                /* (a lane of a concurrent job: see em_conc_run) */
   if (work < EMBER_PARALLEL_MIN) { em_par_last_nt = 1; return 0; }
 #ifdef _OPENMP
   const int nt = em_par_threads_ptr ? em_par_threads_ptr() : omp_get_max_threads();
@@ -101,13 +119,39 @@ __attribute__((unused)) static void em_par_run(em_par_span *s, em_par_task fn, v
   for (long i = 0; i < s->items; i++) fn(ctx, i, 0);
 #endif
 }
+/* a concurrent job: lane(bufs, 0) and lane(bufs, 1) touch disjoint memory (concurrent.py). On exactly two
+   threads they run as the pool's two items, each on one thread (the pool's late-helper handling covers
+   them: a helper that wakes late finds both taken by the caller, a preempted one is moved onto the
+   caller's CPU); otherwise, and inside a lane, one after the other on this thread with its kernels split
+   as usual (on more threads a split uses every core, two lanes only two) */
+typedef void (*em_conc_lane)(void **, long);
+typedef struct { em_conc_lane fn; void **bufs; } em_conc_ctx;
+__attribute__((unused)) static void em_conc_item(void *ctx, long it, int w) {
+  const em_conc_ctx *c = (const em_conc_ctx *)ctx;
+  (void)w;
+  const int was = em_conc_in;
+  em_conc_in = 1;
+  c->fn(c->bufs, it);
+  em_conc_in = was;
+}
+__attribute__((unused)) static void em_conc_run(em_conc_lane fn, void **bufs) {
+  if (!em_conc_in && em_par_pool_ptr && em_par_threads_ptr && em_par_threads_ptr() == 2) {
+    em_conc_ctx c = {fn, bufs};
+    em_conc_jobs++;
+    em_par_pool_ptr(2, 2, em_conc_item, &c);
+    return;
+  }
+  fn(bufs, 0);
+  fn(bufs, 1);
+}
 #define EM_PAR_RANGE(s, it, lo, hi) \
   const int64_t lo = (int64_t)(it) * (s).chunk, hi = lo + (s).chunk < (s).ext ? lo + (s).chunk : (s).ext
 """
 
 def uses_pool(source: str) -> bool:
-    """Whether a generated source runs parallel loops on the pool (then it is bound to it)."""
-    return "em_par_plan(" in source
+    """Whether a generated source runs parallel loops, concurrent kernels or GEMMs that must know whether
+    they run in a lane (then it holds POOL_STUB_C and is bound to the pool)."""
+    return "em_par_plan(" in source or "em_conc_run(" in source or "EM_SGEMM_NT_OR(" in source
 
 
 def outline(g, names: dict):

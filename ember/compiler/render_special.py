@@ -135,7 +135,7 @@ def emit_gemm(g, st):
                     f"{ptr(bn, boff, sbb)}, {ldb}, {zero}, {ptr(out, 0, M * N)}, {N})")
             if _many(nb):
                 blas = f"for (int64_t b = 0; b < {nb}LL; b++) {blas}"
-            call = (f"EM_SGEMM_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
+            call = (f"EM_SGEMM_NT_OR({blas}, {nb}L, {int(ta == 'CblasTrans')}, {int(tb == 'CblasTrans')}, {M}L, {N}L, "
                     f"{K}L, {an} + {aoff}LL, {lda}L, {sab if _many(nb) else 0}L, {bn} + {boff}LL, {ldb}L, "
                     f"{sbb if _many(nb) else 0}L, {out}, {N}L, {M * N}L);")
             g.emit(0, f"if ({work}LL >= {_gemm.MIN_WORK}LL) {call} else {blas};" if symbolic else call)

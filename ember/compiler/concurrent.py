@@ -1,0 +1,229 @@
+"""Independent kernels of a segment run at the same time, each on one core (issue 16, item 3).
+
+Why: on two cores a GEMM split across both threads ran 1.3-1.6x faster than on one (packing repeated per
+thread, the join, memory traffic), while two independent GEMMs, each on its own core, lose none of that.
+A training step is full of independent work: a linear layer's backward computes dX = dY W and
+dW = dY^T X from the same dY, the bias gradient beside them, and every parameter's optimizer update is on
+its own.
+
+What: :func:`plan` turns a segment's kernel list into *steps*, each either one kernel (run as before,
+its loops and GEMM split over the threads) or a *job* of two lanes, lists of kernels that share no
+memory. render_c writes a job as one function of ``(bufs, lane)`` and the entry calls it through
+``em_conc_run`` (render_par.POOL_STUB_C): on two threads the pool runs the lanes as its two items, each
+lane's kernels on their thread alone; on one thread, or more than two (where a split uses every core),
+lane 0 then lane 1 on the caller, as a sequential program would.
+
+The dependency analysis (:func:`dependencies`) is over buffer ids, what each kernel reads and writes
+(its statements' leaf buffers, its access table): kernel j depends on an earlier kernel i when i writes
+what j reads or writes, or reads what j writes (read after write, write after read, write after write).
+Buffers are distinct memory except the arena's intermediates, which the memory plan lets share bytes
+when their lifetimes do not overlap; that plan is made again from the steps (``memplan.plan_buffers``
+with every kernel of a job at one position), so no two buffers a job touches share memory: reuse can
+neither race nor add a dependency the analysis did not see. (Inputs never overlap when a program writes:
+the runner checks and falls back to the interpreter.) A kernel that checks indices (an error ends the
+segment early), a program timed per kernel, symbolic sizes and kernels whose code still forks OpenMP
+regions stay steps of their own.
+
+Choice by cost: a job is formed from the kernels ready to run (all they depend on done), dealt to the two
+lanes largest first, then grown by kernels that depend on one lane only while that shortens the estimate.
+It is taken when its estimate (the longer lane, slowed ~10% by the shared memory bus, plus waking the
+pool) beats running its kernels one after another each split over both threads; otherwise the first
+ready kernel runs alone. The estimates (:func:`costs`) count multiply-adds and elements, with the split
+gains measured here (GEMMs of 8M+ multiply-adds 1.45x, loops above the parallel threshold 1.3x).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from .memplan import _leaf_buffers
+from .symbolic import SymInt
+
+__all__ = ["dependencies", "costs", "plan_segment", "plan", "enabled"]
+
+GEMM_MACS_PER_NS = 100.0      # one core of ember's GEMM, ~200 GFLOP/s on the step's shapes
+ELEM_NS = 0.4                 # an element of a memory-bound loop
+CALL_NS = 300.0               # a kernel call
+JOB_NS = 15000.0              # waking the pool's second thread and joining it
+CONC_SLOW = 1.1               # two lanes share the memory bus and caches
+GEMM_SPLIT = 1.45             # measured two-thread gains of one kernel split
+LOOP_SPLIT = 1.3
+GEMM_SPLIT_MIN = 8 << 20      # ember's GEMM uses two threads from this many multiply-adds
+
+
+def enabled() -> bool:
+    """``EMBER_CONCURRENT=0`` turns concurrent kernels off (every kernel a step of its own)."""
+    return os.environ.get("EMBER_CONCURRENT", "1") not in ("0", "")
+
+
+def _prod(shape) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def access_sets(k, sched, used=()) -> tuple:
+    """(ids read, ids written) by kernel ``k``: every buffer it touches counts as read (conservative);
+    ``used``: the ids its rendered C names."""
+    reads, writes = set(used), set()
+    for bid, acc in k.accesses.items():
+        reads.add(bid)
+        if acc.get("w"):
+            writes.add(bid)
+    for st in k.prologue + k.stmts:
+        reads |= _leaf_buffers(st.node, sched, own=(st.kind == "store"))
+        if st.target is not None:
+            reads |= _leaf_buffers(st.target, sched, own=False)
+        if st.buffer is not None:
+            writes.add(st.buffer.id)
+    reads |= writes
+    return reads, writes
+
+
+def dependencies(rw) -> list:
+    """For kernels with access sets ``rw`` (a list of (reads, writes) in program order), the set of
+    earlier kernels each depends on directly: the last writer of every buffer it touches, and the readers
+    since that write of every buffer it writes. (Enough for :func:`plan_segment`: a kernel placed in a
+    lane has everything it depends on done or in that lane, so transitively too.)"""
+    last_w: dict = {}
+    readers: dict = {}
+    preds = []
+    for j, (r, w) in enumerate(rw):
+        p = set()
+        for b in r:
+            if b in last_w:
+                p.add(last_w[b])
+        for b in w:
+            p |= readers.get(b, set())
+        for b in r:
+            readers.setdefault(b, set()).add(j)
+        for b in w:
+            last_w[b] = j
+            readers[b] = {j}
+        p.discard(j)
+        preds.append(p)
+    return preds
+
+
+def _symbolic(k) -> bool:
+    """Whether a size of kernel ``k`` is known at run time only (comparing it would make guards)."""
+    for st in k.prologue + k.stmts:
+        for shape in [st.shape] + [x.shape for x in st.node.inputs]:
+            if any(type(d) is SymInt for d in shape):
+                return True
+    return False
+
+
+def costs(k, work=None, parallel_min=1 << 20):
+    """(ns on one thread, ns split over two) estimated for kernel ``k``, or None for symbolic sizes.
+    ``work`` is render_par's work of its parallel loop (None: it has none)."""
+    if _symbolic(k) or type(work) is SymInt:
+        return None
+    try:
+        if k.kind == "matmul":
+            n = k.stmts[0].node
+            nb, M, N = n.shape
+            K = n.inputs[0].shape[2]
+            macs = int(nb) * int(M) * int(N) * int(K)
+            epi = sum(int(_prod(st.shape)) for st in k.stmts[1:] + k.prologue)
+            t1 = macs / GEMM_MACS_PER_NS + epi * ELEM_NS + CALL_NS
+            t2 = t1 / GEMM_SPLIT if macs >= GEMM_SPLIT_MIN else t1
+            return t1, t2
+        elems = 0
+        for st in k.prologue + k.stmts:
+            shape = st.node.inputs[0].shape if st.node.op == "reduce" and st.node.inputs else st.shape
+            elems += int(_prod(shape))
+        t1 = elems * ELEM_NS + CALL_NS
+        if work is not None:
+            t1 += int(work) * 0.02         # (render_par's cost factor: an exp weighs 16)
+        t2 = t1 / LOOP_SPLIT if work is not None and int(work) >= parallel_min else t1
+        return t1, t2
+    except (TypeError, ValueError, IndexError):     # (a kernel shaped unlike the above: no estimate)
+        return None
+
+
+def _worth(lanes, tot, t2) -> bool:
+    if not lanes[0] or not lanes[1]:
+        return False
+    conc = max(tot) * CONC_SLOW + JOB_NS
+    return conc < sum(t2[i] for lane in lanes for i in lane)
+
+
+def plan_segment(preds, t1, t2, alone=()) -> list:
+    """Steps for ``n`` kernels in program order: lists of lanes (lists of kernel positions); a step of
+    one lane runs its kernel split as usual, one of two lanes is a concurrent job. ``preds[j]``: the
+    earlier kernels j depends on; ``t1``/``t2``: estimated times on one thread / split over two;
+    ``alone``: positions that must be steps of their own and never move (barriers)."""
+    n = len(t1)
+    alone = set(alone)
+    steps = []
+    done: set = set()
+    rem = list(range(n))
+    while rem:
+        if rem[0] in alone:
+            steps.append([[rem[0]]])
+            done.add(rem.pop(0))
+            continue
+        stop = next((i for i in rem if i in alone), None)     # nothing moves past a barrier
+        window = rem if stop is None else rem[:rem.index(stop)]
+        ready = [i for i in window if preds[i] <= done]
+        lanes, tot = [[], []], [0.0, 0.0]
+        lane_of = {}
+        for i in sorted(ready, key=lambda i: -t1[i]):
+            x = 0 if tot[0] <= tot[1] else 1
+            lanes[x].append(i)
+            tot[x] += t1[i]
+            lane_of[i] = x
+        while lanes[0] and lanes[1]:        # grow the shorter lane by what depends on it alone
+            x = 0 if tot[0] <= tot[1] else 1
+            mine = done | set(lanes[x])
+            cand = next((j for j in window if j not in lane_of and preds[j] <= mine), None)
+            if cand is None or max(tot[x] + t1[cand], tot[1 - x]) - max(tot) >= t2[cand]:
+                break
+            lanes[x].append(cand)
+            tot[x] += t1[cand]
+            lane_of[cand] = x
+        if _worth(lanes, tot, t2):
+            if tot[1] > tot[0]:             # the longer lane first: the caller starts it at once
+                lanes = [lanes[1], lanes[0]]
+            steps.append(lanes)
+            done |= set(lane_of)
+            rem = [i for i in rem if i not in lane_of]
+        else:
+            first = ready[0]
+            steps.append([[first]])
+            done.add(first)
+            rem.remove(first)
+    return steps
+
+
+def plan(sched, kernel_info, options) -> dict:
+    """``{segment index: steps}`` for the segments of ``sched`` with at least one job (see
+    :func:`plan_segment`; positions index the segment's kernel list). ``kernel_info[k.name]`` is
+    ``(parallel work or None, may run in a lane, ids of the buffers its C names)`` from rendering."""
+    if not getattr(options, "concurrent", True) or getattr(options, "timing", False):
+        return {}
+    pmin = getattr(options, "parallel_min", 1 << 20)
+    if any(_symbolic(k) for k in sched.kernels):
+        return {}                           # (native_sym plans the arena per size from the lifetimes)
+    out = {}
+    for si, (kernels, _step) in enumerate(sched.segments):
+        if len(kernels) < 2:
+            continue
+        t1, t2, alone, rw = [], [], [], []
+        ok = True
+        for i, k in enumerate(kernels):
+            work, laneable, used = kernel_info[k.name]
+            c = costs(k, work, pmin)
+            if c is None:
+                ok = False
+                break
+            t1.append(c[0])
+            t2.append(c[1])
+            if not laneable:
+                alone.append(i)
+            rw.append(access_sets(k, sched, used))
+        if not ok:
+            continue
+        steps = plan_segment(dependencies(rw), t1, t2, alone)
+        if any(len(s) > 1 for s in steps):
+            out[si] = steps
+    return out

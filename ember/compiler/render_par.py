@@ -81,7 +81,7 @@ extern __attribute__((visibility("hidden"))) __thread int em_conc_in;
 extern __attribute__((visibility("hidden"))) long em_conc_jobs;
 #endif
 /* ember's GEMM on this thread alone inside a lane, else on ember's thread count (shared_gemm.GEMM_STUB_C's
-   EM_SGEMM_OR with the thread count passed) */
+   GEMM call, with the thread count passed) */
 #define EM_SGEMM_NT_OR(blas, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc) \
   do { if (!em_sgemm_ptr || !em_sgemm_ptr(em_conc_in, nb, ta, tb, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc)) \
        { blas; } } while (0)

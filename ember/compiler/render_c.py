@@ -698,7 +698,7 @@ def _size_locals(text) -> str:
 def _laneable(body, options) -> bool:
     """Whether a kernel with C ``body`` may run in a lane of a concurrent job (concurrent.py): it does not
     fork OpenMP regions (a team per lane), read run-time sizes, or call a BLAS left on its own threads."""
-    if "EMBER_PARALLEL_FOR" in body or "omp parallel" in body or "em_s" in body:
+    if "EMBER_PARALLEL_FOR" in body or "omp parallel" in body or _SIZE_NAME.search(body):
         return False
     return "cblas_" not in body or options.blas_threads == 1
 

@@ -26,9 +26,10 @@ regions stay steps of their own.
 
 Choice by cost: a job is formed from the kernels ready to run (all they depend on done), dealt to the two
 lanes largest first, then grown by kernels that depend on one lane only while that shortens the estimate.
-It is taken when its estimate (the longer lane, slowed ~10% by the shared memory bus, plus waking the
-pool) beats running its kernels one after another each split over both threads; otherwise the first
-ready kernel runs alone. The estimates (:func:`costs`) count multiply-adds and elements, with the split
+It is worth taking when its estimate (the longer lane, slowed ~10% by the shared memory bus, plus waking
+the pool) beats running its kernels one after another each split over both threads, and taken unless
+running one ready kernel first and forming the job after it does more work per time; otherwise the
+first ready kernel runs alone. The estimates (:func:`costs`) count multiply-adds and elements, with the split
 gains measured here (GEMMs of 8M+ multiply-adds 1.45x, loops above the parallel threshold 1.3x).
 """
 from __future__ import annotations
@@ -140,23 +141,64 @@ def costs(k, work=None, parallel_min=1 << 20):
         return None
 
 
-def _worth(lanes, tot, t2) -> bool:
+def _job_time(lanes, tot, t2):
+    """The estimated time of a job, or None when it is not worth one (see the module text)."""
     if not lanes[0] or not lanes[1]:
-        return False
+        return None
     conc = max(tot) * CONC_SLOW + JOB_NS
-    return conc < sum(t2[i] for lane in lanes for i in lane)
+    return conc if conc < sum(t2[i] for lane in lanes for i in lane) else None
+
+
+def _form(window, done, preds, t1, t2):
+    """(ready kernels, lanes, lane totals) of the job formed from the kernels of ``window`` whose
+    dependencies are all ``done``: dealt largest first (after the first two, only those that fit beside the
+    longer lane), then the shorter lane grown by kernels that depend on it alone while that costs less
+    than running them split afterwards."""
+    ready = [i for i in window if preds[i] <= done]
+    lanes, tot = [[], []], [0.0, 0.0]
+    placed = set()
+    for i in sorted(ready, key=lambda i: -t1[i]):
+        x = 0 if tot[0] <= tot[1] else 1
+        if lanes[1] and tot[x] + t1[i] > FIT * max(tot):
+            continue                    # (it would lengthen the job: left for a later step)
+        lanes[x].append(i)
+        tot[x] += t1[i]
+        placed.add(i)
+    while lanes[0] and lanes[1]:
+        x = 0 if tot[0] <= tot[1] else 1
+        mine = done | set(lanes[x])
+        cand = next((j for j in window if j not in placed and preds[j] <= mine), None)
+        if cand is None or max(tot[x] + t1[cand], tot[1 - x]) - max(tot) >= t2[cand]:
+            break
+        lanes[x].append(cand)
+        tot[x] += t1[cand]
+        placed.add(cand)
+    return ready, lanes, tot
+
+
+FIT = 1.05                    # a ready kernel joins a job when its lane stays within this of the longer one
+LOOKAHEAD = 8                 # ready kernels tried as "run this one first" (below)
 
 
 def plan_segment(preds, t1, t2, alone=()) -> list:
     """Steps for ``n`` kernels in program order: lists of lanes (lists of kernel positions); a step of
     one lane runs its kernel split as usual, one of two lanes is a concurrent job. ``preds[j]``: the
     earlier kernels j depends on; ``t1``/``t2``: estimated times on one thread / split over two;
-    ``alone``: positions that must be steps of their own and never move (barriers)."""
+    ``alone``: positions that must be steps of their own and never move (barriers).
+
+    Greedy with one step of lookahead: the job formed from what is ready now is compared with running
+    one ready kernel first (split) and forming the job after it, by work per estimated time (a small
+    kernel, such as the ReLU derivative before a layer's dX and dW GEMMs, is better run first than
+    paired against an unrelated update while the two GEMMs wait for it)."""
     n = len(t1)
     alone = set(alone)
     steps = []
     done: set = set()
     rem = list(range(n))
+
+    def rate(lanes, tot):
+        tj = _job_time(lanes, tot, t2)
+        return None if tj is None else (sum(t1[i] for lane in lanes for i in lane), tj)
     while rem:
         if rem[0] in alone:
             steps.append([[rem[0]]])
@@ -164,31 +206,23 @@ def plan_segment(preds, t1, t2, alone=()) -> list:
             continue
         stop = next((i for i in rem if i in alone), None)     # nothing moves past a barrier
         window = rem if stop is None else rem[:rem.index(stop)]
-        ready = [i for i in window if preds[i] <= done]
-        lanes, tot = [[], []], [0.0, 0.0]
-        lane_of = {}
-        for i in sorted(ready, key=lambda i: -t1[i]):
-            x = 0 if tot[0] <= tot[1] else 1
-            lanes[x].append(i)
-            tot[x] += t1[i]
-            lane_of[i] = x
-        while lanes[0] and lanes[1]:        # grow the shorter lane by what depends on it alone
-            x = 0 if tot[0] <= tot[1] else 1
-            mine = done | set(lanes[x])
-            cand = next((j for j in window if j not in lane_of and preds[j] <= mine), None)
-            if cand is None or max(tot[x] + t1[cand], tot[1 - x]) - max(tot) >= t2[cand]:
-                break
-            lanes[x].append(cand)
-            tot[x] += t1[cand]
-            lane_of[cand] = x
-        if _worth(lanes, tot, t2):
+        ready, lanes, tot = _form(window, done, preds, t1, t2)
+        now = rate(lanes, tot)
+        first = ready[0]
+        if now is not None and len(ready) <= LOOKAHEAD:
+            best = now[0] / now[1]
+            for s in ready:
+                r = rate(*_form([w for w in window if w != s], done | {s}, preds, t1, t2)[1:])
+                if r is not None and (t1[s] + r[0]) / (t2[s] + r[1]) > 1.02 * best:
+                    best, first, now = (t1[s] + r[0]) / (t2[s] + r[1]), s, None
+        if now is not None:
             if tot[1] > tot[0]:             # the longer lane first: the caller starts it at once
                 lanes = [lanes[1], lanes[0]]
             steps.append(lanes)
-            done |= set(lane_of)
-            rem = [i for i in rem if i not in lane_of]
+            placed = set(lanes[0]) | set(lanes[1])
+            done |= placed
+            rem = [i for i in rem if i not in placed]
         else:
-            first = ready[0]
             steps.append([[first]])
             done.add(first)
             rem.remove(first)

@@ -61,18 +61,20 @@ def _prod(shape) -> int:
     return math.prod(shape) if shape else 1
 
 
-def access_sets(k, sched, used=()) -> tuple:
-    """(ids read, ids written) by kernel ``k``: every buffer it touches counts as read (conservative);
-    ``used``: the ids its rendered C names."""
-    reads, writes = set(used), set()
+def access_sets(k, sched, used=None) -> tuple:
+    """(ids read, ids written) by kernel ``k``: every buffer it touches counts as read (conservative).
+    ``used``: the ids its rendered C names, which are all the memory it touches (its C reaches memory
+    through those parameters only); without it, the buffers its statements read."""
+    reads, writes = set(used or ()), set()
     for bid, acc in k.accesses.items():
         reads.add(bid)
         if acc.get("w"):
             writes.add(bid)
     for st in k.prologue + k.stmts:
-        reads |= _leaf_buffers(st.node, sched, own=(st.kind == "store"))
-        if st.target is not None:
-            reads |= _leaf_buffers(st.target, sched, own=False)
+        if used is None:
+            reads |= _leaf_buffers(st.node, sched, own=(st.kind == "store"))
+            if st.target is not None:
+                reads |= _leaf_buffers(st.target, sched, own=False)
         if st.buffer is not None:
             writes.add(st.buffer.id)
     reads |= writes
@@ -107,16 +109,21 @@ def dependencies(rw) -> list:
 def _symbolic(k) -> bool:
     """Whether a size of kernel ``k`` is known at run time only (comparing it would make guards)."""
     for st in k.prologue + k.stmts:
-        for shape in [st.shape] + [x.shape for x in st.node.inputs]:
-            if any(type(d) is SymInt for d in shape):
+        for d in st.shape:
+            if type(d) is SymInt:
                 return True
+        for x in st.node.inputs:
+            for d in x.shape:
+                if type(d) is SymInt:
+                    return True
     return False
 
 
 def costs(k, work=None, parallel_min=1 << 20):
     """(ns on one thread, ns split over two) estimated for kernel ``k``, or None for symbolic sizes.
-    ``work`` is render_par's work of its parallel loop (None: it has none)."""
-    if _symbolic(k) or type(work) is SymInt:
+    ``work`` is render_par's work of its parallel loop (None: it has none). (Sizes are not checked for
+    symbols here: :func:`plan` does, once per kernel.)"""
+    if type(work) is SymInt:
         return None
     try:
         if k.kind == "matmul":

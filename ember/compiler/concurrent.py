@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 from .memplan import _leaf_buffers
 from .symbolic import SymInt
 
-__all__ = ["dependencies", "costs", "plan_segment", "plan", "enabled"]
+__all__ = ["dependencies", "costs", "plan_segment", "plan", "enabled", "laneable", "job_body"]
 
 GEMM_MACS_PER_NS = 100.0      # one core of ember's GEMM, ~200 GFLOP/s on the step's shapes
 ELEM_NS = 0.4                 # an element of a memory-bound loop
@@ -234,6 +235,28 @@ def plan_segment(preds, t1, t2, alone=()) -> list:
             done.add(first)
             rem.remove(first)
     return steps
+
+
+_SIZE_SYMBOL = re.compile(r"\bem_s\d+\b")
+
+
+def laneable(body, options) -> bool:
+    """Whether a kernel with C ``body`` may run in a lane: it does not fork OpenMP regions (a team per
+    lane), read run-time sizes, or call a BLAS left on its own threads."""
+    if "EMBER_PARALLEL_FOR" in body or "omp parallel" in body or _SIZE_SYMBOL.search(body):
+        return False
+    return "cblas_" not in body or getattr(options, "blas_threads", 1) == 1
+
+
+def job_body(lanes) -> str:
+    """The body of a job's function ``(void **bufs, long em_lane)``: lane ``em_lane``'s kernel calls
+    (``lanes``: per lane, the C call text of each kernel; render_par's em_conc_run calls it)."""
+    out = []
+    for li, calls in enumerate(lanes):
+        out.append("  if (em_lane == 0) {" if li == 0 else "  } else {")
+        out += ["  " + ln for call in calls for ln in call.split("\n")]
+    out.append("  }")
+    return "\n".join(out) + "\n"
 
 
 def plan(sched, kernel_info, options) -> dict:

@@ -695,28 +695,9 @@ def _size_locals(text) -> str:
     return "".join(f"  const int64_t em_s{k} = ((const int64_t *)bufs[2])[{k}];\n" for k in ks)
 
 
-def _laneable(body, options) -> bool:
-    """Whether a kernel with C ``body`` may run in a lane of a concurrent job (concurrent.py): it does not
-    fork OpenMP regions (a team per lane), read run-time sizes, or call a BLAS left on its own threads."""
-    if "EMBER_PARALLEL_FOR" in body or "omp parallel" in body or _SIZE_NAME.search(body):
-        return False
-    return "cblas_" not in body or options.blas_threads == 1
-
-
 def _args(g, slot_of) -> list:
     """The arguments of kernel ``g``'s call (the slots of its buffers, after the memory plan)."""
     return ["bufs"] + [f"({P.ctype(g.used[bid].dtype)} *)({slot_of(g.used[bid])})" for bid in g.order]
-
-
-def _job_text(fn, lanes, call_lines) -> str:
-    """The function of a concurrent job: lane ``em_lane``'s kernel calls (render_par's em_conc_run)."""
-    body = []
-    for li, lane in enumerate(lanes):
-        body.append(("  if (em_lane == 0) {" if li == 0 else "  } else {"))
-        body += ["  " + ln for k in lane for ln in call_lines(k).split("\n")]
-    body.append("  }")
-    text = "\n".join(body) + "\n"
-    return f"static void {fn}(void **bufs, long em_lane) {{\n" + _size_locals(text) + text + "}"
 
 
 def render_program(sched, slot_of, errors, options, name="graph", shared=None, extern_calls=None,
@@ -761,7 +742,7 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
         kernel_src[k.name] = body
         made.append((k, g, fn, par))
         info[k.name] = (par["work"] if par is not None else None,
-                        not g.has_check and _laneable(body, options), set(g.used))
+                        not g.has_check and concurrent.laneable(body, options), set(g.used))
     conc = sched.conc = concurrent.plan(sched, info, options) if pg is not None else {}
     if conc:            # the arena again, every kernel of a job at one position (memplan.plan_buffers)
         plan_buffers(sched, pg, sched.kernels, sched.segments, None, steps=conc)
@@ -783,8 +764,8 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
         for j, step in enumerate(plan):
             if len(step) > 1:            # a concurrent job: its lanes in a function of their own
                 jname = f"{name}_seg{si}_job{j}"
-                parts.append(_job_text(jname, [[kernels[i] for i in lane] for lane in step],
-                                       lambda k: calls[k.name]))
+                text = concurrent.job_body([[calls[kernels[i].name] for i in lane] for lane in step])
+                parts.append(f"static void {jname}(void **bufs, long em_lane) {{\n" + _size_locals(text) + text + "}")
                 desc = " | ".join(", ".join(kernels[i].name for i in lane) for lane in step)
                 lines.append(f"  em_conc_run({jname}, bufs);  /* concurrent: {desc} */")
                 continue

@@ -13,7 +13,6 @@ dispatcher's back. See ``UnsupportedTrace``.
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import weakref
@@ -31,7 +30,7 @@ from ..nn.parameter import is_lazy
 from ..devices.opencl import DeviceArray as _DeviceArray
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
 from . import symbolic as _symbolic, dynamic_capture as _dyn
-from .ir import map_struct, AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
+from .ir import paused_gc, map_struct, AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,20 +47,6 @@ class UnsupportedTrace(RuntimeError):
 
 class GraphBreakError(RuntimeError):
     """Raised under ``fullgraph=True`` when the function needs a graph break."""
-
-
-@contextmanager
-def gc_paused():
-    """The cyclic garbage collector off for a block that makes many objects which all stay alive (a
-    trace's values, nodes and kept tensors; a loaded plan): collecting there scans them again and again
-    for nothing. Reference counting frees memory as always; the collector is back on afterwards."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 _IN_EMBER: dict = {}    # code filename -> whether the file is in the ember package (asked once per file)
@@ -589,7 +574,7 @@ class Tracer:
             _symbolic.GUARD_SINK[0] = self._sym_guard
         from ..nn.modules import module as _module
         self._module_hook = _module.register_module_forward_pre_hook(self._module_called)
-        self._gc = gc_paused()          # (see gc_paused: a trace's objects all stay alive)
+        self._gc = paused_gc()          # (a trace's objects all stay alive: collecting them is wasted work)
         self._gc.__enter__()
         return self
 

@@ -485,8 +485,8 @@ def store(program: Program, key: str, name: str, parts, source: str, uses_blas: 
 
 def native_runner(program: Program, mode, name: str):
     """``native.build_runner(program, mode, name)``, through the plan cache where it applies."""
-    from .capture import gc_paused
-    with gc_paused():           # (the key's tokens and a loaded plan: many objects, all kept or freed at once)
+    from .ir import paused_gc
+    with paused_gc():           # (the key's tokens and a loaded plan: many objects, all kept or freed at once)
         return _native_runner(program, mode, name)
 
 

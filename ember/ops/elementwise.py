@@ -21,7 +21,6 @@ from ._util import broadcast_error, can_cast
 
 _FLOAT = 2
 _num = (int, float, bool, complex)
-_EXACT = 1 << 53        # Python ints up to this convert to a float exactly (larger ones take the full path)
 
 
 def _cast_kernel(f, result_cast=True):
@@ -53,8 +52,9 @@ def binary(op, a, b, kind: str = "same", name: str | None = None):
     elif ta:
         da = a._dtype
         tb_ = type(b)
-        if (tb_ is float or (tb_ is int and -_EXACT <= b <= _EXACT)) and da.category == _FLOAT \
-                and da is not _dt.bfloat16:
+        if tb_ is float and da.category == _FLOAT and da is not _dt.bfloat16:
+            # (not for Python ints: a dynamic-shape trace passes sizes as symbolic ints, which take the
+            # path below, and a static trace must record the same op and attributes as it)
             return _run(op, (a, b), None)       # (NumPy computes in the tensor's float dtype, as torch)
         if not isinstance(b, _num) and not isinstance(b, (np.number, np.bool_)):
             raise TypeError(f"{name or op.name}(): argument 'other' must be Tensor or Number, not {type(b).__name__}")

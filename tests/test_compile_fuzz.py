@@ -224,8 +224,8 @@ def test_minimiser_shrinks_an_injected_fault(monkeypatch):
     it and the minimiser cuts the program down to the tanh."""
     from ember.compiler import native
     real = native._build_lib
-    monkeypatch.setattr(native, "_build_lib", lambda src, name, ub: real(
-        src.replace("tanhf(", "0.5f * tanhf("), name, ub))
+    monkeypatch.setattr(native, "_build_lib", lambda src, name, ub, **kw: real(
+        src.replace("tanhf(", "0.5f * tanhf("), name, ub, **kw))
     p = Program(
         inputs=[("x0", (3, 5), "float32", True, None), ("x1", (3, 4), "float32", True, None),
                 ("x2", (4,), "float32", False, None)],

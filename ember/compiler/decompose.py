@@ -541,7 +541,7 @@ unfold diagonal erfinv digamma polygamma special_i1 i0 sinc isclose bitwise_left
 ldexp logaddexp logaddexp2 heaviside cumsum cumprod logcumsumexp sort topk kthvalue median_dim mode cummax cummin argsort
 median unique scatter scatter_add scatter_reduce index_add index_copy index_fill masked_select
 masked_scatter nonzero einsum cross linalg_inv linalg_solve linalg_det linalg_slogdet linalg_cholesky linalg_qr
-linalg_eigh linalg_svd linalg_pinv linalg_lu_factor_ex repeat_interleave repeat_interleave_backward roll diag_embed block_diag
+linalg_eigh linalg_eig linalg_eig_backward linalg_svd linalg_pinv linalg_lu_factor_ex repeat_interleave repeat_interleave_backward roll diag_embed block_diag
 normal bernoulli bernoulli_p poisson binary_cross_entropy binary_cross_entropy_with_logits conv2d
 conv_transpose2d conv2d_weight im2col col2im max_pool2d max_pool_scatter avg_pool2d avg_pool2d_backward
 adaptive_max_pool2d native_group_norm native_batch_norm cdist rnn_layer rnn_layer_backward lstm_layer

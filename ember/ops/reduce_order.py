@@ -199,7 +199,7 @@ def _median_dim_kernel(x, axis, keepdims, ignore_nan=False):
     if x.ndim == 0:
         return _scalar_sel(x)
     order = np.argsort(_keys(x), axis=axis, kind="stable")
-    ind = np.take_along_axis(order, _median_pos(x, axis, ignore_nan), axis=axis).astype(np.int64)
+    ind = take_along(order, _median_pos(x, axis, ignore_nan), axis).astype(np.int64)
     return _gathered(x, ind, axis, keepdims)
 
 
@@ -208,7 +208,7 @@ def _mode_kernel(x, axis, keepdims):
     if x.ndim == 0:
         return _scalar_sel(x)
     order = np.argsort(_keys(x), axis=axis, kind="stable")
-    s = np.take_along_axis(x, order, axis=axis)
+    s = take_along(x, order, axis)
     n = x.shape[axis]
     shp = [1] * x.ndim
     shp[axis] = n
@@ -223,7 +223,7 @@ def _mode_kernel(x, axis, keepdims):
     start = np.maximum.accumulate(np.where(new_run, pos, 0), axis=axis)
     best = np.argmax(pos - start + 1, axis=axis, keepdims=True)   # end of the first longest run
     # the stable sort keeps equal values in index order, so a run's end is the value's last index
-    return _gathered(x, np.take_along_axis(order, best, axis=axis).astype(np.int64), axis, keepdims)
+    return _gathered(x, take_along(order, best, axis).astype(np.int64), axis, keepdims)
 
 
 def _cum_kernel(largest):

@@ -69,11 +69,11 @@ def logsumexp(input, dim=None, keepdim: bool = False, *, out=None, axis=None, ke
 
 
 def _softmax_kernel(x, axis):
-    x, od = _up(x)
+    x, od = (x, None) if x.dtype == _F32 else _up(x)
     if x.dtype == _F32:
         r = _native.softmax(x, axis, False)     # one native pass over the last dim (ember/_native)
         if r is not None:
-            return _down(r, od)
+            return r if od is None else _down(r, od)
     if x.size == 0:
         return _down(x.copy(), od)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -110,11 +110,11 @@ def _softmax_bw(ctx, g):
 
 
 def _log_softmax_kernel(x, axis):
-    x, od = _up(x)
+    x, od = (x, None) if x.dtype == _F32 else _up(x)
     if x.dtype == _F32:
         r = _native.softmax(x, axis, True)
         if r is not None:
-            return _down(r, od)
+            return r if od is None else _down(r, od)
     if x.size == 0:
         return _down(x.copy(), od)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):

@@ -86,7 +86,13 @@ def _reshape_bw(ctx, g):
 
 
 VIEW = register("view", _view_kernel, _reshape_bw, prim="reshape")
-RESHAPE_COPY = register("reshape_copy", lambda x, shape: np.reshape(x, shape).copy() if np.shares_memory(np.reshape(x, shape), x) else np.reshape(x, shape), _reshape_bw)
+def _reshape_copy_kernel(x, shape):
+    # one reshape (a copy where the layout needs one; a view is copied so the result owns its data)
+    r = np.reshape(x, shape)
+    return r.copy() if np.may_share_memory(r, x) else r
+
+
+RESHAPE_COPY = register("reshape_copy", _reshape_copy_kernel, _reshape_bw)
 RESHAPE_COPY.node_name = "UnsafeViewBackward0"     # torch's reshape that must copy: clone + _unsafe_view
 _VIEW_NODE = node_class("ViewBackward0")
 

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, Size
-from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name
+from .registry import register, apply, apply_view, attach, node_class, rename, dtype_name, HOOKS, DEVICE_RUN
+from ..autograd.grad_mode import GRAD
 from ._reduce_util import numpy_names
 from ._util import wrap_dim, fmt_shape, can_cast
 from .shape import reshape, narrow, TAKE_FLAT, VIEW, _UNSQUEEZE
@@ -27,10 +28,11 @@ from ._shape_util import _int_list, _out, _tensor_list, _varargs_tensors, _zeros
 
 
 def _cat_kernel(*xs, axis, dt, keep, sizes):
-    arrs = [xs[i].astype(dt, copy=False) for i in keep]
-    if not arrs:
+    if not keep:
         return np.empty((0,), dtype=dt)
-    return np.concatenate(arrs, axis=axis)
+    # (the promotion as part of the join: NumPy casts each input as it copies it, as astype would)
+    return np.concatenate(xs if len(keep) == len(xs) else [xs[i] for i in keep], axis=axis, dtype=dt,
+                          casting="unsafe")
 
 
 def _cat_bw(ctx, g):
@@ -118,6 +120,11 @@ def stack(tensors, dim: int = 0, *, out=None, axis=None) -> Tensor:
     # each input viewed with the new dim (torch's unsqueeze, made here once for all), then joined by the
     # cat op (the shapes are known equal: nothing of cat's checking is left to do)
     shape = ref[:d] + (1,) + ref[d:]
+    if out is None and not HOOKS and DEVICE_RUN[0] is None and not (GRAD[0] and any(t._rg for t in tensors)):
+        # nothing records or watches the views: the cat kernel joins the reshaped arrays themselves
+        n = len(tensors)
+        return apply(CAT, tuple([t._data.reshape(shape) for t in tensors]),
+                     {"axis": d, "dt": dt.np, "keep": tuple(range(n)), "sizes": (1,) * n})
     views = tuple([rename(apply_view(VIEW, (t,), {"shape": shape}), _UNSQUEEZE) for t in tensors])
     if out is not None:
         return cat(views, d, out=out)

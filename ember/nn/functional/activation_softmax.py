@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import warnings
 
-from ...ops.registry import node_class, rename
+from ...ops.registry import node_class, rename, apply
+from ...ops.reduce_softmax import SOFTMAX, LOG_SOFTMAX, softmax as _softmax, log_softmax as _log_softmax
+from ...tensor import Tensor
 from .activation import _check_tensor, _ember
 from ._channels_last import contiguous_result
 
@@ -25,18 +27,26 @@ def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim`` (``dtype`` casts the input first)."""
-    _check_tensor(input, "softmax")
-    if dim is None:
-        dim = _get_softmax_dim("softmax", input.ndim, _stacklevel)
-    return contiguous_result(_ember().softmax(input, dim, dtype=dtype))     # torch's is contiguous
+    return _along(SOFTMAX, _softmax, "softmax", input, dim, _stacklevel, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably."""
-    _check_tensor(input, "log_softmax")
+    return _along(LOG_SOFTMAX, _log_softmax, "log_softmax", input, dim, _stacklevel, dtype)
+
+
+def _along(op, fn, name, input, dim, stacklevel, dtype):
+    """F.softmax / F.log_softmax: a floating tensor with an int dim in range goes straight to the op (the
+    attributes ``fn`` would record); anything else through ``fn``, which checks and casts. torch's result
+    is contiguous whatever the input's layout."""
+    if type(input) is Tensor and type(dim) is int and dtype is None and input._dtype.is_floating_point:
+        nd = input._data.ndim
+        if -nd <= dim < nd:
+            return contiguous_result(apply(op, (input,), {"axis": dim + nd if dim < 0 else dim}))
+    _check_tensor(input, name)
     if dim is None:
-        dim = _get_softmax_dim("log_softmax", input.ndim, _stacklevel)
-    return contiguous_result(_ember().log_softmax(input, dim, dtype=dtype))
+        dim = _get_softmax_dim(name, input.ndim, stacklevel + 1)
+    return contiguous_result(fn(input, dim, dtype=dtype))
 
 
 def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):

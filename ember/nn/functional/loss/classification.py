@@ -98,19 +98,19 @@ _DIV_SCALAR = node_class("DivBackward1")
 
 def _check_class_target(input: Tensor, target: Tensor, weight, name: str) -> None:
     """torch's shape/dtype checks for class-index targets (nll_loss_nd)."""
-    nd = input.ndim
+    nd, tnd = input._data.ndim, target._data.ndim
     if nd < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {nd})")
-    if nd != 1 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
+    if nd != 1 and tnd >= 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
     if nd == 1:
-        if target.ndim != 0:
-            if target.ndim > 1:
+        if tnd != 0:
+            if tnd > 1:
                 raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
             raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
     elif nd == 2:
-        if target.ndim != 1:
+        if tnd != 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     else:
         want = (input.shape[0],) + tuple(input.shape[2:])
@@ -375,7 +375,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
-    if tuple(input.shape) == tuple(target.shape):
+    if input._data.ndim == target._data.ndim and tuple(input.shape) == tuple(target.shape):
         if target._dtype.category != 2:
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                                f"{dtype_name(target._dtype)}")

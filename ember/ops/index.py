@@ -96,13 +96,15 @@ def _dim_index_args(op: str, input, dim, axis, index, index_pos: int = 3, **requ
     ...): ``axis=`` for ``dim`` and torch's TypeError for a missing one (``required``: the later required
     arguments in signature order), then ``input``, ``index`` and a ``src``/``source`` among them checked
     to be tensors. Returns dim."""
-    if axis is not None or dim is None or index is None or any(v is None for v in required.values()):
+    if axis is not None or dim is None or index is None or (required and any(v is None for v in required.values())):
         dim = dim_from_axis(op, dim, axis, index=index, **required)
-    _tensor_arg(input, op, "input", 1)
-    _tensor_arg(index, op, "index", index_pos)
-    for name in ("src", "source"):
-        if name in required:
-            _tensor_arg(required[name], op, name, index_pos + 1)
+    if type(input) is not Tensor or type(index) is not Tensor:      # (the usual case: one check each)
+        _tensor_arg(input, op, "input", 1)
+        _tensor_arg(index, op, "index", index_pos)
+    if required:
+        for name in ("src", "source"):
+            if name in required:
+                _tensor_arg(required[name], op, name, index_pos + 1)
     return dim
 
 

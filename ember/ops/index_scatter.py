@@ -111,17 +111,18 @@ def gather(input, dim=None, index=None, *, sparse_grad: bool = False, out=None, 
         raise RuntimeError("gather(): sparse_grad=True is not supported: ember has no sparse tensors")
     nd = input._data.ndim
     d = wrap_dim(dim, nd)
-    if index._data.size:
+    idx = index._data
+    if idx.size:
         _check_index_dtype(index, "gather")
-        ishape, sshape = _nd1(index._data.shape), _nd1(input._data.shape)
+        ishape, sshape = idx.shape or (1,), input._data.shape or (1,)
         if len(ishape) != len(sshape):
             raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-        for k, (i, s) in enumerate(zip(ishape, sshape)):
-            if k != d and i > s:
+        for k in range(len(ishape)):
+            if k != d and ishape[k] > sshape[k]:
                 raise RuntimeError(f"Size does not match at dimension {k} expected index "
                                    f"{fmt_shape(index._data.shape)} to be no larger than self "
                                    f"{fmt_shape(input._data.shape)} apart from dimension {d}")
-        bad = _first_bad(index._data, sshape[d], False)
+        bad = _first_bad(idx, sshape[d], False)
         if bad is not None:
             raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {sshape[d]}")
     r = apply(GATHER, (input, index), {"dim": d})

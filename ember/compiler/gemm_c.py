@@ -504,7 +504,11 @@ static int em_gemm_threads(int nt, long long work) {
 static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                                 long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
   if (!em_sgemm_cpu_ok()) return 0;
+  const int exact = nt < 0;
   nt = em_gemm_threads(nt, (long long)nb * M * N * K);
+  /* every helper sits out (pool_c.py: the busy-core rule): the one-thread code, not a split the caller
+     runs alone (its items cost 1-8% more CPU than the whole product: measured on mlp_fc2_dw) */
+  if (!exact && nt > 1 && em_pool_ready(nt) == 1) nt = 1;
   if (M <= 0 || N <= 0 || nb <= 0) return 1;
   if (nt <= 1) {
     for (long b = 0; b < nb; b++)

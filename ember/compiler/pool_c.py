@@ -307,6 +307,15 @@ static void *em_pool_main(void *arg) {
   return 0;
 }
 
+/* how many of nt threads a job started now would run on: the caller and the helpers not sitting out (an
+   unlocked look, for a caller choosing between a split and its one-thread code: gemm_c.py) */
+static int em_pool_ready(int nt) {
+  const long long now = em_pool_now();
+  int ready = 1;
+  for (int w = 1; w < nt && w < EM_POOL_MAX; w++) ready += em_pool_bench_until[w] <= now;
+  return ready;
+}
+
 /* fn(ctx, item, worker) for item in [0, n) on up to nt threads (worker < nt) */
 static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   if (nt > n) nt = (int)n;
@@ -373,10 +382,12 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
      job by job: on a machine whose cores are all contended, two threads still paid 1.3-1.8x by the
      median while single jobs often did not (sending helpers out on each such job measured 1.0x); one
      stall of a few time slices outweighs many good jobs. EM_POOL_GOOD_RUN jobs in a row over 1.3x halve
-     the next sitting out. (Helpers that woke too late to take an item cost only the wake-up.) */
+     the next sitting out. A job the helpers were woken for but took no item of is judged too: with the
+     other core busy, such jobs took 3-10 ms of a 1.2 ms GEMM (the caller's CPU time 1.2 ms: it waited
+     to run, not on items), and left unjudged they kept the helpers in (two threads 0.54-0.97x one). */
   const long long t1 = em_pool_now();
   const double alone = mine > 0 ? (double)own_cpu * n / mine : 0.0, took = (double)(t1 - t0);
-  const int judged = mine < n && (late || alone >= EM_POOL_JUDGE_NS), good = !late && alone > 1.3 * took;
+  const int judged = late || alone >= EM_POOL_JUDGE_NS, good = !late && alone > 1.3 * took;
   pthread_mutex_lock(&em_pool_mu);
   em_pool_last[0] = n, em_pool_last[1] = mine, em_pool_last[2] = t1 - t0, em_pool_last[3] = (long long)alone;
   em_pool_last[4] = helpers;

@@ -4,12 +4,21 @@ The variants (``VARIANTS``) differ only in code generation, never in results: th
 (fork a parallel loop above 16K / 64K / 1M iterations, or never), generated loops instead of BLAS for
 small matmuls, and the number of BLAS threads (one by default, one per core). Each variant of the program's translation unit is
 built (disk-cached like any other; variants whose C source is the default's, or another's, are timed
-once), run a few times on the first call's inputs in interleaved rounds, and timed; every buffer the
-program writes and every ``.grad`` it assigns is restored after each trial, so tuning has no visible
-effect. A variant replaces the default only when ``MARGIN`` (5%) faster, round by round: measured on a
-shared 2-core machine, identical programs under different variant names differed by up to 15% in one
-tuning run (tuning picked, and taught the defaults, noise). The choice is stored next to the kernel cache (``<cache>/autotune/<key>.json``,
-keyed on the default variant's source), so a later process skips the measurement.
+once; so are variants that differ only in the BLAS's thread count where the program calls the BLAS only
+as the fallback of ember's GEMM), run on the first call's inputs in interleaved rounds, and timed; every
+buffer the program writes and every ``.grad`` it assigns is restored after each trial, so tuning has no
+visible effect.
+
+A variant replaces the default only when clearly faster, judged round by round (its time over the
+default's in the same round, which a load change shifts alike): by at least ``MARGIN`` (5%) in the
+median of those ratios, *and* faster in so many of the rounds that chance would do it with probability
+below ``ALPHA`` (1%) per variant (a sign test). There are at least ``MIN_ROUNDS`` (7) rounds, more while
+``ROUND_BUDGET`` seconds (1.5) last, up to ``MAX_ROUNDS`` (41). Why: on a shared 2-core machine (load 5-7)
+the paired ratios of identical programs spread over 0.5-1.7 between quartiles; the former rule (5 rounds,
+the median alone) chose a non-default variant for 4 of the 5 bench steps, each no faster than the default
+in 150 rounds afterwards, and taught those picks to the learned defaults below. The choice is stored next
+to the kernel cache (``<cache>/autotune/<key>.json``, keyed on the default variant's source), so a later
+process skips the measurement.
 
 Programs whose replay is not repeatable (extern kernels, which may draw random numbers; graph-break
 reads) are not tuned: they keep the default variant.
@@ -47,7 +56,11 @@ VARIANTS = (
 
 
 LEARN_MIN = 2
-MARGIN = 0.95               # a variant replaces the default only when at least 5% faster (see tune)
+MARGIN = 0.95               # a variant replaces the default only when at least 5% faster (see tune) ...
+ALPHA = 0.01                # ... in more rounds than chance would give with this probability (sign test)
+MIN_ROUNDS = 7              # timed rounds at least (7 of 7 wins: p = 0.0078 < ALPHA) ...
+MAX_ROUNDS = 41             # ... and more while ROUND_BUDGET seconds last, up to this many
+ROUND_BUDGET = 1.5
 
 
 def _learned_path() -> str:
@@ -115,6 +128,29 @@ def learned_defaults() -> dict:
     return dict(known[k])
 
 
+def _sign_test_p(wins: int, n: int) -> float:
+    """P(at least ``wins`` of ``n`` fair coin flips come up heads): how likely a variant no faster than the
+    default is faster in that many of n rounds."""
+    from math import comb
+    return sum(comb(n, k) for k in range(wins, n + 1)) / 2.0 ** n
+
+
+def clear_winner(times: dict) -> int:
+    """The variant index to use given ``times`` (index -> seconds per round, the rounds paired, 0 the
+    default): the one with the smallest median ratio to the default in the same round, if that median is
+    at most MARGIN and it was faster in more rounds than chance explains (ALPHA); else 0."""
+    base = np.asarray(times[0], dtype=np.float64)
+    best, best_ratio = 0, MARGIN
+    for i, v in times.items():
+        if i == 0 or len(v) != len(base) or not len(base):
+            continue
+        ratios = np.asarray(v, dtype=np.float64) / base
+        med = float(np.median(ratios))
+        if med <= best_ratio and _sign_test_p(int((ratios < 1.0).sum()), len(ratios)) < ALPHA:
+            best, best_ratio = i, med
+    return best
+
+
 def _key(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:32]
 
@@ -129,11 +165,11 @@ def _path(key: str) -> str:
 class Autotuner:
     """Tunes a NativeRunner on its first call (see the module docstring)."""
 
-    def __init__(self, runner, program, name, base: Options, trials: int = 5):
+    def __init__(self, runner, program, name, base: Options, trials: int | None = None):
         self.runner = runner
         self.name = name
         self.base = base
-        self.trials = trials
+        self.trials = trials         # timed rounds at least (None: MIN_ROUNDS)
         self.done = False
         self.choice = None
         self.timings: dict = {}
@@ -165,7 +201,11 @@ class Autotuner:
         # interleaved rounds (each round runs every candidate once, in alternating order), so that a load
         # change on a shared machine shifts every candidate alike instead of favouring one block of trials
         times: dict = {i: [] for i, _, _ in cands}
-        for t in range(self.trials + 1):
+        least = (self.trials or MIN_ROUNDS) if len(cands) > 1 else 1     # (one candidate: nothing to compare)
+        t_start = time.perf_counter()
+        for t in range(max(least, MAX_ROUNDS) + 1):
+            if t > least and (len(cands) < 2 or time.perf_counter() - t_start > ROUND_BUDGET):
+                break
             for i, lib, src in (cands if t % 2 else cands[::-1]):
                 r.use_library(lib, src)
                 t0 = time.perf_counter()
@@ -180,14 +220,7 @@ class Autotuner:
             logs.log("kernels", f"autotune({self.name}): {self._opts(i)!r}: {med * 1e3:.3f} ms")
         best = min(meds, key=meds.get) if meds else 0
         if 0 in meds:
-            # the default stays unless another variant is clearly faster, judged round by round (the
-            # median of its time over the default's in the same round, which a load change shifts alike):
-            # measured here on a shared machine, variants of identical code differed by up to 15% in one
-            # tuning run, so "winners" by less were noise, and learned_defaults() would learn them
-            ratio = {i: float(np.median(np.divide(times[i], times[0]))) for i in times}
-            best = min(ratio, key=ratio.get)
-            if ratio[best] > MARGIN:
-                best = 0
+            best = clear_winner(times)
         self.choice = best
         record_choice(self._opts(best))
         self._apply(best)
@@ -213,13 +246,14 @@ class Autotuner:
                 continue
             try:
                 src, uses_blas = _render(self.runner.parts, opts, self.name)
-                if src in seen:
+                same = _effective_source(src)
+                if same in seen:
                     continue
                 lib = _build_lib(src, self.name, uses_blas)
             except Exception as e:     # a variant that fails to build is simply not a candidate
                 logs.log("kernels", f"autotune({self.name}): variant {opts!r} failed: {e}")
                 continue
-            seen.add(src)
+            seen.add(same)
             out.append((i, lib, src))
         return out
 
@@ -237,6 +271,17 @@ class Autotuner:
         src, uses_blas = _render(r.parts, self._opts(i), self.name)
         lib = _build_lib(src, self.name, uses_blas)
         r.use_library(lib, src)
+
+
+def _effective_source(src: str) -> str:
+    """``src`` as far as what it runs goes: without the BLAS thread-count call when every BLAS call in it
+    is the fallback of ember's GEMM (``EM_SGEMM_NT_OR(<blas call>, ...)``, which runs only where ember's
+    GEMM cannot: a variant setting another count is then the default program under another name)."""
+    lines = src.splitlines()
+    direct = any("cblas_" in ln and "EM_SGEMM" not in ln and not ln.lstrip().startswith("#") for ln in lines)
+    if direct:
+        return src
+    return "\n".join(ln for ln in lines if "openblas_set_num_threads(" not in ln)
 
 
 class _State:

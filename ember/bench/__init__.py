@@ -20,6 +20,8 @@ Suites are modules in this package exposing ``cases() -> list[harness.Case]``:
   falling back to the CPU (one op forward+backward, and MLP training steps on the device).
 - ``gemm``: ember's float32 GEMM in GFLOP/s on the training steps' shapes, per thread count, against the
   FMA peak measured on this machine and NumPy's BLAS.
+- ``autotune``: the compile suite's steps under the default ``ember.compile`` and ``mode="max-autotune"``
+  (each on a fresh kernel cache), with the variant tuning chose per program.
 
 A suite may also expose ``report(results) -> dict``: called after the results table to print more
 (``compile`` prints speed-ups and first-step times); what it returns is saved by ``--json``.
@@ -28,4 +30,4 @@ A suite may also expose ``report(results) -> dict``: called after the results ta
 against torch per case; ``compare old.json new.json --plot rel.png`` prints and plots relative
 performance ((new/old)^-1 per benchmark, > 1 is faster).
 """
-SUITES = ["overhead", "train", "eager", "compile", "distributed", "device", "custom_kernels", "gemm"]
+SUITES = ["overhead", "train", "eager", "compile", "distributed", "device", "custom_kernels", "gemm", "autotune"]

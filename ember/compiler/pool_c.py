@@ -23,9 +23,9 @@ CPU is idle while it sleeps), where it finishes its item. The next job pins it o
 again. Symmetrically a helper out of items moves a late caller onto its own CPU (the caller restores
 its mask at the end of the job). When the recent jobs, late ones included, ran no faster than the
 caller alone would have (its CPU time per item times the items; decayed sums of both, see
-em_pool_run), the helpers sit out the following
-jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at first, doubled each time up to 0.5 s; halved after 8
-jobs in a row where they paid), so where they cannot help the pool runs about as one thread would,
+em_pool_run), the helpers sit out the following jobs for a while (``EM_POOL_BENCH_NS``, 2 ms at first,
+doubled each time up to 0.5 s; halved after 8 jobs in a row where they paid), so where they cannot help
+the pool runs about as one thread would (ember's GEMM then runs its one-thread code: ``em_pool_ready``),
 re-probing now and then; on a quiet machine they pay and nothing changes.
 
 Waiting is passive: idle pool threads sleep on a condition variable, after a bounded poll. Waking a

@@ -65,3 +65,19 @@ def test_a_blas_thread_count_behind_embers_gemm_is_the_same_program():
     assert eff(src(1, False)) == eff(src(2, False))
     assert eff(src(1, True)) != eff(src(2, True))      # a direct BLAS call: the count matters
     assert eff(src(1, True)) == src(1, True)
+
+
+def test_a_program_counts_once_towards_the_learned_defaults(tmp_path, monkeypatch):
+    """A tuned program's choice, read back from the cache by later processes, is one win, not one per
+    process; a program tuned again counts with its latest choice."""
+    from ember.compiler.render_c import Options
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    never = Options(**dict(parallel_min=1 << 62))
+    for _ in range(3):
+        autotune.record_choice(never, "prog-a")
+    assert autotune.learned_defaults() == {}                  # one program: not enough
+    autotune.record_choice(never, "prog-b")
+    assert autotune.learned_defaults() == dict(parallel_min=1 << 62)
+    autotune.record_choice(Options(), "prog-b")               # prog-b tuned again: the default won
+    autotune.record_choice(Options(), "prog-c")
+    assert autotune.learned_defaults() == {}

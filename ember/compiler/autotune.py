@@ -24,7 +24,8 @@ Programs whose replay is not repeatable (extern kernels, which may draw random n
 reads) are not tuned: they keep the default variant.
 
 Learned defaults: every choice tuning makes (measured, or read back from the cache) is also tallied per
-CPU in ``<cache>/autotune/learned-<cpu>.json``. A compile without tuning starts from the variant that
+CPU in ``<cache>/autotune/learned-<cpu>.json``, once per program (its key: a choice read back by every
+later process is still one measurement). A compile without tuning starts from the variant that
 won most often on this CPU (``learned_defaults()``), once it has won at least ``LEARN_MIN`` programs and
 more than the plain defaults did, so after tuning a few programs the default mode chooses as tuning
 would without measuring. ``EMBER_LEARNED_DEFAULTS=0`` turns that off.
@@ -85,8 +86,10 @@ def _index_of(opts: Options):
     return None
 
 
-def record_choice(opts: Options) -> None:
-    """Tally the options tuning chose, on this CPU (see learned_defaults)."""
+def record_choice(opts: Options, program: str | None = None) -> None:
+    """Tally the options tuning chose, on this CPU (see learned_defaults). ``program`` (the tuned
+    program's key): each program counts once, with its latest choice (a choice read back from the cache
+    by every later process is one measurement, not one per process); without it, one more win."""
     i = _index_of(opts)
     if i is None:
         return
@@ -99,7 +102,15 @@ def record_choice(opts: Options) -> None:
     except (OSError, ValueError):
         wins = {}
     k = _variant_key(i)
-    wins[k] = int(wins.get(k, 0)) + 1
+    if program is None:
+        wins[k] = int(wins.get(k, 0)) + 1
+    else:
+        progs = wins.get("programs")
+        progs = progs if isinstance(progs, dict) else {}
+        if progs.get(program) == k:
+            return
+        progs[program] = k
+        wins["programs"] = progs
     try:
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -109,23 +120,33 @@ def record_choice(opts: Options) -> None:
         pass
 
 
+def _tally(wins: dict) -> dict:
+    """Wins per variant key: the plain counts plus one per program whose choice it is."""
+    known = {_variant_key(i) for i in range(len(VARIANTS))}
+    out = {k: int(n) for k, n in wins.items() if k in known}
+    progs = wins.get("programs")
+    for k in (progs.values() if isinstance(progs, dict) else ()):
+        if k in known:
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
 def learned_defaults() -> dict:
     """Option overrides (a VARIANTS entry) that won most often when tuning on this CPU, or {}."""
     if os.environ.get("EMBER_LEARNED_DEFAULTS", "1").strip().lower() in ("0", "false", "no", "off"):
         return {}
     try:
         with open(_learned_path(), encoding="utf-8") as f:
-            wins = json.load(f)
-        known = {_variant_key(i): VARIANTS[i] for i in range(len(VARIANTS))}
-        ranked = sorted(((int(n), k) for k, n in wins.items() if k in known), reverse=True)
+            wins = _tally(json.load(f))
     except (OSError, ValueError, TypeError, AttributeError):
         return {}
+    ranked = sorted(((n, k) for k, n in wins.items()), reverse=True)
     if not ranked:
         return {}
     n, k = ranked[0]
-    if n < LEARN_MIN or n <= int(wins.get(_variant_key(0), 0)):
+    if n < LEARN_MIN or n <= wins.get(_variant_key(0), 0):
         return {}
-    return dict(known[k])
+    return dict(next(v for i, v in enumerate(VARIANTS) if _variant_key(i) == k))
 
 
 def _sign_test_p(wins: int, n: int) -> float:
@@ -192,7 +213,7 @@ class Autotuner:
             if self.choice:
                 self._apply(self.choice)
             logs.log("kernels", f"autotune({self.name}): cached choice {self._opts(self.choice)!r}")
-            record_choice(self._opts(self.choice))
+            record_choice(self._opts(self.choice), key)
             return
         except (OSError, ValueError, KeyError):
             pass
@@ -222,7 +243,7 @@ class Autotuner:
         if 0 in meds:
             best = clear_winner(times)
         self.choice = best
-        record_choice(self._opts(best))
+        record_choice(self._opts(best), key)
         self._apply(best)
         logs.log("kernels", f"autotune({self.name}): chose {self._opts(best)!r}")
         try:

@@ -504,6 +504,11 @@ static int em_gemm_threads(int nt, long long work) {
 static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                                 long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
   if (!em_sgemm_cpu_ok()) return 0;
+  /* a batch against one op(B) whose op(A) and C rows run on from one product to the next (a linear layer's
+     input gradient on (batch, time, features) activations: 16 x 64x512x128 in the GPT's backward) is one
+     GEMM of nb*M rows: op(B) packed once instead of per product (10-15% of the work), and on several
+     threads row items over it instead of whole products. Every element's sum is the same. */
+  if (nb > 1 && sb == 0 && !ta && sa == M * lda && sc == M * ldc) M *= nb, nb = 1;
   nt = em_gemm_threads(nt, (long long)nb * M * N * K);
   if (M <= 0 || N <= 0 || nb <= 0) return 1;
   if (nt <= 1) {

@@ -330,7 +330,7 @@ static void *em_pool_main(void *arg) {
     void *const ctx = em_job_ctx;
     const long n = em_job_n;
     const int in = id < em_job_nt && !em_pool_sits[id];
-    hot = em_pool_hot;
+    hot = in ? em_pool_hot : EM_POOL_HOT_NS;   /* (a thread the job left out polls briefly) */
     if (in && em_pool_pinned && em_pool_mask_seen[id] != em_pool_mask_gen) {   /* under the lock: see note_cpu */
       em_pool_set_mask(0, em_pool_mask);
       em_pool_mask_seen[id] = em_pool_mask_gen;

@@ -308,10 +308,11 @@ static void *em_pool_main(void *arg) {
   pthread_mutex_lock(&em_pool_mu);
   em_pool_tid[id] = syscall(SYS_gettid);
   long long hot = EM_POOL_HOT_NS;
+  int counted = 0;                              /* this thread is counted in em_pool_polling */
   for (;;) {
     if (em_pool_gen == seen && hot > 0) {       /* a short poll for a job right behind the last */
       pthread_mutex_unlock(&em_pool_mu);
-      atomic_fetch_add_explicit(&em_pool_polling, 1, memory_order_relaxed);
+      if (!counted) atomic_fetch_add_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 1;
       const long long t0 = em_pool_now();
       for (long long last = t0, now; __atomic_load_n(&em_pool_gen, __ATOMIC_RELAXED) == seen; last = now) {
         now = em_pool_now();
@@ -320,9 +321,9 @@ static void *em_pool_main(void *arg) {
         if (now - t0 >= hot || now - last > EM_POOL_SHARED_NS) break;
         sched_yield();
       }
-      atomic_fetch_sub_explicit(&em_pool_polling, 1, memory_order_relaxed);
       pthread_mutex_lock(&em_pool_mu);
     }
+    if (counted) atomic_fetch_sub_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 0;
     const int slept = em_pool_gen == seen;
     while (em_pool_gen == seen) pthread_cond_wait(&em_pool_cv, &em_pool_mu);
     seen = em_pool_gen;
@@ -340,6 +341,8 @@ static void *em_pool_main(void *arg) {
       atomic_fetch_add_explicit(&em_pool_joins[slept], 1, memory_order_relaxed);
       const long long t0 = em_pool_now();
       const long mine = em_pool_work(seen, n, fn, ctx, id);
+      /* out of items, about to poll: counted from now (the caller may plan its next job first) */
+      if (hot > EM_POOL_HOT_NS) atomic_fetch_add_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 1;
       if (mine) em_pool_watch_caller(seen, n, mine, em_pool_now() - t0);
     }
     pthread_mutex_lock(&em_pool_mu);

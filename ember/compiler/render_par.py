@@ -90,10 +90,10 @@ extern __attribute__((visibility("hidden"))) long em_conc_jobs;
 #define EM_PAR_ITEMS 4            /* items per thread: a thread that wakes late takes fewer of them */
 #endif
 #ifndef EM_PAR_HOT_DIV
-#define EM_PAR_HOT_DIV 8          /* while the pool's threads poll, loops split from this much less work */
+#define EM_PAR_HOT_DIV 4          /* while the pool's threads poll, loops split from this much less work */
 #endif
 /* 1 when a loop of `work` runs on several threads: then s->chunk and s->items are set. From
-   EMBER_PARALLEL_MIN work; from an eighth of it while the pool's threads poll for the next job (jobs in
+   EMBER_PARALLEL_MIN work; from a quarter of it while the pool's threads poll for the next job (jobs in
    a train, pool_c.py): the threshold prices a 30-100 us wake-up that a polling thread does not pay */
 __attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
   if (em_conc_in) return 0;                /* (a lane of a concurrent job: see em_conc_run) */

@@ -169,10 +169,14 @@ static void em_pool_note_cpu(int nt) {
       em_pool_mask_gen++;
     }
   }
+  /* a helper moved onto the caller's CPU, or whose mask is older than the caller's CPU, gets its mask from
+     here, before the job wakes it: a helper left to set its own (on joining the job) was woken where the
+     caller runs, preempting it (at real-time priority it never ran at all: the caller had moved onto its CPU) */
   for (int w = 1; w < nt && w <= em_pool_threads; w++) {
-    if (!em_pool_moved[w]) continue;
+    if (!em_pool_moved[w] && (!em_pool_pinned || em_pool_mask_seen[w] == em_pool_mask_gen)) continue;
     em_pool_moved[w] = 0;                       /* asleep or about to sleep: set its mask from here */
-    if (em_pool_tid[w]) em_pool_set_mask(em_pool_tid[w], em_pool_pinned ? em_pool_mask : em_pool_all);
+    if (!em_pool_tid[w]) continue;              /* (not started yet: it sets its own on joining) */
+    em_pool_set_mask(em_pool_tid[w], em_pool_pinned ? em_pool_mask : em_pool_all);
     em_pool_mask_seen[w] = em_pool_pinned ? em_pool_mask_gen : 0;
   }
 }

@@ -64,6 +64,9 @@ long t_run(int nt, long n, int slow_worker, long slow_us, long spin_us, int *cou
   masks[0] = t_mask_before, masks[1] = t_mask_after;
   return em_pool_late_count;
 }
+/* whether a pool thread polls after a train of jobs (GEMMs and loops then split from less work) */
+int t_hot(void) { return em_pool_is_hot(); }
+long long t_poll_ns(void) { return em_pool_hot; }     /* the poll the last job's threads took up */
 """
 _LIB = []
 
@@ -74,6 +77,8 @@ def _run(nt, n, slow_worker=-1, slow_us=0, spin_us=20):
         p = ctypes.c_void_p
         _LIB.append(lib.get("t_run", (ctypes.c_int, ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.c_long,
                                       p, p, p), ctypes.c_long))
+        _LIB.append(lib.get("t_hot", (), ctypes.c_int))
+        _LIB.append(lib.get("t_poll_ns", (), ctypes.c_longlong))
     counts = np.zeros(n, np.int32)
     workers = np.zeros(n, np.int32)
     masks = np.zeros(2, np.uint64)
@@ -137,6 +142,16 @@ def _thread_cpu_ns():
     return out
 
 
+def _assert_other_threads_idle():
+    """Over 300 ms, the process's threads other than this one use a few ms of CPU at most."""
+    before = _thread_cpu_ns()
+    time.sleep(0.3)
+    after = _thread_cpu_ns()
+    me = str(threading.get_native_id())
+    grew = {t: after[t] - before[t] for t in after if t in before and t != me}
+    assert sum(grew.values()) < 5e6, grew
+
+
 @two_cpus
 @pytest.mark.skipif(not os.path.exists("/proc/self/task/%d/schedstat" % os.getpid()),
                     reason="needs Linux's /proc/self/task/<tid>/schedstat to read each thread's CPU time")
@@ -146,12 +161,24 @@ def test_idle_pool_threads_sleep_after_a_short_poll():
     spinning would use the whole 300 ms)."""
     _run(2, 64, spin_us=50)
     time.sleep(0.01)
-    before = _thread_cpu_ns()
-    time.sleep(0.3)
-    after = _thread_cpu_ns()
-    me = str(threading.get_native_id())
-    grew = {t: after[t] - before[t] for t in after if t in before and t != me}
-    assert sum(grew.values()) < 5e6, grew
+    _assert_other_threads_idle()
+
+
+@two_cpus
+@pytest.mark.skipif(not os.path.exists("/proc/self/task/%d/schedstat" % os.getpid()),
+                    reason="needs Linux's /proc/self/task/<tid>/schedstat to read each thread's CPU time")
+def test_after_a_train_of_jobs_pool_threads_poll_longer_then_sleep():
+    """Jobs that come one right behind another (a compiled step's GEMMs and loops) make a train: a pool
+    thread then polls for up to EM_POOL_HOT_MAX_NS (400 us) after each instead of 20 us, and reports
+    itself hot meanwhile. Every item still runs once; idle afterwards, the pool is cold again and its
+    threads sleep (300 ms idle: a few ms of their CPU at most)."""
+    for _ in range(30):
+        counts, workers, _, _ = _run(2, 16, spin_us=10)
+        assert (counts == 1).all() and (workers >= 0).all() and (workers < 2).all()
+    assert _LIB[2]() == 400_000
+    time.sleep(0.05)
+    assert _LIB[1]() == 0
+    _assert_other_threads_idle()
 
 
 def test_one_thread_and_more_threads_than_items():

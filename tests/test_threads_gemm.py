@@ -50,6 +50,31 @@ def test_batched_gemm_matches_numpy(threads):
 
 
 @needs_gemm
+def test_batch_against_one_matrix_gives_the_bits_of_each_product_alone():
+    """A batch whose B is one matrix for every product (batch stride 0: a linear layer's input gradient on
+    (batch, time, features)) and whose A and C rows run on from one product to the next runs as one GEMM
+    of all the rows, B packed once: each product's bits are those of the product alone, on 1-3 threads,
+    accumulating too; a batch whose rows do not run on (every other product) is not folded."""
+    rng = np.random.default_rng(11)
+    for nb, M, N, K, tb in ((16, 64, 512, 128, 0), (5, 7, 33, 300, 1), (3, 1, 9, 4, 0), (4, 13, 40, 600, 1)):
+        a = rng.uniform(-1, 1, (nb, M, K)).astype(np.float32)
+        b = _operand(rng, K, N, tb)
+        base = rng.uniform(-1, 1, (nb, M, N)).astype(np.float32)
+        each = np.stack([gemm.sgemm(a[i], b, threads=1) for i in range(nb)])
+        each_acc = base.copy()
+        for i in range(nb):
+            gemm.sgemm(a[i], b, threads=1, out=each_acc[i], accumulate=True)
+        np.testing.assert_allclose(each, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5 * np.sqrt(K))
+        for nt in (1, 2, 3):
+            bb = np.broadcast_to(b, (nb, K, N))
+            np.testing.assert_array_equal(gemm.sgemm(a, bb, threads=nt, exact_threads=True), each)
+            acc = base.copy()
+            gemm.sgemm(a, bb, threads=nt, out=acc, accumulate=True, exact_threads=True)
+            np.testing.assert_array_equal(acc, each_acc)
+            np.testing.assert_array_equal(gemm.sgemm(a[::2], bb[::2], threads=nt, exact_threads=True), each[::2])
+
+
+@needs_gemm
 @pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_split_gemm_gives_the_bits_of_one_thread(ta, tb):
     """On several threads a GEMM runs as row items over one packed op(B) that they share (each panel

@@ -30,7 +30,7 @@ thread (K blocks in order), so results are bitwise those of one thread. Items ru
 (pool_c.py): threads claim them one at a time and the call returns when all are done, so a thread whose
 core is busy with another process takes fewer items instead of holding everyone up. The thread count is
 ember's (``ember.set_num_threads``), fewer for small GEMMs (``em_gemm_threads``: one below
-``EM_GEMM_PAR_MIN``, 8M multiply-adds).
+``EM_GEMM_PAR_MIN``, 8M multiply-adds; 2M while the pool's threads poll between the jobs of a train).
 
 The register tile is written with GCC vector types: 16 floats (one zmm register) where ``__AVX512F__``
 is defined, 8 (one ymm) with AVX2+FMA; the same code in both (-march=native decides, and gcc enables
@@ -487,11 +487,12 @@ static int em_gemm_rows(int nt, em_gemm_job *j) {
 
 /* the threads a GEMM of `work` multiply-adds runs on, of nt asked for (nt <= 0: OpenMP's count; nt < 0
    is -nt threads whatever the size, for the tests of the split): 1 below EM_GEMM_PAR_MIN, then one per
-   half of it */
+   half of it; a quarter of that while the pool's threads poll (em_pool_is_hot: no wake-up to pay) */
 static int em_gemm_threads(int nt, long long work) {
   if (nt < 0) return -nt;
   if (nt == 0) nt = EM_MAXT();
-  const long long most = 2 * work / EM_GEMM_PAR_MIN;
+  if (nt <= 1) return 1;
+  const long long most = 2 * work / (em_pool_is_hot() ? EM_GEMM_PAR_MIN / 4 : EM_GEMM_PAR_MIN);
   return most < 2 ? 1 : (most < nt ? (int)most : nt);
 }
 
@@ -505,6 +506,11 @@ static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N,
                                 long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
   if (!em_sgemm_cpu_ok()) return 0;
   const int exact = nt < 0;
+  /* a batch against one op(B) whose op(A) and C rows run on from one product to the next (a linear layer's
+     input gradient on (batch, time, features) activations: 16 x 64x512x128 in the GPT's backward) is one
+     GEMM of nb*M rows: op(B) packed once instead of per product (10-15% of the work), and on several
+     threads row items over it instead of whole products. Every element's sum is the same. */
+  if (nb > 1 && sb == 0 && !ta && sa == M * lda && sc == M * ldc) M *= nb, nb = 1;
   nt = em_gemm_threads(nt, (long long)nb * M * N * K);
   /* every helper sits out (pool_c.py: the busy-core rule): the one-thread code, not a split the caller
      runs alone (its items cost 1-8% more CPU than the whole product: measured on mlp_fc2_dw) */
@@ -603,6 +609,22 @@ void ember_pool_last(long long *out) {
   for (int i = 0; i < 5; i++) out[i] = 0;
 #endif
 }
+/* jobs helpers took part in so far, helpers that joined one while polling, after sleeping (a wake-up) */
+void ember_pool_counts(long long *out) {
+#if EM_HAVE_SGEMM
+  out[0] = em_pool_jobs, out[1] = atomic_load(&em_pool_joins[0]), out[2] = atomic_load(&em_pool_joins[1]);
+#else
+  out[0] = out[1] = out[2] = 0;
+#endif
+}
+/* the pool threads' longest poll between jobs in a train (ns; pool_c.py; 0: always the short one) */
+void ember_pool_set_hot(long long ns) {
+#if EM_HAVE_SGEMM
+  em_pool_hot_max = ns;
+#else
+  (void)ns;
+#endif
+}
 int ember_simd_width(void) {
 #if EM_HAVE_SGEMM
   return EM_VW;
@@ -627,6 +649,14 @@ void ember_pool_run(int nt, long n, void (*fn)(void *, long, int), void *ctx) {
 #else
   (void)nt;
   for (long i = 0; i < n; i++) fn(ctx, i, 0);
+#endif
+}
+/* 1 while the pool's threads poll for the next job (a train of jobs, pool_c.py): loops split from less */
+int ember_pool_hot(void) {
+#if EM_HAVE_SGEMM
+  return em_pool_is_hot();
+#else
+  return 0;
 #endif
 }
 int ember_pool_threads(void) {

@@ -31,11 +31,22 @@ re-probing now and then; on a quiet machine they pay and nothing changes.
 Waiting is passive: idle pool threads sleep on a condition variable, after a bounded poll. Waking a
 sleeping thread costs 30-40 us here (measured: from the caller's broadcast to the helper's first item, a
 2-CPU VM), a fifth of a 2-thread GEMM of the GPT's; a job right behind the last (the GEMMs of a layer's
-backward, attention's products, a step's kernels) finds a thread that still polls in about 2 us. So a pool
-thread, done with a job, polls for the next for ``EM_POOL_HOT_NS`` (20 us, ``sched_yield`` between looks,
-so a process that wants its CPU gets it) before it sleeps: at most 20 us of CPU per job, never a spin
-without end. The claim counter carries the job's generation, so a thread holding a stale job can never
-claim an item of the next one. One job runs at a time (a mutex serializes callers from several threads).
+backward, attention's products, a step's kernels) finds a thread that still polls in about 2 us (this VM's
+idle CPUs halt at once, ``haltpoll.guest_halt_poll_ns=0``: a wake-up is a trip through the hypervisor).
+So a pool thread, done with a job, polls for the next (``sched_yield`` between looks, so a process that
+wants its CPU gets it) before it sleeps: for ``EM_POOL_HOT_NS`` (20 us) after an isolated job, and for
+``EM_POOL_HOT_MAX_NS`` (400 us) while jobs come in a train, at least two of the last few within that
+window of the one before (a compiled step's GEMMs and parallel loops with serial kernels of 50-300 us
+between them, where every job paid a 30-100 us wake-up: a 250 us attention product on two threads ran
+1.0x one thread's speed). At most that much CPU per job, never a spin without end: idle, the pool sleeps
+after one window; jobs the helpers sit out (below) wake nobody, and jobs that did not pay end the train.
+A poll stops early when its looks come more than ``EM_POOL_SHARED_NS`` (50 us) apart: the yield let
+another process run on that CPU, and there a sleeping thread is woken sooner (a wake-up preempts the
+process) than a polling one gets its turn back (measured with a busy loop on the helper's CPU: a 400 us
+poll made two-thread GEMMs of a train slower than the 20 us one). While a thread polls after a job of a
+train, GEMMs and parallel loops split from less work (em_pool_is_hot: gemm_c.py, render_par.py).
+The claim counter carries the job's generation, so a thread holding a stale job can never claim an item
+of the next one. One job runs at a time (a mutex serializes callers from several threads).
 """
 
 POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */
@@ -85,6 +96,8 @@ static long long em_pool_bench_until[EM_POOL_MAX], em_pool_bench_len[EM_POOL_MAX
 static int em_pool_good_run[EM_POOL_MAX];       /* jobs in a row worker w paid in (see em_pool_run) */
 static double em_pool_sum_alone, em_pool_sum_took;   /* decayed sums over judged jobs (see em_pool_run) */
 static long em_pool_late_count = 0;             /* threads found late so far (tests, the bench) */
+static long em_pool_jobs = 0;                   /* jobs the helpers took part in so far (the bench) ... */
+static _Atomic long em_pool_joins[2];           /* ... and helpers that took a job while polling, after sleeping */
 static long long em_pool_last[5];               /* the last job: items, the caller's, ns taken, ns alone, helpers */
 static long em_pool_caller_tid = 0;             /* the caller of the current job */
 static int em_pool_caller_moved = 0;            /* a helper moved it onto its CPU (the caller undoes it) */
@@ -93,6 +106,17 @@ static int em_pool_caller_moved = 0;            /* a helper moved it onto its CP
 #endif
 #ifndef EM_POOL_HOT_NS
 #define EM_POOL_HOT_NS 20000                    /* a pool thread polls this long for the next job, then sleeps */
+#endif
+#ifndef EM_POOL_HOT_MAX_NS
+#define EM_POOL_HOT_MAX_NS 400000               /* ... and this long while jobs come in a train (see above) */
+#endif
+static long long em_pool_hot_max = EM_POOL_HOT_MAX_NS;   /* (ember_pool_set_hot: the bench's A/B) */
+static long long em_pool_hot = EM_POOL_HOT_NS;  /* a pool thread's poll after the current job (ns) */
+static long long em_pool_end = 0;               /* when the last job the helpers took part in ended (ns) */
+static int em_pool_train = 0;                   /* recent jobs that came within em_pool_hot_max of the last (0-4) */
+static _Atomic int em_pool_polling = 0;         /* pool threads polling for the next job now */
+#ifndef EM_POOL_SHARED_NS
+#define EM_POOL_SHARED_NS 50000                 /* a poll whose looks are further apart than this stops */
 #endif
 #ifndef EM_POOL_BENCH_NS
 #define EM_POOL_BENCH_NS 2000000LL              /* a late helper sits out this long at first ... */
@@ -117,6 +141,12 @@ static void em_pool_set_mask(long tid, const unsigned long *m) {
   syscall(SYS_sched_setaffinity, tid, sizeof(unsigned long) * EM_MASK_WORDS, m);
 }
 
+/* 1 while a pool thread polls for the next job after one of a train (see the module text; a stale
+   answer costs only speed) */
+static int em_pool_is_hot(void) {
+  return em_pool_train >= 2 && atomic_load_explicit(&em_pool_polling, memory_order_relaxed) > 0;
+}
+
 /* keep pool threads off the caller's CPU while a job runs: otherwise the scheduler may wake one onto it
    (the caller then waits for its own helper) or, with a busy core, move the caller there. A helper the
    last job moved onto the caller's CPU gets its mask back here. Called with em_pool_mu held. */
@@ -139,10 +169,14 @@ static void em_pool_note_cpu(int nt) {
       em_pool_mask_gen++;
     }
   }
+  /* a helper moved onto the caller's CPU, or whose mask is older than the caller's CPU, gets its mask from
+     here, before the job wakes it: a helper left to set its own (on joining the job) was woken where the
+     caller runs, preempting it (at real-time priority it never ran at all: the caller had moved onto its CPU) */
   for (int w = 1; w < nt && w <= em_pool_threads; w++) {
-    if (!em_pool_moved[w]) continue;
+    if (!em_pool_moved[w] && (!em_pool_pinned || em_pool_mask_seen[w] == em_pool_mask_gen)) continue;
     em_pool_moved[w] = 0;                       /* asleep or about to sleep: set its mask from here */
-    if (em_pool_tid[w]) em_pool_set_mask(em_pool_tid[w], em_pool_pinned ? em_pool_mask : em_pool_all);
+    if (!em_pool_tid[w]) continue;              /* (not started yet: it sets its own on joining) */
+    em_pool_set_mask(em_pool_tid[w], em_pool_pinned ? em_pool_mask : em_pool_all);
     em_pool_mask_seen[w] = em_pool_pinned ? em_pool_mask_gen : 0;
   }
 }
@@ -277,28 +311,42 @@ static void *em_pool_main(void *arg) {
   unsigned seen = 0;
   pthread_mutex_lock(&em_pool_mu);
   em_pool_tid[id] = syscall(SYS_gettid);
+  long long hot = EM_POOL_HOT_NS;
+  int counted = 0;                              /* this thread is counted in em_pool_polling */
   for (;;) {
-    if (em_pool_gen == seen && EM_POOL_HOT_NS > 0) {   /* a short poll for a job right behind the last */
+    if (em_pool_gen == seen && hot > 0) {       /* a short poll for a job right behind the last */
       pthread_mutex_unlock(&em_pool_mu);
+      if (!counted) atomic_fetch_add_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 1;
       const long long t0 = em_pool_now();
-      while (__atomic_load_n(&em_pool_gen, __ATOMIC_RELAXED) == seen && em_pool_now() - t0 < EM_POOL_HOT_NS)
+      for (long long last = t0, now; __atomic_load_n(&em_pool_gen, __ATOMIC_RELAXED) == seen; last = now) {
+        now = em_pool_now();
+        /* a look after a long gap: another process ran on this CPU (the yield gave it away), so sleep
+           instead (a wake-up preempts such a process at once; a poll would wait for its turn) */
+        if (now - t0 >= hot || now - last > EM_POOL_SHARED_NS) break;
         sched_yield();
+      }
       pthread_mutex_lock(&em_pool_mu);
     }
+    if (counted) atomic_fetch_sub_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 0;
+    const int slept = em_pool_gen == seen;
     while (em_pool_gen == seen) pthread_cond_wait(&em_pool_cv, &em_pool_mu);
     seen = em_pool_gen;
     const em_task_fn fn = em_job_fn;
     void *const ctx = em_job_ctx;
     const long n = em_job_n;
     const int in = id < em_job_nt && !em_pool_sits[id];
+    hot = in ? em_pool_hot : EM_POOL_HOT_NS;   /* (a thread the job left out polls briefly) */
     if (in && em_pool_pinned && em_pool_mask_seen[id] != em_pool_mask_gen) {   /* under the lock: see note_cpu */
       em_pool_set_mask(0, em_pool_mask);
       em_pool_mask_seen[id] = em_pool_mask_gen;
     }
     pthread_mutex_unlock(&em_pool_mu);
     if (in) {
+      atomic_fetch_add_explicit(&em_pool_joins[slept], 1, memory_order_relaxed);
       const long long t0 = em_pool_now();
       const long mine = em_pool_work(seen, n, fn, ctx, id);
+      /* out of items, about to poll: counted from now (the caller may plan its next job first) */
+      if (hot > EM_POOL_HOT_NS) atomic_fetch_add_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 1;
       if (mine) em_pool_watch_caller(seen, n, mine, em_pool_now() - t0);
     }
     pthread_mutex_lock(&em_pool_mu);
@@ -351,6 +399,10 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
     return;
   }
   em_pool_note_cpu(nt);
+  /* the helpers' poll after this job: long while jobs come in a train (see the module text) */
+  const int close = em_pool_end > 0 && t0 - em_pool_end < em_pool_hot_max;
+  em_pool_train = close ? (em_pool_train < 4 ? em_pool_train + 1 : 4) : (em_pool_train > 0 ? em_pool_train - 1 : 0);
+  em_pool_hot = em_pool_train >= 2 && em_pool_hot_max > EM_POOL_HOT_NS ? em_pool_hot_max : EM_POOL_HOT_NS;
   static __thread long my_tid = 0;
   if (!my_tid) my_tid = syscall(SYS_gettid);
   em_pool_caller_tid = my_tid;
@@ -396,7 +448,7 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
     em_pool_sum_alone = 0.875 * em_pool_sum_alone + alone;
     em_pool_sum_took = 0.875 * em_pool_sum_took + took;
     poor = em_pool_sum_alone < 1.05 * em_pool_sum_took;
-    if (poor) em_pool_sum_alone = em_pool_sum_took = 0.0;     /* (a fresh start when they come back) */
+    if (poor) em_pool_sum_alone = em_pool_sum_took = 0.0, em_pool_train = 0;   /* (a fresh start when they come back) */
   }
   for (int w = 1; w < nt; w++) {
     if (em_pool_sits[w]) continue;
@@ -409,6 +461,8 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
       if (em_pool_bench_until[w] <= t1) em_pool_sit_out(w, t1);
     }
   }
+  em_pool_end = em_pool_now();
+  em_pool_jobs++;
   if (em_pool_caller_moved) {                   /* a helper moved the caller: its own mask back */
     em_pool_set_mask(0, em_pool_all);
     em_pool_caller_moved = 0;

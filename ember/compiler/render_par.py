@@ -51,12 +51,13 @@ typedef int (*em_par_threads_fn)(void);
 typedef struct { int64_t ext, step, chunk; long items; int nt; } em_par_span;
 #ifndef EM_UNIT_EXTERN
 __attribute__((visibility("hidden"))) em_par_pool_fn em_par_pool_ptr = 0;
-__attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr = 0;
+__attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr = 0, em_par_hot_ptr = 0;
 __attribute__((visibility("hidden"))) int em_par_last_nt = 0;
 __attribute__((visibility("hidden"))) long em_par_runs = 0;
-void ember_bind_pool(void *run, void *threads) {
+void ember_bind_pool(void *run, void *threads, void *hot) {
   em_par_pool_ptr = (em_par_pool_fn)run;
   em_par_threads_ptr = (em_par_threads_fn)threads;
+  em_par_hot_ptr = (em_par_threads_fn)hot;
 }
 /* the thread count the last parallel loop ran on (1: it ran on the caller alone) */
 int ember_par_last_threads(void) { return em_par_last_nt; }
@@ -65,7 +66,7 @@ long ember_par_runs(void) { return em_par_runs; }
 #else
 extern __attribute__((visibility("hidden"))) long em_par_runs;
 extern __attribute__((visibility("hidden"))) em_par_pool_fn em_par_pool_ptr;
-extern __attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr;
+extern __attribute__((visibility("hidden"))) em_par_threads_fn em_par_threads_ptr, em_par_hot_ptr;
 extern __attribute__((visibility("hidden"))) int em_par_last_nt;
 #endif
 /* concurrent kernels (ember.compiler.concurrent): em_conc_in is 1 on a thread running one of a job's
@@ -88,10 +89,19 @@ extern __attribute__((visibility("hidden"))) long em_conc_jobs;
 #ifndef EM_PAR_ITEMS
 #define EM_PAR_ITEMS 4            /* items per thread: a thread that wakes late takes fewer of them */
 #endif
-/* 1 when a loop of `work` runs on several threads: then s->chunk and s->items are set */
+#ifndef EM_PAR_HOT_DIV
+#define EM_PAR_HOT_DIV 4          /* while the pool's threads poll, loops split from this much less work */
+#endif
+/* 1 when a loop of `work` runs on several threads: then s->chunk and s->items are set. From
+   EMBER_PARALLEL_MIN work; from a quarter of it while the pool's threads poll for the next job (jobs in
+   a train, pool_c.py): the threshold prices a 30-100 us wake-up that a polling thread does not pay */
 __attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
   if (em_conc_in) return 0;                /* (a lane of a concurrent job: see em_conc_run) */
-  if (work < EMBER_PARALLEL_MIN) { em_par_last_nt = 1; return 0; }
+  if (work < EMBER_PARALLEL_MIN &&
+      (work < EMBER_PARALLEL_MIN / EM_PAR_HOT_DIV || !em_par_hot_ptr || !em_par_hot_ptr())) {
+    em_par_last_nt = 1;
+    return 0;
+  }
 #ifdef _OPENMP
   const int nt = em_par_threads_ptr ? em_par_threads_ptr() : omp_get_max_threads();
 #else
@@ -268,7 +278,7 @@ def call_text(fn: str, args: list, par: dict, desc: str) -> str:
             f"    else {fn}({a}, 0, {ext}, 3, em_v); }}")
 
 
-_POOL: dict = {}            # "fns": (ember_pool_run address, ember_pool_threads address) or None
+_POOL: dict = {}            # "fns": (ember_pool_run, ember_pool_threads, ember_pool_hot addresses) or None
 
 
 def _pool():
@@ -283,7 +293,7 @@ def _pool():
             lib, _, have, _ = gemm.library()
             if have:
                 addr = [ctypes.cast(lib.get(name, (), None), ctypes.c_void_p).value
-                        for name in ("ember_pool_run", "ember_pool_threads")]
+                        for name in ("ember_pool_run", "ember_pool_threads", "ember_pool_hot")]
                 setter = lib.get("ember_pool_set_threads", (ctypes.c_int,), None)
                 from .._settings import get_num_threads
                 setter(get_num_threads())
@@ -299,7 +309,7 @@ def bind(lib) -> None:
     """Point a loaded graph library (a ``build.CompiledLibrary``) that runs parallel loops at the pool."""
     import ctypes
     try:
-        setter = lib.get("ember_bind_pool", (ctypes.c_void_p, ctypes.c_void_p), None)
+        setter = lib.get("ember_bind_pool", (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p), None)
     except AttributeError:
         return
     fns = _pool()

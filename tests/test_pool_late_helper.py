@@ -67,6 +67,19 @@ long t_run(int nt, long n, int slow_worker, long slow_us, long spin_us, int *cou
 /* whether a pool thread polls after a train of jobs (GEMMs and loops then split from less work) */
 int t_hot(void) { return em_pool_is_hot(); }
 long long t_poll_ns(void) { return em_pool_hot; }     /* the poll the last job's threads took up */
+/* `jobs` jobs of n items back to back (no Python between them): the longest poll any of them set up, or
+   -1 when an item ran other than once */
+long long t_train(int jobs, long n, long spin_us) {
+  long long longest = 0;
+  t_slow_worker = -1, t_spin_us = spin_us;
+  for (int j = 0; j < jobs; j++) {
+    for (long i = 0; i < n; i++) t_count[i] = 0;
+    em_pool_run(2, n, t_task, 0);
+    for (long i = 0; i < n; i++) if (t_count[i] != 1) return -1;
+    if (em_pool_hot > longest) longest = em_pool_hot;
+  }
+  return longest;
+}
 """
 _LIB = []
 
@@ -79,6 +92,7 @@ def _run(nt, n, slow_worker=-1, slow_us=0, spin_us=20):
                                       p, p, p), ctypes.c_long))
         _LIB.append(lib.get("t_hot", (), ctypes.c_int))
         _LIB.append(lib.get("t_poll_ns", (), ctypes.c_longlong))
+        _LIB.append(lib.get("t_train", (ctypes.c_int, ctypes.c_long, ctypes.c_long), ctypes.c_longlong))
     counts = np.zeros(n, np.int32)
     workers = np.zeros(n, np.int32)
     masks = np.zeros(2, np.uint64)
@@ -172,10 +186,17 @@ def test_after_a_train_of_jobs_pool_threads_poll_longer_then_sleep():
     thread then polls for up to EM_POOL_HOT_MAX_NS (400 us) after each instead of 20 us, and reports
     itself hot meanwhile. Every item still runs once; idle afterwards, the pool is cold again and its
     threads sleep (300 ms idle: a few ms of their CPU at most)."""
-    for _ in range(30):
-        counts, workers, _, _ = _run(2, 16, spin_us=10)
-        assert (counts == 1).all() and (workers >= 0).all() and (workers < 2).all()
-    assert _LIB[2]() == 400_000
+    _run(2, 16, spin_us=10)
+    # a helper sent out by an earlier test (up to 0.5 s) runs no train, and a job judged poor (on a loaded
+    # machine: the helper was late) ends one: up to 3 trains of 200 back-to-back jobs, after 0.6 s each
+    longest = []
+    for attempt in range(3):
+        time.sleep(0.6)
+        longest.append(_LIB[3](200, 16, 10))
+        assert longest[-1] >= 0                  # every item ran once
+        if longest[-1] == 400_000:
+            break
+    assert longest[-1] == 400_000, longest
     time.sleep(0.05)
     assert _LIB[1]() == 0
     _assert_other_threads_idle()

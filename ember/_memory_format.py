@@ -113,3 +113,35 @@ def like_layout(arr, input, fmt, fn: str):
     order = tuple(reversed(_ORDER[fmt]))
     back = tuple(order.index(d) for d in range(rank))
     return np.ascontiguousarray(arr.transpose(order)).transpose(back)
+
+
+def lay_out_new(t, fmt, fn: str):
+    """A fresh factory result ``t`` (C order) laid out in ``fmt``: ``torch.empty(..., memory_format=)``.
+    torch's ``zeros``/``ones`` take no memory format (its TypeError); ``preserve_format`` has nothing to
+    preserve (its RuntimeError)."""
+    if fn != "empty":
+        raise TypeError(f"{fn}() got an unexpected keyword argument 'memory_format'")
+    check(fmt, fn)
+    if fmt is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    if fmt is contiguous_format:
+        return t
+    rank = _RANK[fmt]
+    if t.dim() != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    import numpy as np
+    d = t._data
+    order = tuple(reversed(_ORDER[fmt]))
+    back = tuple(order.index(k) for k in range(rank))
+    if type(d) is np.ndarray:
+        t._data = np.ascontiguousarray(d.transpose(order)).transpose(back)
+    elif getattr(d, "is_meta", False):
+        st = [0] * rank
+        acc = 1
+        for k in _ORDER[fmt]:
+            st[k] = acc
+            acc *= d.shape[k]
+        d.strides = tuple(st)
+    else:
+        return to_format(t, fmt, fn)
+    return t

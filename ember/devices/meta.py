@@ -28,8 +28,10 @@ from ..tensor import Tensor, wrap, device as _device, _empty_strides as _contig
 from ._strided import StridedInfo
 from ._results import wrap_results
 from ..ops import registry as R
+from ..ops._layout_rule import result_strides
+from ..ops.meta import EW_NAMES as _ELEMENTWISE
 
-__all__ = ["MetaArray", "empty", "move", "is_meta_array", "META"]
+__all__ = ["MetaArray", "empty", "move", "is_meta_array", "obey_layout", "META"]
 
 META = _device("meta")
 _LIVE = [0]             # MetaArrays alive: the hook leaves HOOKS when this drops to zero
@@ -119,6 +121,25 @@ def empty(shape, dt, requires_grad: bool = False) -> Tensor:
     """An ember tensor on the meta device (``dt`` an ember dtype)."""
     t = wrap(MetaArray(shape, dt.np), dt)
     return t.requires_grad_(True) if requires_grad else t
+
+
+def obey_layout(grad: Tensor, leaf: Tensor) -> None:
+    """Give the fresh meta ``grad`` of ``leaf`` the leaf's strides when the leaf is dense (torch's
+    AccumulateGrad layout contract: a channels-last parameter gets a channels-last ``.grad``)."""
+    a, la = grad._data, leaf._data
+    if a.shape == la.shape and a.strides != la.strides and _dense(la.shape, la.strides):
+        a.strides = la.strides
+        a.offset = 0
+
+
+def _dense(shape, strides) -> bool:
+    """Non-overlapping and dense: the strides sorted are a contiguous layout (size-1 dims ignored)."""
+    expected = 1
+    for st, n in sorted((st, n) for n, st in zip(shape, strides) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
 
 
 def move(t: Tensor, src, dst) -> Tensor:
@@ -211,10 +232,23 @@ def _sized(op, args, attrs):
         if got is not None:
             got = [got] if isinstance(got, tuple) else got
             if len(got) == op.nout:
+                if op.name in _ELEMENTWISE and len(got[0][0]) > 1:
+                    return [MetaArray(s, d, _ew_strides(s, args)) for s, d in got]
                 return [MetaArray(s, d) for s, d in got]
     r = op.kernel(*xs, **kw)
     rs = [r] if op.nout == 1 else list(r)
-    return [MetaArray(np.shape(x), np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype) for x in rs]
+    return [MetaArray(np.shape(x), np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype,
+                      _ew_strides(np.shape(x), args) if op.name in _ELEMENTWISE and np.ndim(x) > 1 else None)
+            for x in rs]
+
+
+def _ew_strides(shape, args):
+    """torch's layout for an elementwise result over ``args`` (the first operand that tells two dims
+    apart decides: a channels-last meta input gives a channels-last result)."""
+    ops = [(a._data.shape, a._data.strides if type(a._data) is MetaArray
+            else tuple(st // a._data.itemsize for st in a._data.strides))
+           for a in args if isinstance(a, Tensor) and a._data.ndim]
+    return result_strides(tuple(shape), ops)
 
 
 def _view(op, args, attrs):

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from ._util import select
+from ._layout_rule import first_wins
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
@@ -567,7 +568,8 @@ def _where_np(c, x, y, dt=None):
     if dt is not None:
         x = _cast(x, dt)
         y = _cast(y, dt)
-    return select(c, x, y) if type(c) is np.ndarray else np.where(c, x, y)
+    r = select(c, x, y) if type(c) is np.ndarray else np.where(c, x, y)
+    return first_wins(r, c) if r.ndim > 3 else r     # (torch's layout when the operands disagree)
 
 
 def _where_bw(ctx, g):

@@ -17,6 +17,7 @@ from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import GRAD
 from .registry import register, apply, attach, dtype_name
 from .elementwise import binary, inplace, _run, _out
+from ._layout_rule import first_wins
 
 _NUM = (int, float, bool, complex, np.number, np.bool_)
 _HALF = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))
@@ -57,6 +58,8 @@ def ew_kernel(f, *, half_up: bool = True, cmp: bool = False, complex_ok: bool = 
             r = f(x, y)
             target = out_dt if out_dt is not None else (np.bool_ if cmp else work)
             r = np.asarray(r)
+            if r.ndim > 3:
+                r = first_wins(r, x)    # (torch's layout when the operands' layouts disagree)
             return r if r.dtype == target else r.astype(target)
     k.__name__ = getattr(f, "__name__", "kernel")
     return k

@@ -190,6 +190,9 @@ def _factory(fill):
             _device_empty(shape, dt, device, requires_grad)       # (meta: no host array, whatever the fill)
         if r is None:
             r = _finish(_alloc(shape, dt.np, fill, shape, dt.np), dt, requires_grad, device)
+        if memory_format is not None:
+            from .._memory_format import lay_out_new        # (torch.empty's; zeros/ones refuse it)
+            r = lay_out_new(r, memory_format, f.__name__)
         if out is not None:
             from .inplace import copy_out
             return copy_out(r, out)

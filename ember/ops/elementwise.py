@@ -18,6 +18,7 @@ from .registry import register, apply, attach, HOOKS, dtype_name, node_class, re
 from ..autograd.node import Node
 from .._numpy_quiet import FILTER as _FP_FILTER
 from ._util import broadcast_error, can_cast
+from ._layout_rule import first_wins
 
 _FLOAT = 2
 _num = (int, float, bool, complex)
@@ -30,6 +31,8 @@ def _cast_kernel(f, result_cast=True):
             x = x.astype(dt, copy=False) if type(x) is np.ndarray else np.asarray(x).astype(dt)
             y = y.astype(dt, copy=False) if type(y) is np.ndarray else np.asarray(y).astype(dt)
         r = f(x, y)
+        if r.ndim > 3:
+            r = first_wins(r, x)        # (torch's layout when the operands' layouts disagree)
         if out_dt is not None and r.dtype != out_dt:
             r = r.astype(out_dt)
         return r
@@ -140,6 +143,8 @@ def _alpha_kernel(f):
         if alpha != 1:
             y = y * alpha
         r = f(x, y)
+        if r.ndim > 3:
+            r = first_wins(r, x)        # (torch's layout when the operands' layouts disagree)
         if out_dt is not None and r.dtype != out_dt:
             r = r.astype(out_dt)
         return r
@@ -364,6 +369,8 @@ def _operator(op, ufunc, general, reflected=False):
             except Exception:
                 r = None
             if r is not None:
+                if r.ndim > 3:
+                    r = first_wins(r, o if reflected else self._data)
                 out = wrap(r if type(r) is np.ndarray else np.asarray(r), d)
                 if GRAD[0] and (self._rg or (t and other._rg)):
                     record(op, (other, self) if reflected else (self, other), _EMPTY, (out,))

@@ -235,6 +235,10 @@ RULES = {
     "block_diag": _block_diag, "random_draw": _random_draw,
 }
 
+# a meta result of these takes torch's elementwise layout (the softmaxes, flip, roll, tril/triu do not)
+EW_NAMES = frozenset(_EW) | frozenset(_CMP) | frozenset(_SAME[_SAME.index("exp"):]) | frozenset(
+    ["neg", "abs", "square", "sign", "frac", "relu", "clone", "nan_to_num", "logit", "bitwise_not", "where"])
+
 
 def attach_rules() -> None:
     """Set ``OpDef.meta`` for every registered op with a rule (ops registered later keep theirs unset)."""

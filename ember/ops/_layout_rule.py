@@ -1,0 +1,90 @@
+"""The layout of an elementwise result whose operands disagree on their layouts, as torch chooses it.
+
+torch's TensorIterator orders the output's dims by the operands' strides, asking the operands in order:
+the first operand whose strides tell two dims apart decides (a broadcast operand has no say). NumPy's
+ufuncs also keep their operands' layout, but where two operands disagree NumPy falls back to C order, so
+``channels_last + contiguous`` came out contiguous where torch keeps channels_last (and ``contiguous +
+channels_last`` contiguous, as in torch). The kernels call :func:`first_wins` on 4-d and 5-d results only
+(the ranks of the channels-last formats; a rank test is all the common case pays). Values never change.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["first_wins"]
+
+
+def first_wins(r, x):
+    """``r`` (a fresh ufunc result whose first operand was ``x``) laid out in ``x``'s stride order when
+    ``x`` has the result's shape and NumPy chose C order against it; else ``r`` itself."""
+    if type(x) is not np.ndarray or type(r) is not np.ndarray or x.shape != r.shape \
+            or x.flags.c_contiguous or not r.flags.c_contiguous:
+        return r
+    st = x.strides
+    shape = r.shape
+    dims = [d for d in range(r.ndim) if shape[d] != 1]
+    if any(st[d] <= 0 for d in dims):
+        return r
+    order = _order(shape, st)
+    if order == list(range(r.ndim)):
+        return r
+    back = [order.index(d) for d in range(r.ndim)]
+    out = np.empty([shape[d] for d in order], r.dtype).transpose(back)
+    np.copyto(out, r)
+    return out
+
+
+def _order(shape, st):
+    """The dims from slowest to fastest varying in a layout with strides ``st``; a size-1 dim stays
+    just before the dim that follows it in C order (its stride says nothing)."""
+    big = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: -st[d])
+    ones = [d for d in range(len(shape)) if shape[d] == 1]
+    order = list(big)
+    for d in ones:
+        nxt = next((i for i, e in enumerate(order) if e > d), len(order))
+        order.insert(nxt, d)
+    return order
+
+
+def result_strides(shape, operands):
+    """torch's strides (in elements) for a new elementwise result of ``shape`` whose operands have the
+    ``(shape, strides)`` pairs ``operands`` (in elements, in argument order): the dims sorted from fastest
+    to slowest by the operands' strides, the first operand that tells two dims apart deciding, a
+    broadcast dim (stride 0) giving no say, equal strides sending the smaller dim inwards."""
+    nd = len(shape)
+    views = []
+    for osh, ost in operands:
+        lead = nd - len(osh)
+        if lead < 0:
+            continue
+        st = [0] * lead + [0 if (n == 1 and shape[lead + i] != 1) else s
+                           for i, (n, s) in enumerate(zip(osh, ost))]
+        views.append(st)
+
+    def should_swap(d0, d1):
+        for st in views:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(nd - 1, -1, -1))          # fastest first
+    for i in range(1, nd):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    strides = [0] * nd
+    acc = 1
+    for d in perm:
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(strides)

@@ -56,6 +56,8 @@ from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: spawn,
 from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from .special import mvlgamma, gammainc as igamma, gammaincc as igammac  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
+from .amp import fp32_ops as _fp32_ops  # noqa: E402
+_fp32_ops.install()     # (torch's CPU autocast fp32 list: prod, trace, linalg, fft, ...)
 from ._settings import *  # noqa: E402,F401,F403
 from . import _threads  # noqa: E402
 _threads.apply_default()

@@ -17,10 +17,11 @@ from .ops.stats import linalg_vander as vander  # noqa: F401
 from .ops.linalg_lu import lu_factor, lu_factor_ex, lu, lu_solve  # noqa: F401
 from .ops.linalg_householder import householder_product  # noqa: F401
 from .ops.linalg_eig import eig, eigvals  # noqa: F401
+from .ops.linalg_tensor import tensorinv, tensorsolve  # noqa: F401
 
 __all__ = [
     "LinAlgError", "matmul", "vecdot", "multi_dot", "matrix_power", "inv", "inv_ex", "solve", "solve_ex",
     "solve_triangular", "det", "slogdet", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals",
     "pinv", "lstsq", "matrix_rank", "cond", "norm", "vector_norm", "matrix_norm", "cross", "diagonal", "matrix_exp", "vander",
-    "lu_factor", "lu_factor_ex", "lu", "lu_solve", "householder_product", "eig", "eigvals",
+    "lu_factor", "lu_factor_ex", "lu", "lu_solve", "householder_product", "eig", "eigvals", "tensorinv", "tensorsolve",
 ]

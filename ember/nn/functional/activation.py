@@ -26,6 +26,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops.binary import _no_derivative
+from ...amp.state import AUTOCAST as _AUTOCAST
 from ..._native import eager_kernels as _native
 from ._channels_last import keep as _keep_cl
 from ._normal_cdf import _ERFC_P, gelu_exact as _gelu_exact, gelu_exact_d1 as _gelu_exact_d1  # noqa: F401 (_ERFC_P: the compiler's)
@@ -286,6 +287,9 @@ def leaky_relu_(input, negative_slope: float = 0.01):
 
 def prelu(input, weight):
     """Leaky ReLU with a learned slope: a scalar, or one slope per channel (dim 1)."""
+    if _AUTOCAST[0] is not None:            # (on torch's CPU autocast lower-precision list)
+        from ...amp.state import cast_args
+        input, weight = cast_args(input, weight)
     _need_float(_check_tensor(input, "prelu"), "prelu_cpu", "prelu")
     if not isinstance(weight, Tensor):
         raise TypeError(f"prelu(): argument 'weight' (position 2) must be Tensor, not {type(weight).__name__}")

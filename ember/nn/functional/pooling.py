@@ -369,11 +369,13 @@ def _adaptive_max(input, output_size, nsp, op):
     return _named(back(cl(_with_grad(x, v, i, unique))), nsp, "AdaptiveMaxPool"), back(cl(i))
 
 
+@autocast_fp32
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     """Adaptive 3-d max pooling returning (values, indices)."""
     return _adaptive_max(input, output_size, 3, "adaptive_max_pool3d")
 
 
+@autocast_fp32
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """3-d max pooling to a fixed output size (``None`` keeps that input size)."""
     v, i = _adaptive_max(input, output_size, 3, "adaptive_max_pool3d")

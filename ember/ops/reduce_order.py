@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from ..autograd.grad_mode import no_grad
+from ._std_sort import torch_mode_indices
 from ..autograd.node import _version_error
 from .registry import register, apply, attach, FUNCTIONS, node_class, rename, dtype_name
 from ._util import wrap_dim, int_arg
@@ -223,7 +224,10 @@ def _mode_kernel(x, axis, keepdims):
     start = np.maximum.accumulate(np.where(new_run, pos, 0), axis=axis)
     best = np.argmax(pos - start + 1, axis=axis, keepdims=True)   # end of the first longest run
     # the stable sort keeps equal values in index order, so a run's end is the value's last index
-    return _gathered(x, take_along(order, best, axis).astype(np.int64), axis, keepdims)
+    ind = take_along(order, best, axis).astype(np.int64)
+    if n > 16 or (x.dtype.kind == "f" and np.isnan(x).any()):
+        ind = torch_mode_indices(x, axis, ind)      # (torch's std::sort order: NaNs, ties in long slices)
+    return _gathered(x, ind, axis, keepdims)
 
 
 def _cum_kernel(largest):

@@ -115,3 +115,25 @@ def test_csc_bad_input_matches_torch():
                 lib.sparse_csc_tensor(*[lib.tensor(a) for a in args[:3]], *args[3:], check_invariants=True).to_dense()
     with pytest.raises(RuntimeError, match="dense_dim"):
         ember.tensor(DENSE).to_sparse_csc(dense_dim=1)
+
+
+def test_csc_save_load_across_libraries():
+    import io
+    for weights_only in (True, False):
+        buf = io.BytesIO()
+        ember.save({"a": ember.tensor(DENSE).to_sparse_csc(), "w": ember.ones(2)}, buf)
+        buf.seek(0)
+        t = torch.load(buf, weights_only=weights_only)["a"]
+        assert t.layout == torch.sparse_csc
+        np.testing.assert_array_equal(t.to_dense().numpy(), DENSE)
+        buf = io.BytesIO()
+        torch.save({"a": torch.tensor(DENSE).to_sparse_csc()}, buf)
+        buf.seek(0)
+        e = ember.load(buf, weights_only=weights_only)["a"]
+        assert e.layout == ember.sparse_csc
+        np.testing.assert_array_equal(e.ccol_indices().numpy(), [0, 1, 2, 4, 5])
+        np.testing.assert_array_equal(_np(e.to_dense()), DENSE)
+        buf = io.BytesIO()
+        ember.save(e, buf)
+        buf.seek(0)
+        np.testing.assert_array_equal(_np(ember.load(buf).to_dense()), DENSE)

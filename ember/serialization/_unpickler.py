@@ -95,9 +95,9 @@ def _sparse_rebuild():
 def _get_layout(name):
     """torch.serialization._get_layout: the layout object a checkpoint names ("torch.sparse_coo")."""
     from .._layout import layout
-    if name not in ("torch.strided", "torch.sparse_coo", "torch.sparse_csr"):
+    if name not in ("torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc"):
         raise pickle.UnpicklingError(f"the checkpoint uses layout {name}; ember has torch.strided, "
-                                     "torch.sparse_coo and torch.sparse_csr")
+                                     "torch.sparse_coo, torch.sparse_csr and torch.sparse_csc")
     return layout(name[6:])
 
 
@@ -109,7 +109,7 @@ _LAZY_ALLOWED = {"torch.nn.parameter.Parameter": _parameter_class, "torch.nn.Par
                  "torch._utils._rebuild_sparse_tensor": _sparse_rebuild,
                  "torch.serialization._get_layout": lambda: _get_layout,
                  "torch.sparse_coo": _layout_of("sparse_coo"), "torch.strided": _layout_of("strided"),
-                 "torch.sparse_csr": _layout_of("sparse_csr")}
+                 "torch.sparse_csr": _layout_of("sparse_csr"), "torch.sparse_csc": _layout_of("sparse_csc")}
 
 
 def _lookup_default(full: str):

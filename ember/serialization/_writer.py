@@ -174,7 +174,7 @@ class _SaveContext:
         return self._new_entry(dt, clo, chi, c), 0, cstr
 
     def reduce_tensor(self, t: Tensor):
-        if t.is_sparse or t.is_sparse_csr:
+        if t.is_sparse or t.is_sparse_csr or t.layout == "sparse_csc":
             return _reduce_sparse(t)
         entry, offset, stride = self.storage_for(t)
         size = tuple(t._data.shape)
@@ -224,6 +224,10 @@ def _reduce_sparse(t):
     if t.is_sparse_csr:         # CSR: (crow_indices, col_indices, values, size)
         lay = _TensorRebuild((_g("torch.serialization", "_get_layout"), ("torch.sparse_csr",)))
         parts = (t.crow_indices(), t.col_indices(), _wrap(d.values, t._dtype), Size(d.shape))
+        return (_g("torch._utils", "_rebuild_sparse_tensor"), (lay, parts))
+    if t.layout == "sparse_csc":  # CSC: (ccol_indices, row_indices, values, size)
+        lay = _TensorRebuild((_g("torch.serialization", "_get_layout"), ("torch.sparse_csc",)))
+        parts = (t.ccol_indices(), t.row_indices(), _wrap(d.values, t._dtype), Size(d.shape))
         return (_g("torch._utils", "_rebuild_sparse_tensor"), (lay, parts))
     lay = _TensorRebuild((_g("torch.serialization", "_get_layout"), ("torch.sparse_coo",)))
     parts = (t._indices(), _wrap(d.values, t._dtype), Size(d.shape), d.coalesced)

@@ -6,8 +6,8 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 ``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``: the pairs torch registers among these
 families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
-``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial and NegativeBinomial. Not yet here: LowRankMultivariateNormal, VonMises,
-Wishart, LKJCholesky and the other rarer families.
+``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial, NegativeBinomial,
+LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -21,6 +21,10 @@ from .uniform import Uniform  # noqa: F401
 from .exponential import Exponential  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
+from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: F401
+from .von_mises import VonMises  # noqa: F401
+from .wishart import Wishart  # noqa: F401
+from .lkj_cholesky import LKJCholesky  # noqa: F401
 from .gamma import Gamma  # noqa: F401
 from .chi2 import Chi2  # noqa: F401
 from .dirichlet import Dirichlet  # noqa: F401
@@ -59,4 +63,5 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "PowerTransform", "AbsTransform", "identity_transform", "kl_divergence", "register_kl", "constraints",
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
            "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
-           "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to"]
+           "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to", "LowRankMultivariateNormal",
+           "VonMises", "Wishart", "LKJCholesky"]

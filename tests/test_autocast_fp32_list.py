@@ -76,3 +76,16 @@ def test_tensorinv_and_tensorsolve_match_torch():
 ])
 def test_tensor_linalg_errors_match_torch(call):
     same_error(call)
+
+
+def test_fractional_max_pool_runs_in_float32_under_autocast():
+    x = np.random.default_rng(2).normal(size=(1, 2, 8, 8)).astype(np.float32)
+    s = np.full((1, 2, 2), 0.4, np.float32)
+
+    def fn(L):
+        with L.autocast("cpu", dtype=L.bfloat16):
+            return L.nn.functional.fractional_max_pool2d(L.tensor(x).bfloat16(), 2, output_size=4,
+                                                         _random_samples=L.tensor(s).bfloat16())
+    t, e = fn(torch), fn(ember)
+    assert t.dtype == torch.float32 and e.dtype == ember.float32
+    np.testing.assert_allclose(e.numpy(), t.numpy())

@@ -2,7 +2,7 @@
 from ..._reexport import reexport
 
 _FAMILIES = ["activation", "activation_softmax", "loss", "conv", "pooling", "normalization", "dropout", "sparse", "attention",
-             "vision", "distance"]
+             "vision", "distance", "fractional_pool"]
 
 reexport(globals(), __name__, _FAMILIES)
 

@@ -10,7 +10,9 @@
 * ``vmap(f, in_dims, out_dims)`` maps ``f`` over a batch dimension by calling it once per slice and
   stacking the results: the values torch's batching rules give, for functions without side effects,
   at a loop's speed. Random ops inside draw independently per slice (torch's ``randomness="different"``);
-* ``stack_module_state(models)`` stacks the parameters and buffers of identical models.
+* ``stack_module_state(models)`` stacks the parameters and buffers of identical models;
+* ``functionalize(f)`` runs ``f`` as torch's eager functionalization does (outputs never alias inputs) and
+  ``linearize(f, *primals)`` returns ``f(primals)`` and a function computing JVPs at ``primals``.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from .tensor import Tensor
 from .autograd.grad_mode import enable_grad, is_grad_enabled
 
 __all__ = ["functional_call", "stack_module_state", "grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian",
-           "jvp", "vmap"]
+           "jvp", "vmap", "functionalize", "linearize"]
 
 
 # ---- a minimal pytree (tuples, lists, dicts of tensors) ----------------------------------------------------
@@ -435,3 +437,58 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             stacked.append(stack(items, dim=d if d >= 0 else d + items[0].dim() + 1))
         return _unflatten(stacked, spec)
     return wrapper
+
+
+# ---- functionalize / linearize -----------------------------------------------------------------------------
+
+_REMOVE_HELP = ("received invalid argument for remove={}. Valid options are:\n     remove='mutations': all inplace "
+                "and out= operators will be removed from the program, and replaced with their out-of-place "
+                "equivalents.\n     remove='mutations_and_views': In addition to the above, all aliasing operators "
+                "{{view}} will be replaced with their non-aliasing counterparts, {{view}}_copy.\n")
+
+
+def functionalize(func, *, remove: str = "mutations"):
+    """``func`` as torch's functionalization runs it eagerly: the same values, mutations of the inputs
+    still land in the inputs, and no output aliases an input (an output that would is a copy). ember
+    runs ``func`` itself (there is no graph to rewrite eagerly), then unaliases the outputs."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError("functionalize(f, remove='mutations'): " + _REMOVE_HELP.format(remove))
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        import numpy as np
+        inputs = [t for t in _flatten((args, kwargs))[0] if isinstance(t, Tensor)]
+        out = func(*args, **kwargs)
+        leaves, spec = _flatten(out)
+
+        def unalias(t):
+            if not isinstance(t, Tensor) or type(t._data) is not np.ndarray:
+                return t
+            if any(type(i._data) is np.ndarray and np.may_share_memory(t._data, i._data) for i in inputs):
+                return t.clone()
+            return t
+        return _unflatten([unalias(t) for t in leaves], spec)
+    return wrapper
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the Jacobian-vector product of ``func`` at
+    ``primals`` (computed by ``jvp`` on each call; ember has no forward-mode graph to keep)."""
+    out = func(*primals)
+    leaves = _flatten(primals)[0]
+
+    def jvp_fn(*tangents):
+        tl = _flatten(tangents)[0]
+        if len(tl) != len(leaves):
+            raise RuntimeError(f"Expected the tangents to have the same structure as the primals: {len(leaves)} "
+                               f"primal(s), {len(tl)} tangent(s)")
+        for k, (p, t) in enumerate(zip(leaves, tl)):
+            if tuple(t.shape) != tuple(p.shape):
+                raise RuntimeError(f"tangent:{k} with shape {t.shape} in flattened pytree doesn't match the shape "
+                                   f"{p.shape} of the corresponding primal.")
+            if t.dtype != p.dtype:
+                raise RuntimeError(f"tangent:{k} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
+                                   f"{p.dtype} of the corresponding primal.")
+        return jvp(func, tuple(primals), tuple(tangents))[1]
+    detached = _unflatten([t.detach() if isinstance(t, Tensor) else t for t in _flatten(out)[0]], _flatten(out)[1])
+    return detached, jvp_fn

@@ -52,6 +52,7 @@ _complex_conventions()      # again for the ops ember.nn registers (linear, conv
 from .serialization import save, load, serialize, deserialize  # noqa
 from . import amp, cuda, cpu, accelerator, backends, utils  # noqa: E402,F401
 from . import distributions, func, special, jit, distributed  # noqa: E402,F401
+from . import signal  # noqa: E402,F401  (torch.signal.windows)
 from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: spawn, Queue, ...)
 from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from .special import mvlgamma, gammainc as igamma, gammaincc as igammac  # noqa: E402,F401

@@ -156,3 +156,19 @@ def test_roundtrips_and_grad_nodes():
     assert ember.fft.rfft(x).grad_fn.name() == torch.fft.rfft(torch.ones(2, requires_grad=True)).grad_fn.name()
     assert ember.fft.fft(x.to(ember.complex128)).grad_fn.name() == "FftC2CBackward0"
     assert ember.fft.irfft(x).grad_fn.name() == "FftC2RBackward0"
+
+
+def test_hfftn_family_matches_torch():
+    # hfft2/hfftn: FFT of a Hermitian signal from its half; ihfft2/ihfftn: their inverses (ember.fft)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3, 6, 5))
+    c = x + 1j * rng.normal(size=(3, 6, 5))
+    calls = [lambda L: L.fft.hfft2(L.tensor(c)), lambda L: L.fft.hfftn(L.tensor(c), s=(4, 8), norm="ortho"),
+             lambda L: L.fft.hfftn(L.tensor(c)), lambda L: L.fft.ihfft2(L.tensor(x)),
+             lambda L: L.fft.ihfftn(L.tensor(x), dim=(0, 2), norm="forward"),
+             lambda L: L.fft.ihfftn(L.tensor(x), s=(4, 4)),
+             lambda L: L.fft.hfft2(L.fft.ihfft2(L.tensor(x)), s=(6, 5)), lambda L: L.fft.hfft2(L.tensor(x))]
+    for call in calls:
+        t, e = call(torch), call(ember)
+        assert str(e.dtype)[6:] == str(t.dtype)[6:] and tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-9, atol=1e-9)

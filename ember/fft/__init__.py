@@ -18,7 +18,8 @@ from ..ops.registry import dtype_name
 from ._ops import c2c, r2c, c2r
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
-           "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "irfftn", "hfft", "ihfft", "hfft2", "hfftn", "ihfft2", "ihfftn", "fftfreq", "rfftfreq", "fftshift",
+           "ifftshift"]
 
 # scaling mode for torch's norm string, by direction (forward transform?)
 _SCALE = {(None, True): "none", ("backward", True): "none", ("ortho", True): "sqrt", ("forward", True): "n",
@@ -232,6 +233,28 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):  # noqa: A002
     """The FFT of a Hermitian-symmetric signal given by its one-sided half: a real result of length ``n``."""
     dims, sizes = _one_dim(_tensor(input, "hfft"), n, dim)
     return _out(_c2r_public(input, dims, sizes, norm, "hfft", forward=True, conj=True), out)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):  # noqa: A002
+    _dims_tuple(dim, "hfft2")
+    return hfftn(input, s, dim, norm, out=out)
+
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):  # noqa: A002
+    """The N-D FFT of a Hermitian-symmetric signal given by its one-sided half along the last dim."""
+    dims, sizes = _many_dims(_tensor(input, "hfftn"), s, dim, True)
+    return _out(_c2r_public(input, dims, sizes, norm, "hfftn", forward=True, conj=True), out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):  # noqa: A002
+    _dims_tuple(dim, "ihfft2")
+    return ihfftn(input, s, dim, norm, out=out)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):  # noqa: A002
+    """The inverse of ``hfftn``: the one-sided N-D inverse FFT of a real signal."""
+    dims, sizes = _many_dims(_tensor(input, "ihfftn"), s, dim, True)
+    return _out(_r2c_public(input, dims, sizes, norm, "ihfftn", forward=False).conj(), out)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------

@@ -336,3 +336,19 @@ def test_deepcopy_and_pickle_of_parametrized_and_hooked_modules():
     h2 = pickle.loads(pickle.dumps(h))
     assert ember.equal(h2(ember.ones(1, 2)), h(ember.ones(1, 2)))
 
+
+
+def test_consume_prefix_in_state_dict_matches_torch():
+    from collections import OrderedDict
+
+    def fn(L):
+        from importlib import import_module
+        utils = import_module(L.__name__ + ".nn.modules.utils")
+        sd = OrderedDict([("module.a", 1), ("module.b.c", 2), ("x", 3)])
+        sd._metadata = {"": {"v": 1}, "module": {"v": 2}, "module.b": {"v": 3}}
+        utils.consume_prefix_in_state_dict_if_present(sd, "module.")
+        m = L.nn.Linear(2, 2)
+        wrapped = OrderedDict(("module." + k, v) for k, v in m.state_dict().items())
+        utils.consume_prefix_in_state_dict_if_present(wrapped, "module.")
+        return list(sd.items()), sd._metadata, str(m.load_state_dict(wrapped))
+    assert fn(torch) == fn(ember)

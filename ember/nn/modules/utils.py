@@ -33,3 +33,17 @@ def _weight_and_bias(module, weight_shape, bias: bool, bias_size: int, device, d
     from ...ops.creation import empty
     module.weight = Parameter(empty(weight_shape, dtype=dtype, device=device))
     module.register_parameter("bias", Parameter(empty(bias_size, dtype=dtype, device=device)) if bias else None)
+
+
+def consume_prefix_in_state_dict_if_present(state_dict, prefix: str) -> None:
+    """Strip ``prefix`` (``"module."`` of a DataParallel/DDP checkpoint) from the keys of ``state_dict`` in
+    place, and from its ``_metadata`` keys. A renamed entry moves to the end of the dict, as in torch."""
+    for key in list(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    meta = getattr(state_dict, "_metadata", None)
+    if meta is not None:
+        bare = prefix.replace(".", "")
+        for key in list(meta.keys()):
+            if key and (key == bare or key.startswith(prefix)):
+                meta[key[len(prefix):]] = meta.pop(key)

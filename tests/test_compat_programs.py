@@ -55,6 +55,8 @@ SPECS = {
     "mingpt": (10, 1e-3, {"lrs": "close", "acc": "equal", "generated": "equal"}),
     "vae": (10, 1e-3, {"klds": "close", "recon_err": "close"}),
     "llama_block": (10, 1e-3, {"lrs": "close", "generated": "equal", "ema_norm": "close"}),
+    "hf_gpt2": (10, 1e-3, {"lrs": "close", "generated": "equal", "cached_same": "equal", "reload_same": "equal",
+                           "missing": "equal", "buffers": "equal"}),
     "audio_spectrogram": (10, 5e-3, {"acc": "close", "channels_last": "equal", "amp_dtypes": "equal"}),
     "gan_2d": (10, 1e-3, {"g_losses": "close", "radius": "close"}),
     "seq2seq_transformer": (10, 1e-3, {"decoded": "equal"}),
@@ -212,7 +214,7 @@ RANDOM_RUNS = {"digits_cnn": ({}, 0.9), "char_lstm": ({}, 0.9), "mingpt": ({}, 0
                "style_superres": ({}, 0.95), "mixup_classifier": ({}, 0.95), "flows_mdn": ({}, 0.97),
                "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9),
                "meta_materialize": ({}, 0.9), "orthogonal_rnn": ({}, 0.9), "glow_lu_flow": ({}, 0.9),
-               "vi_gamma": ({}, 0.9), "gcn_csr": ({}, 0.9), "llama_block": ({}, 0.9),
+               "vi_gamma": ({}, 0.9), "gcn_csr": ({}, 0.9), "llama_block": ({}, 0.9), "hf_gpt2": ({}, 0.9),
                "audio_spectrogram": ({}, 0.95)}
 
 

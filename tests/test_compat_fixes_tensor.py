@@ -301,3 +301,17 @@ def test_jit_entry_points_run_eagerly():
     assert not isinstance(lin, ember.jit.ScriptModule)
     with pytest.raises(NotImplementedError, match="state_dict"):
         ember.jit.save(lin, io.BytesIO())
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.tensor([[1, 2], [3]]),
+    lambda L: L.tensor([[[1, 2], [3, 4]], [[1, 2], [3]]]),
+    lambda L: L.tensor([[1, 2], [3, 4], [5, 6, 7]]),
+    lambda L: L.ones(3, 2).expand(4, 3),
+    lambda L: L.ones(3, 2).expand(-1, 4, -1),
+    lambda L: L.arange(0, 5, -1),
+    lambda L: setattr(L.nn.Linear(2, 2), "weight", L.ones(2, 2)),
+    lambda L: setattr(L.nn.Sequential(L.nn.ReLU()), "0", L.ones(2, dtype=L.float64)),
+])
+def test_common_mistakes_raise_torchs_errors(call):
+    same_error(call)

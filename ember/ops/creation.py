@@ -105,7 +105,31 @@ def _to_array(data, dtype):
             _check_int_leaves(data, dtype)
             if isinstance(e, OverflowError):      # negative ints wrapping into uint8, as torch lets them
                 return np.array(data, dtype=np.int64).astype(dtype.np)
-        raise ValueError(f"expected sequence of equal-length lists to build a tensor: {e}") from None
+        msg = _ragged_message(data)
+        raise ValueError(msg or f"expected sequence of equal-length lists to build a tensor: {e}") from None
+
+
+def _ragged_message(data):
+    """torch's message for nested sequences of unequal lengths: the first sequence (depth first) whose
+    length differs from the length the first elements gave its depth."""
+    shape, d = [], data
+    while isinstance(d, (list, tuple)):
+        shape.append(len(d))
+        if not d:
+            break
+        d = d[0]
+
+    def walk(seq, dim):
+        if dim >= len(shape) or not isinstance(seq, (list, tuple)):
+            return None
+        if len(seq) != shape[dim]:
+            return f"expected sequence of length {shape[dim]} at dim {dim} (got {len(seq)})"
+        for item in seq:
+            m = walk(item, dim + 1)
+            if m:
+                return m
+        return None
+    return walk(data, 0)
 
 
 def _check_int_leaves(data, dtype):
@@ -322,7 +346,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
         if step == 0:
             raise RuntimeError("step must be nonzero")
         if (end - start) * step < 0:
-            raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+            raise RuntimeError("upper bound and lower bound inconsistent with step sign")
         n = builtins.max(0, -((start - end) // step))
         r = _finish(_alloc((n,), np.int64, np.arange, start, start + n * step, step, np.int64), _dt.int64,
                     requires_grad, device)
@@ -349,7 +373,7 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     if not (math.isfinite(start) and math.isfinite(end)):
         raise RuntimeError(f"unsupported range: {_num(start)} -> {_num(end)}")
     if (end - start) * step < 0 and end != start:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in vals) else _dt.int64
     if all(isinstance(v, int) for v in vals):

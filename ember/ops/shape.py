@@ -341,15 +341,16 @@ def expand(self, *sizes, size=None):
     if nd < len(shp):
         raise RuntimeError(f"expand({self._type_str()}{{{fmt_shape(shp)}}}, size={fmt_shape(sizes)}): the number of sizes provided ({nd}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
     pad = (1,) * (nd - len(shp)) + shp
-    out = []
-    for i, (want, have) in enumerate(zip(sizes, pad)):
+    out = [0] * nd
+    for i in range(nd - 1, -1, -1):         # (torch checks from the last dim)
+        want, have = sizes[i], pad[i]
         if want == -1:
             if i < nd - len(shp):
                 raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}")
             want = have
         elif have != 1 and want != have:
             raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at non-singleton dimension {i}.  Target sizes: {fmt_shape(sizes)}.  Tensor sizes: {fmt_shape(shp)}")
-        out.append(want)
+        out[i] = want
     out = tuple(out)
     if out == shp:
         return rename(apply_view(VIEW, (self,), {"shape": shp}), _EXPAND)

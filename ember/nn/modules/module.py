@@ -145,7 +145,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
                                 "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
@@ -160,7 +160,7 @@ class Module:
                 modules[name] = value
             elif modules is not None and name in modules:
                 if value is not None:
-                    raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                     "(torch.nn.Module or None expected)")
                 modules[name] = value
             else:
@@ -789,3 +789,9 @@ def register_module_forward_pre_hook(hook):
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     return _register(_global_forward_hooks, hook, False, None)
+
+
+def _typename(value) -> str:
+    """torch.typename: a tensor's type string (``ember.FloatTensor``), else the class name."""
+    from ...tensor import Tensor
+    return value.type() if isinstance(value, Tensor) else type(value).__name__

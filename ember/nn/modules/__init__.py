@@ -6,6 +6,6 @@ from .container import Sequential, ModuleList, ModuleDict, ParameterList, Parame
 
 _FAMILIES = ["linear", "activation", "loss", "conv", "pooling", "normalization", "batchnorm", "instancenorm",
              "dropout", "sparse", "rnn", "transformer", "padding", "flatten", "upsampling", "distance", "pixelshuffle",
-             "channelshuffle", "fold", "parallel", "lazy", "adaptive", "fractional_pool"]
+             "channelshuffle", "fold", "parallel", "lazy", "adaptive"]
 
 reexport(globals(), __name__, _FAMILIES)

@@ -1,4 +1,5 @@
-"""Pooling layers: max / average / adaptive / power-average pooling (1-d, 2-d, 3-d) and max unpooling."""
+"""Pooling layers: max / average / adaptive / power-average pooling (1-d, 2-d, 3-d), max unpooling and
+fractional max pooling."""
 from __future__ import annotations
 
 from .module import Module
@@ -7,7 +8,8 @@ from .utils import _single, _pair, _triple
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -238,3 +240,42 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
     _ntuple = staticmethod(_triple)
     _fn = staticmethod(F.max_unpool3d)
+
+
+# ---- fractional max pooling (the functions: ember.nn.functional.fractional_pool) ------------------------
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None) -> None:
+        super().__init__()
+        nd = self._nd
+        self.kernel_size = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * nd
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = (output_size if output_size is None or isinstance(output_size, (tuple, list))
+                            else (output_size,) * nd)
+        self.output_ratio = (output_ratio if output_ratio is None or isinstance(output_ratio, (tuple, list))
+                             else (output_ratio,) * nd)
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        fn = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                  _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-d fractional max pooling (windows at random fractional strides)."""
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-d fractional max pooling (windows at random fractional strides)."""
+    _nd = 3

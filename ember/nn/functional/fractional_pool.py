@@ -111,29 +111,20 @@ def _fractional(input, kernel_size, output_size, output_ratio, return_indices, s
     return (values, ind) if return_indices else values
 
 
-@autocast_fp32      # (on torch's CPU autocast fp32 list)
-def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
-                                       return_indices=False, _random_samples=None):
-    """``fractional_max_pool2d`` returning (values, indices)."""
-    return _fractional(input, kernel_size, output_size, output_ratio, True, _random_samples, 2)
+def _public(nd: int, always_indices: bool):
+    """torch's ``fractional_max_pool{nd}d`` (``always_indices``: its ``_with_indices`` form), float32
+    under CPU autocast (it is on torch's fp32 list)."""
+    @autocast_fp32
+    def fn(input, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        return _fractional(input, kernel_size, output_size, output_ratio, always_indices or return_indices,
+                           _random_samples, nd)
+    fn.__name__ = fn.__qualname__ = f"fractional_max_pool{nd}d" + ("_with_indices" if always_indices else "")
+    fn.__doc__ = (f"{nd}-d fractional max pooling to ``output_size`` (or ``output_ratio`` of the input size)"
+                  + (", returning (values, indices)." if always_indices else "."))
+    return fn
 
 
-@autocast_fp32      # (on torch's CPU autocast fp32 list)
-def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-                          _random_samples=None):
-    """2-d fractional max pooling to ``output_size`` (or ``output_ratio`` of the input size)."""
-    return _fractional(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2)
-
-
-@autocast_fp32      # (on torch's CPU autocast fp32 list)
-def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
-                                       return_indices=False, _random_samples=None):
-    """``fractional_max_pool3d`` returning (values, indices)."""
-    return _fractional(input, kernel_size, output_size, output_ratio, True, _random_samples, 3)
-
-
-@autocast_fp32      # (on torch's CPU autocast fp32 list)
-def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
-                          _random_samples=None):
-    """3-d fractional max pooling to ``output_size`` (or ``output_ratio`` of the input size)."""
-    return _fractional(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 3)
+fractional_max_pool2d = _public(2, False)
+fractional_max_pool2d_with_indices = _public(2, True)
+fractional_max_pool3d = _public(3, False)
+fractional_max_pool3d_with_indices = _public(3, True)

@@ -163,6 +163,8 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
+_FLOAT_WARNED = [False]     # float() of a tensor that requires grad: warned once, as torch does
+
 class Tensor:
     """A multi-dimensional array with torch's semantics (see the module docstring)."""
 
@@ -554,6 +556,11 @@ class Tensor:
     def __float__(self) -> float:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._rg and not _FLOAT_WARNED[0]:       # (torch warns once per process)
+            _FLOAT_WARNED[0] = True
+            import warnings
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self) -> int:

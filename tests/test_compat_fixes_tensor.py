@@ -315,3 +315,23 @@ def test_jit_entry_points_run_eagerly():
 ])
 def test_common_mistakes_raise_torchs_errors(call):
     same_error(call)
+
+
+def test_float_of_a_tensor_requiring_grad_warns_once_like_torch():
+    import subprocess
+    import sys
+    import warnings
+    code = ("import torch, warnings\nx = torch.tensor(2., requires_grad=True)\n"
+            "with warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
+            "    float(x); float(x * 2); float(x.detach())\nprint(len(w)); print(str(w[0].message).split(' (Triggered')[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n", 1)
+    sys.modules["ember.tensor"]._FLOAT_WARNED[0] = False       # (the module; ember.tensor is the factory)
+    x = ember.tensor(2.0, requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        float(x)
+        float(x * 2)
+        float(x.detach())
+    assert len(w) == int(out[0]) == 1
+    assert str(w[0].message) == out[1].rstrip("\n")
+    assert w[0].category is UserWarning and w[0].filename == __file__

@@ -229,9 +229,11 @@ def first_step_child(lib_name: str, kind: str, batch: int, opt_name: str, thread
     if lib_name == "ember":
         # a tiered build's -O3 library may still be building (tiers.py): when it lands (since the compile
         # call), and steady state measured on it
-        from ..compiler import tiers
+        from ..compiler import background, tiers
+        interpreted = background.STATS["interpreted"]      # of the three steps, run while the graph compiled
         tiers.wait_background()
         tiered = [p.done_at - t0 for p in tiers.background_builds() if p.result is not None]
+        graphs = [p.done_at - t0 for p in tiers.background_builds() if p.kind == "graphs" and p.result is not None]
     cpu_all = _cpu_seconds(resource) - c0          # (with the background build's compilers)
     after = []
     for _ in range(5):
@@ -246,6 +248,8 @@ def first_step_child(lib_name: str, kind: str, batch: int, opt_name: str, thread
         out["disk_misses"] = build.STATS["disk_misses"]
         out["fallbacks"] = counters["fallbacks"]
         out["optimized_at"] = max(tiered) if tiered else None
+        out["interpreted"] = interpreted
+        out["compiled_at"] = max(graphs) if graphs else None
     return out
 
 

@@ -46,6 +46,11 @@ def _training(compiled):
     return f, lambda n: [float(f(m, opt, x, y)) for _ in range(n)]
 
 
+def _files(root):
+    import os
+    return [n for _, _, names in os.walk(root) for n in names]
+
+
 @pytest.fixture
 def low_threshold(monkeypatch):
     from ember.compiler import background
@@ -54,10 +59,13 @@ def low_threshold(monkeypatch):
     monkeypatch.delenv("EMBER_BUILD_TIERS", raising=False)
 
 
+@pytest.mark.parametrize("fork", [True, False], ids=["pipeline forked", "pipeline in the thread"])
 def test_the_interpreter_runs_until_the_library_lands_then_the_compiled_one(cache, tmp_path, monkeypatch,
-                                                                            low_threshold):
-    from ember.compiler import background, native, tiers
+                                                                            low_threshold, fork):
+    from ember.compiler import background, native, plan_cache, tiers
     monkeypatch.setenv("CC", _held_cc(tmp_path))
+    monkeypatch.setattr(background, "FORK", fork)
+    stores = plan_cache.STATS["stores"]
     eager = _training(False)[1](6)
     f, run = _training(True)
     before = dict(background.STATS)
@@ -76,6 +84,9 @@ def test_the_interpreter_runs_until_the_library_lands_then_the_compiled_one(cach
     assert bg.lib is bg.native.lib and bg.kernel_count > 0           # (attributes read through)
     assert bg.switched_at >= bg.landed_at
     np.testing.assert_allclose(got, eager, rtol=1e-5)
+    # the plan is kept (stored by the child, whose counters this process does not see, or here)
+    assert plan_cache.STATS["stores"] - stores == (0 if fork else 1)
+    assert any(n.endswith(".plan") for n in _files(cache))
     # built at -O3 at once: no quick -O1 build of the graph
     log = (tmp_path / "cc.log").read_text().splitlines()
     assert [c for c in log if "ember_step" in c] and not [c for c in log if "ember_step" in c and "-O1" in c]

@@ -20,7 +20,10 @@ Same results: both libraries come from one source with the same flags except ``-
 has no reassociation licence (no ``-ffast-math``, ``-ffp-contract=off`` for graphs), so the optimization
 level does not change what is computed beyond the order the ``omp simd`` reductions already leave open.
 
-Only sources split into several translation units (``units.split``) are tiered: a small program's
+A large graph whose plan is not cached is compiled in the background instead (``background.py``: the
+interpreter runs its calls meanwhile); :func:`start` runs that too, and a build inside a background
+thread is never tiered (nobody waits for it). Only sources split into several translation units
+(``units.split``) are tiered: a small program's
 ``-O3`` build is cheap and one build is less work than two. ``EMBER_BUILD_TIERS=0`` turns tiering off
 (every build is the ``-O3`` one, waited for). The background build runs one compiler fewer than the
 cores (at least one), so the steps it overlaps keep a core. Its thread is not a daemon: a process

@@ -141,3 +141,4 @@ def test_a_failed_background_build_keeps_the_interpreter(cache, tmp_path, monkey
     assert isinstance(bg, background.BackgroundRunner) and bg.ready()
     assert bg.native is None or bg.native.lib is None
     np.testing.assert_allclose(got, eager, rtol=1e-5)
+    assert not [n for n in _files(cache) if n.endswith(".plan")]      # (a plan that did not build is dropped)

@@ -9,11 +9,16 @@ the same captured program op by op on NumPy, with the trace's semantics, from th
 How: :func:`wanted` says when a program is worth it: plan-cache misses only (``plan_cache`` asks after
 looking; a hit has no pipeline to wait for), programs of at least :data:`MIN_NODES` nodes (forward and
 backward; smaller ones keep the synchronous behaviour, their pipeline and build are short), not in
-max-autotune mode or with kernel timing (the runner must be the one tuned or timed). Then a
-:class:`BackgroundRunner` starts one background thread (``tiers.start``: the pending builds that
-``tiers.wait_background`` and ``build.clear_memory_cache`` wait for) which runs the pipeline, makes the
-native runner and builds its library directly at ``-O3`` (no quick tier: the interpreter is the quick
-tier). Until it lands each call runs in the interpreter; the first call after it has landed switches,
+max-autotune mode or with kernel timing (the runner must be the one tuned or timed), and not with
+``EMBER_BUILD_TIERS=0`` (which asks for every first replay to wait for the ``-O3`` build). Then a
+:class:`BackgroundRunner` forks a child process that runs the pipeline (decompose, schedule, render),
+stores the plan in the plan cache and exits (:func:`_fork_pipeline`), and starts one background thread
+(``tiers.start``: the pending builds that ``tiers.wait_background`` and ``build.clear_memory_cache`` wait
+for) which waits for the child without holding the GIL, loads the plan as a warm process does, and
+builds the library directly at ``-O3`` (no quick tier: the interpreter is the quick tier). Where the
+process cannot fork or the plan cannot be cached, the thread runs the pipeline itself. The
+interpreted calls neither wait for nor build ember's fixed libraries (the eager kernels, the GEMM), as
+a trace does (:func:`holding`): NumPy runs those ops meanwhile. Until the library lands each call runs in the interpreter; the first call after it has landed switches,
 at the call boundary, and every later call runs the native runner. A pipeline that declined or failed
 leaves the interpreter in use, as a synchronous compile would.
 
@@ -36,7 +41,7 @@ from .runtime import Interpreter
 
 __all__ = ["MIN_NODES", "STATS", "BackgroundRunner", "enabled", "wanted"]
 
-MIN_NODES = 1500        # the small GPT's training step: ~2000 forward nodes; an MLP step: ~100
+MIN_NODES = 1500        # the small GPT's training step (b16, AdamW): 2025 nodes; the MLP's with Adam: 235
 STATS = {"started": 0, "interpreted": 0, "switched": 0}
 
 
@@ -65,9 +70,10 @@ _SWITCHES_GUARD = threading.Lock()
 
 
 def _short_switches(delta: int) -> None:
-    """While a pipeline runs in the background, the GIL changes hands after SWITCH_INTERVAL instead of
-    CPython's 5 ms: the interpreted steps release it at many NumPy calls, and each time waited up to
-    a whole interval for the pipeline's thread to give it back (measured: ...)."""
+    """While a pipeline runs in a background thread (no fork, or a plan that cannot be cached), the GIL
+    changes hands after SWITCH_INTERVAL instead of CPython's 5 ms: the interpreted steps release it at
+    many NumPy calls, and each time would wait up to a whole interval for the pipeline's thread to give
+    it back. (Not measured apart: the forked pipeline, the usual case, takes no GIL of this process.)"""
     with _SWITCHES_GUARD:
         if _SWITCHES["n"] == 0 and delta > 0:
             _SWITCHES["saved"] = sys.getswitchinterval()
@@ -157,6 +163,30 @@ def _from_child(pid: int, program, key: str, name: str):
     return False, None
 
 
+def _one_blas_thread():
+    """NumPy's BLAS limited to one thread (a threadpoolctl limiter to restore), or None: the interpreted
+    calls' products run beside the background compilers, and BLAS threads that synchronize by spinning
+    on a shared core cost more than they give (issue 16 item 1)."""
+    if os.environ.get("EMBER_BACKGROUND_BLAS_ONE", "1") == "0":
+        return None
+    try:
+        import threadpoolctl
+        return threadpoolctl.threadpool_limits(limits=1, user_api="blas")
+    except Exception:
+        return None
+
+
+def _forget_plan(key: str, name: str) -> None:
+    """Remove the plan the child stored: its C did not build (plan_cache keeps only plans that built)."""
+    from . import plan_cache
+    d = plan_cache._plans_dir()
+    if d is not None:
+        try:
+            os.unlink(plan_cache._path(d, key, name))
+        except OSError:
+            pass
+
+
 class BackgroundRunner:
     """``runner(arg_tensors, grad_enabled)``, the NativeRunner contract: the interpreter until ``make()``
     (run in a background thread: a NativeRunner or None) and its library build have landed, then it."""
@@ -185,8 +215,8 @@ class BackgroundRunner:
                 runner = make()
             finally:
                 _short_switches(-1)
-        if runner is not None:
-            runner.build()               # (False: it failed, was logged and warned; the runner interprets)
+        if runner is not None and not runner.build() and planned:
+            _forget_plan(key, self.name)  # (the build failed, was logged and warned; the runner interprets)
         self.landed_at = time.perf_counter()
         return runner
 
@@ -217,10 +247,13 @@ class BackgroundRunner:
             self.interpreted += 1
             STATS["interpreted"] += 1
             was, _HOLD.on = holding(), True
+            limit = _one_blas_thread()
             try:
                 return self._interp(arg_tensors, grad_enabled)
             finally:
                 _HOLD.on = was
+                if limit is not None:
+                    limit.restore_original_limits()
         native = self.native if p is None else self._land()
         if native is None:
             return self._interp(arg_tensors, grad_enabled)

@@ -35,6 +35,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 from . import logs, tiers
 from .runtime import Interpreter
@@ -107,8 +108,8 @@ def _fork_pipeline(program, key: str, name: str):
     other threads, such as the GEMM library's background build, hold nothing the pipeline takes), the
     child runs Python only, no OpenMP region, and leaves with ``os._exit`` (no atexit handler, no
     buffered output of the parent written twice)."""
-    if not FORK or not hasattr(os, "fork"):
-        return None
+    if not FORK or not hasattr(os, "fork") or "mpi4py.MPI" in sys.modules:
+        return None         # (MPI: Open MPI does not support fork() in a rank; the thread runs it)
     from . import blas as _blas, native, plan_cache
     from .autotune import learned_defaults
     from .render_c import Options
@@ -119,7 +120,9 @@ def _fork_pipeline(program, key: str, name: str):
         except Exception:
             pass
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():      # (Python 3.12 warns of fork() in a process with threads)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
     except OSError as e:
         logs.log("kernels", f"ember.compile({name}): cannot fork for the pipeline ({e}); it runs in a thread")
         return None
@@ -133,6 +136,9 @@ def _fork_pipeline(program, key: str, name: str):
         code = _DECLINED
     except BaseException:
         code = 2
+        if logs.enabled("kernels"):
+            import traceback
+            logs.log("kernels", f"ember.compile({name}): the forked pipeline failed:\n{traceback.format_exc()}")
     finally:
         os._exit(code)
 

@@ -347,7 +347,7 @@ def test_a_killed_background_build_leaves_no_entry(tmp_path):
             assert cache._check_entry(paths, key) is None, stem
         print("ok", sum(n.startswith("ember_step-") for n in entries))
         """)
-    env = {**os.environ, "EMBER_CACHE_DIR": str(tmp_path / "cache"), "CC": _held_cc(tmp_path, hold_seconds=5),
+    env = {**os.environ, "EMBER_CACHE_DIR": str(tmp_path / "cache"), "CC": _held_cc(tmp_path, hold_seconds=30),
            "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     first = subprocess.run([sys.executable, "-c", code, "kill"], env=env, capture_output=True, text=True,
                            timeout=600)

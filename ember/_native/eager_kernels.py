@@ -102,7 +102,8 @@ def _tracing() -> bool:
     """Whether ``ember.compile`` is tracing: its compiled code does not call these kernels, so a trace
     starts no build of them (its C compilers would compete with the program's own)."""
     from ..compiler.capture import Tracer
-    return Tracer.active is not None
+    from ..compiler.background import holding      # (a compiled function's interpreter, library building)
+    return Tracer.active is not None or holding()
 
 
 def available() -> bool:

@@ -20,10 +20,12 @@ Two measurements, both from identical weights and data in every variant:
    trace serves every step (it makes Adam's state before reading it) and builds its C on the first
    replay, the second step. "cpu" is the CPU time of the three steps, the child compilers included:
    on a busy machine it says what the wall time would be on an idle one (less the parallel builds).
-   A large graph is built tiered (``compiler/tiers.py``): the replays run on a quick ``-O1`` build
-   while the ``-O3`` one builds in the background (its compilers count in "cpu" only if it landed within
-   the three steps); the cache column says when it landed ("-O3 at", seconds since the compile call,
-   cold/libs), and "steady" is timed on it.
+   A large graph not in the plan cache is compiled in the background (``compiler/background.py``): the
+   replays run in the interpreter until its ``-O3`` library lands (``EMBER_BACKGROUND_COMPILE=0``: they
+   wait for a quick ``-O1`` build instead, ``compiler/tiers.py``, while the ``-O3`` one builds in the
+   background). Background compilers count in "cpu" only if they ended within the three steps; the cache
+   column says when the library landed ("-O3 at", seconds since the compile call, cold/libs) and how
+   many of the three steps ran interpreted ("interp."); "steady" is timed on the ``-O3`` library.
 
 torch.compile is guarded: if it raises, or a subprocess exceeds ``TORCH_TIMEOUT`` seconds, the table
 says so and the suite goes on without that variant. The whole suite takes about five minutes on two
@@ -218,27 +220,30 @@ def first_step_child(lib_name: str, kind: str, batch: int, opt_name: str, thread
     fn = step_function(lib, kind)
     _import_compilers(lib_name)
     import resource
-    t0, c0 = time.perf_counter(), _cpu_seconds(resource)
+    t0, c0, m0 = time.perf_counter(), _cpu_seconds(resource), time.thread_time()
     compiled = lib.compile(fn, dynamic=False) if lib_name == "torch" else lib.compile(fn)
     ends, losses = [], []
     for _ in range(3):
         losses.append(float(compiled(model, opt, *data)))
         ends.append(time.perf_counter() - t0)       # since the compile call: capture, codegen, build, run
     cpu = _cpu_seconds(resource) - c0
+    main_cpu = time.thread_time() - m0     # this thread's own CPU (not the compilers it waited for)
     tiered = []
     if lib_name == "ember":
         # a tiered build's -O3 library may still be building (tiers.py): when it lands (since the compile
         # call), and steady state measured on it
-        from ..compiler import tiers
+        from ..compiler import background, tiers
+        interpreted = background.STATS["interpreted"]      # of the three steps, run while the graph compiled
         tiers.wait_background()
         tiered = [p.done_at - t0 for p in tiers.background_builds() if p.result is not None]
+        graphs = [p.done_at - t0 for p in tiers.background_builds() if p.kind == "graphs" and p.result is not None]
     cpu_all = _cpu_seconds(resource) - c0          # (with the background build's compilers)
     after = []
     for _ in range(5):
         t = time.perf_counter()
         compiled(model, opt, *data)
         after.append(time.perf_counter() - t)
-    out = {"first": ends[0], "three": ends[2], "cpu_three": cpu, "cpu_with_background": cpu_all, "steady": statistics.median(after), "losses": losses}
+    out = {"first": ends[0], "three": ends[2], "cpu_three": cpu, "main_cpu_three": main_cpu, "cpu_with_background": cpu_all, "steady": statistics.median(after), "losses": losses}
     if lib_name == "ember":
         from ..compiler import build, counters, plan_cache
         out["plan_hits"] = plan_cache.STATS["hits"]
@@ -246,6 +251,8 @@ def first_step_child(lib_name: str, kind: str, batch: int, opt_name: str, thread
         out["disk_misses"] = build.STATS["disk_misses"]
         out["fallbacks"] = counters["fallbacks"]
         out["optimized_at"] = max(tiered) if tiered else None
+        out["interpreted"] = interpreted
+        out["compiled_at"] = max(graphs) if graphs else None
     return out
 
 
@@ -478,6 +485,8 @@ def report(results, file=None) -> dict:
             if "disk_misses" in cold:
                 at = ", -O3 at " + "/".join(f"{r['optimized_at']:.1f}" if r.get("optimized_at") else "-"
                                             for r in (cold, libs)) + " s" if cold.get("optimized_at") else ""
+                if cold.get("interpreted") or libs.get("interpreted"):
+                    at += ", interp. " + "/".join(str(r.get("interpreted", "-")) for r in (cold, libs))
                 cache = (f"cold: {cold['disk_misses']} built{at}; warm: " +
                          (f"{warm['disk_hits']} loaded, {warm['disk_misses']} built"
                           + (", plan" if warm.get("plan_hits") else "") if "error" not in warm else "-"))

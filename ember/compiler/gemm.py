@@ -167,8 +167,9 @@ def eager_matmul(a: np.ndarray, b: np.ndarray):
     if not _LIB and shared_gemm.building():
         # a first compile's trace does not wait for the library's build (NumPy's BLAS runs it); eager code
         # does, so that an eager product never changes kernels (and bits) partway through a process
+        from .background import holding
         from .capture import Tracer
-        if Tracer.active is not None:
+        if Tracer.active is not None or holding():
             return None
         shared_gemm.wait()
     try:

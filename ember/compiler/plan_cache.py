@@ -517,10 +517,14 @@ def _native_runner(program: Program, mode, name: str):
             native._log_kernels(runner)
             return runner
         STATS["misses"] += 1
-    runner = native.build_runner(program, mode=mode, name=name)
-    if runner is not None and key is not None:
-        _store_when_built(runner, program, key, name)
-    return runner
+
+    def make():
+        runner = native.build_runner(program, mode=mode, name=name)
+        if runner is not None and key is not None:
+            _store_when_built(runner, program, key, name)
+        return runner
+    from . import background        # (a large graph: made and built in the background, background.py)
+    return background.BackgroundRunner(program, name, make, key) if background.wanted(program, mode) else make()
 
 
 def _store_when_built(runner, program, key, name):

@@ -20,7 +20,10 @@ Same results: both libraries come from one source with the same flags except ``-
 has no reassociation licence (no ``-ffast-math``, ``-ffp-contract=off`` for graphs), so the optimization
 level does not change what is computed beyond the order the ``omp simd`` reductions already leave open.
 
-Only sources split into several translation units (``units.split``) are tiered: a small program's
+A large graph whose plan is not cached is compiled in the background instead (``background.py``: the
+interpreter runs its calls meanwhile); :func:`start` runs that too, and a build inside a background
+thread is never tiered (nobody waits for it). Only sources split into several translation units
+(``units.split``) are tiered: a small program's
 ``-O3`` build is cheap and one build is less work than two. ``EMBER_BUILD_TIERS=0`` turns tiering off
 (every build is the ``-O3`` one, waited for). The background build runs one compiler fewer than the
 cores (at least one), so the steps it overlaps keep a core. Its thread is not a daemon: a process
@@ -37,12 +40,16 @@ import time
 from . import build, cache as _cache, compilers as _compilers
 from .logs import log
 
-__all__ = ["QUICK_FLAGS", "STATS", "Pending", "background_builds", "compile_tiered", "enabled", "wait_background"]
+__all__ = ["QUICK_FLAGS", "STATS", "Pending", "background_builds", "compile_tiered", "enabled", "start",
+           "wait_background"]
 
 QUICK_FLAGS = ("-O1",)
-STATS = {"quick": 0, "optimized": 0, "failed": 0}     # quick builds in use; background builds landed/failed
+# quick builds in use; background -O3 builds landed/failed; graphs compiled in the background landed
+# (background.py)
+STATS = {"quick": 0, "optimized": 0, "failed": 0, "graphs": 0}
 _PENDING: list = []          # Pending builds started by this process
 _GUARD = threading.Lock()
+_IN_BACKGROUND = threading.local()     # .active: a Pending's thread (its builds are the final ones)
 
 
 def enabled() -> bool:
@@ -53,8 +60,9 @@ class Pending:
     """The optimized library being built in a background thread: ``ready()``, ``wait(timeout)``,
     ``result`` (a prepared ``build.CompiledLibrary``, or None when the build failed: ``error``)."""
 
-    def __init__(self, name: str, make):
+    def __init__(self, name: str, make, kind: str = "optimized"):
         self.name = name
+        self.kind = kind                       # the STATS entry counting it when it lands
         self.result = None
         self.error = None
         self.seconds = self.done_at = None
@@ -65,15 +73,16 @@ class Pending:
     def _run(self, make):
         t = time.perf_counter()
         _compilers._BACKGROUND.active = True          # one compiler fewer than the cores
+        _IN_BACKGROUND.active = True                  # no quick build in here: nobody waits for it
         _cache._THREAD.root = self._root
         try:
             self.result = make()
-            STATS["optimized"] += 1
+            STATS[self.kind] += 1
         except BaseException as e:               # (the quick library stays in use)
             self.error = e
             STATS["failed"] += 1
-            log("kernels", f"build {self.name}: background -O3 build failed ({type(e).__name__}: {e}); "
-                           "the quick build stays in use")
+            log("kernels", f"build {self.name}: background build failed ({type(e).__name__}: {e}); "
+                           "the quick build (or the interpreter) stays in use")
         finally:
             self.done_at = time.perf_counter()
             self.seconds = self.done_at - t
@@ -96,7 +105,7 @@ def compile_tiered(units, *, name: str, prepare=None, **kw):
         if prepare is not None:
             prepare(lib)
         return lib
-    if isinstance(units, str) or len(units) < 2 or not enabled():
+    if isinstance(units, str) or len(units) < 2 or not enabled() or getattr(_IN_BACKGROUND, "active", False):
         return final()
     lib = build.compile_source(units, name=name, cached_only=True, **kw)
     if lib is None:
@@ -105,16 +114,22 @@ def compile_tiered(units, *, name: str, prepare=None, **kw):
         pending = getattr(quick, "upgrade", None)
         if pending is None or (pending.ready() and pending.result is None):
             STATS["quick"] += 1
-            pending = Pending(name, final)
-            quick.upgrade = pending
-            with _GUARD:
-                _PENDING.append(pending)
             log("kernels", f"build {name}: quick build in use, -O3 building in the background")
-            pending._thread.start()
+            quick.upgrade = pending = start(name, final)
         lib = quick
     if prepare is not None:
         prepare(lib)
     return lib
+
+
+def start(name: str, make, kind: str = "optimized") -> Pending:
+    """A :class:`Pending` running ``make()`` in a new background thread, kept for :func:`wait_background`
+    (``kind``: the STATS entry that counts it when it lands)."""
+    pending = Pending(name, make, kind)
+    with _GUARD:
+        _PENDING.append(pending)
+    pending._thread.start()
+    return pending
 
 
 def background_builds() -> list:

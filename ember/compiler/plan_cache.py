@@ -485,12 +485,23 @@ def store(program: Program, key: str, name: str, parts, source: str, uses_blas: 
 
 def native_runner(program: Program, mode, name: str):
     """``native.build_runner(program, mode, name)``, through the plan cache where it applies."""
+    from . import native
     from .ir import paused_gc
-    with paused_gc():           # (the key's tokens and a loaded plan: many objects, all kept or freed at once)
-        return _native_runner(program, mode, name)
+    # (the key's tokens and a loaded plan: many objects, all freed or kept at once; the pipeline of a
+    # miss pauses the collector itself, and its many cyclic temporaries are left to it)
+    with paused_gc(kept=True):
+        key, runner = _cached_runner(program, mode, name)
+    if runner is not None:
+        return runner
+    runner = native.build_runner(program, mode=mode, name=name)
+    if runner is not None and key is not None:
+        _store_when_built(runner, program, key, name)
+    return runner
 
 
-def _native_runner(program: Program, mode, name: str):
+def _cached_runner(program: Program, mode, name: str):
+    """``(key, runner)``: the plan's key (None when the program cannot be keyed) and the runner made from
+    the cached plan (None on a miss)."""
     from . import native
     key = None
     if mode not in ("max-autotune", "max-autotune-no-cudagraphs"):
@@ -502,25 +513,23 @@ def _native_runner(program: Program, mode, name: str):
         except Uncacheable as e:
             STATS["uncacheable"] += 1
             logs.log("kernels", f"ember.compile({name}): plan not cached: {e}")
-    if key is not None:
-        plan = load(program, key, name)
-        runner = None
-        if plan is not None:
-            try:
-                runner = native.NativeRunner(program, plan[0], None, plan[1], name, plan[2])
-            except Exception as e:      # (a plan that does not fit this trace after all: run the pipeline)
-                STATS["rejected"] += 1
-                logs.log("kernels", f"ember.compile({name}): plan cache entry not used: {type(e).__name__}: {e}")
-        if runner is not None:
-            STATS["hits"] += 1
-            logs.log("kernels", f"ember.compile({name}): plan cache hit (decompose, schedule and render skipped)")
-            native._log_kernels(runner)
-            return runner
-        STATS["misses"] += 1
-    runner = native.build_runner(program, mode=mode, name=name)
-    if runner is not None and key is not None:
-        _store_when_built(runner, program, key, name)
-    return runner
+    if key is None:
+        return None, None
+    plan = load(program, key, name)
+    runner = None
+    if plan is not None:
+        try:
+            runner = native.NativeRunner(program, plan[0], None, plan[1], name, plan[2])
+        except Exception as e:      # (a plan that does not fit this trace after all: run the pipeline)
+            STATS["rejected"] += 1
+            logs.log("kernels", f"ember.compile({name}): plan cache entry not used: {type(e).__name__}: {e}")
+    if runner is not None:
+        STATS["hits"] += 1
+        logs.log("kernels", f"ember.compile({name}): plan cache hit (decompose, schedule and render skipped)")
+        native._log_kernels(runner)
+        return key, runner
+    STATS["misses"] += 1
+    return key, None
 
 
 def _store_when_built(runner, program, key, name):

@@ -527,6 +527,7 @@ def _cached_runner(program: Program, mode, name: str):
         STATS["hits"] += 1
         logs.log("kernels", f"ember.compile({name}): plan cache hit (decompose, schedule and render skipped)")
         native._log_kernels(runner)
+        _note_arenas(name, runner)
         return key, runner
     STATS["misses"] += 1
     return key, None
@@ -549,6 +550,13 @@ def _store_when_built(runner, program, key, name):
         finally:
             t.join()
         if ok and runner.lib is not None and box.get("data") is not None:
-            write(key, name, box["data"])
+            if write(key, name, box["data"]):
+                _note_arenas(name, runner)
         return ok
     runner.build = build_then_store
+
+
+def _note_arenas(name, runner):
+    """The runner's arena sizes, for the next process's first trace of ``name`` (prefault.py)."""
+    from . import native, prefault
+    prefault.note(name, [native.arena_bytes(c) for c in runner.parts])

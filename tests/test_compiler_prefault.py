@@ -66,6 +66,12 @@ def test_taken_memory_is_zero_and_a_misfit_is_dropped(cache):
     a = prefault.take(1 << 20)
     assert a is not None and a.dtype == np.uint8 and a.size == 1 << 20 and not a.any()
     assert prefault.take(1 << 20) is None          # (taken once)
+    prefault.note("_probe2", [1 << 16, 1 << 17, 1 << 16])
+    prefault._NOTED.clear()
+    prefault.start("_probe2")                      # (equal-sized buffers: each taken once, by identity)
+    got = [prefault.take(n) for n in (1 << 17, 1 << 16, 1 << 16)]
+    assert [g.size for g in got] == [1 << 17, 1 << 16, 1 << 16] and got[1].base is not got[2].base
+    assert prefault._PENDING == {}
     prefault.start("_probe")
     assert prefault.take(1 << 22) is None          # too small for this arena: dropped, not kept
     assert prefault._PENDING == {}

@@ -119,12 +119,11 @@ def take(nbytes: int):
             return None
         _PENDING["thread"].join()
         bufs = _PENDING["bufs"]
-        fits = [a for a in bufs if nbytes <= a.size <= 2 * nbytes]
+        fits = [i for i, a in enumerate(bufs) if nbytes <= a.size <= 2 * nbytes]
         if not fits:
             _PENDING.clear()             # (a stale note: the memory goes back)
             return None
-        a = min(fits, key=lambda a: a.size)
-        bufs.remove(a)
+        a = bufs.pop(min(fits, key=lambda i: bufs[i].size))
         if not bufs:
             _PENDING.clear()
         return a[:nbytes]

@@ -10,14 +10,7 @@ import ember
 import ember.nn as nn
 from ember.compiler import native, prefault
 from compile_support import _reset, cache  # noqa: F401  (fresh compiler state; a private cache per test)
-
-
-def _step(model, opt, x, y):
-    opt.zero_grad()
-    loss = ((model(x) - y) ** 2).mean()
-    loss.backward()
-    opt.step()
-    return loss.detach()
+from test_compiler_plan_cache import _step
 
 
 def _train(steps=3):

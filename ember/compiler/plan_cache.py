@@ -455,24 +455,29 @@ def write(key: str, name: str, data: bytes) -> bool:
         return False
     from .cache import sweep_leftovers
     sweep_leftovers(d)
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=d)      # mode 0600
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, _path(d, key, name))
-        tmp = None
+        replace_private(d, _path(d, key, name), data)
     except OSError as e:
         logs.log("kernels", f"ember.compile({name}): plan not cached: {e}")
         return False
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
     STATS["stores"] += 1
     return True
+
+
+def replace_private(directory: str, path: str, data: bytes, prefix: str = ".plan-") -> None:
+    """Put ``data`` at ``path`` atomically: a private temporary file in ``directory`` (mode 0600; its
+    prefix is one ``cache.sweep_leftovers`` removes), then ``os.replace``. Raises OSError, leaving nothing."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def store(program: Program, key: str, name: str, parts, source: str, uses_blas: bool) -> bool:

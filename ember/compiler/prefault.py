@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import tempfile
 import threading
 
 import numpy as np
@@ -28,7 +27,7 @@ import numpy as np
 MAX_BYTES = 4 << 30          # a note asking for more is ignored (the notes are ours, this is a bound)
 _LOCK = threading.Lock()
 _PENDING: dict = {}          # "thread": the toucher, "bufs": the touched arrays
-_NOTED: dict = {}            # name -> sizes read or written by this process
+_NOTED: dict = {}            # note path -> the sizes this process read or wrote there
 
 
 def _note_path(name: str):
@@ -42,6 +41,8 @@ def _read(name: str) -> tuple:
     path = _note_path(name)
     if path is None:
         return ()
+    if path in _NOTED:
+        return _NOTED[path]
     from .cache import _why_untrusted
     try:
         if _why_untrusted(path, "the arena note", directory=False) is not None:
@@ -52,33 +53,22 @@ def _read(name: str) -> tuple:
         return ()
     if len(sizes) > 4 or any(s <= 0 for s in sizes) or sum(sizes) > MAX_BYTES:
         return ()
+    _NOTED[path] = sizes
     return sizes
 
 
 def note(name: str, sizes) -> None:
     """Remember ``sizes`` (the arena bytes of each part of ``name``'s runner) for the next process."""
     sizes = tuple(int(s) for s in sizes)
-    if not sizes or _NOTED.get(name) == sizes:
+    path = _note_path(name) if sizes else None
+    if path is None or _NOTED.get(path) == sizes:
         return
-    _NOTED[name] = sizes
-    path = _note_path(name)
-    if path is None:
-        return
-    tmp = None
+    _NOTED[path] = sizes
+    from .plan_cache import replace_private
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".plan-arena-", dir=os.path.dirname(path))     # mode 0600
-        with os.fdopen(fd, "wb") as out:
-            out.write(" ".join(map(str, sizes)).encode())
-        os.replace(tmp, path)
-        tmp = None
+        replace_private(os.path.dirname(path), path, " ".join(map(str, sizes)).encode(), prefix=".plan-arena-")
     except OSError:
         pass
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def _touch(sizes, bufs) -> None:
@@ -100,8 +90,6 @@ def _touch(sizes, bufs) -> None:
 def start(name: str) -> None:
     """Touch the arena memory noted for ``name`` in the background (nothing when there is no note)."""
     sizes = _read(name)
-    if sizes:
-        _NOTED.setdefault(name, sizes)
     with _LOCK:
         _PENDING.clear()                 # (an earlier start's buffers, never taken: dropped)
         if not sizes:

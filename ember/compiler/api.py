@@ -281,6 +281,7 @@ class CompiledFunction:
         t0 = time.perf_counter()
         if self.backend == "inductor" and not self.entries:
             _prefetch_gemm()
+            _prefault_arena(self.__name__)
         tracer = Tracer(fullgraph=self.fullgraph)
         dims, ranges = self._symbolic_dims(sig, args, kwargs)
         if dims:
@@ -528,6 +529,13 @@ def _prefetch_gemm() -> None:
     from . import gemm, shared_gemm
     if gemm.enabled():
         shared_gemm.prefetch()
+
+
+def _prefault_arena(name: str) -> None:
+    """Touch the arena memory the plan cache noted for ``name`` in the background while the first trace
+    runs (prefault.py): the first native call then writes no fresh pages."""
+    from . import prefault
+    prefault.start(name)
 
 
 def _prof_enabled() -> bool:

@@ -221,8 +221,14 @@ class BackgroundRunner:
                 runner = make()
             finally:
                 _short_switches(-1)
-        if runner is not None and not runner.build() and planned:
-            _forget_plan(key, self.name)  # (the build failed, was logged and warned; the runner interprets)
+        if runner is not None and planned:
+            from . import plan_cache
+            if runner.build():
+                plan_cache._note_arenas(self.name, runner)   # (the child stored the plan: prefault.py's note)
+            else:
+                _forget_plan(key, self.name)  # (the build failed, was logged and warned; the runner interprets)
+        elif runner is not None:
+            runner.build()
         self.landed_at = time.perf_counter()
         return runner
 

@@ -574,7 +574,7 @@ class Tracer:
             _symbolic.GUARD_SINK[0] = self._sym_guard
         from ..nn.modules import module as _module
         self._module_hook = _module.register_module_forward_pre_hook(self._module_called)
-        self._gc = paused_gc()          # (a trace's objects all stay alive: collecting them is wasted work)
+        self._gc = paused_gc(kept=True)    # (a trace's objects all stay alive: collecting them is wasted work)
         self._gc.__enter__()
         return self
 

@@ -24,14 +24,22 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def paused_gc():
+def paused_gc(kept: bool = False):
     """No automatic cyclic garbage collection inside the block (restored after it; nested blocks fine).
 
     The compiler's passes (decompose, schedule, render) allocate hundreds of thousands of small
     objects that live until the pass ends; each allocation burst makes CPython walk the generations,
     and with a model and its trace in memory that walk was 30-45% of the small GPT step's
     decompose-and-schedule CPU time (measured: 0.33 -> 0.19 s for schedule). Cycles made meanwhile are
-    collected by the next collection after the block."""
+    collected by the next collection after the block.
+
+    ``kept=True`` is for a block whose objects outlive it (a trace, a plan loaded from the cache): at its
+    end every object the collector tracks is moved to the oldest generation without a walk
+    (``gc.freeze()`` then ``gc.unfreeze()``), so the allocations of the block trigger no collection
+    that walks them, and they count towards no full collection either (a full one, over every object
+    of the process, came right after the trace or the plan load: 25-160 ms of a warm compile's first
+    steps here). Cycles that were young then wait for the next full collection. Skipped when the
+    program keeps objects frozen itself (``gc.get_freeze_count()``), which unfreezing would undo."""
     was = gc.isenabled()
     if was:
         gc.disable()
@@ -39,6 +47,9 @@ def paused_gc():
         yield
     finally:
         if was:
+            if kept and not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

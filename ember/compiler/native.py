@@ -38,6 +38,7 @@ from . import prims as P
 from . import c_externs
 from .decompose import decompose, Declined
 from .ir import paused_gc
+from . import prefault
 from .schedule import schedule
 from .lower import strided_layout
 from .render_c import render_program, Options
@@ -249,6 +250,11 @@ def _log_kernels(runner):
 
 # ---- running ------------------------------------------------------------------------------------------------------
 
+def arena_bytes(c: "Compiled") -> int:
+    """The size of the arena a compiled program's runs use."""
+    return max(int(c.sched.arena_size), 64)
+
+
 class _Bound:
     """Per-compiled-program run-time data: how each slot is filled."""
 
@@ -256,8 +262,10 @@ class _Bound:
         self.c = c
         self.fns = [lib.entry(e) for e in c.entries]
         sched = c.sched
-        self.arena_size = max(int(sched.arena_size), 64)
-        self.arena = np.zeros(self.arena_size, dtype=np.uint8)
+        self.arena_size = arena_bytes(c)
+        self.arena = prefault.take(self.arena_size)     # (memory touched while the trace ran, prefault.py)
+        if self.arena is None:
+            self.arena = np.zeros(self.arena_size, dtype=np.uint8)
         self.err = np.zeros(2, dtype=np.int64)
         self.has_checks = bool(c.pg.errors) or any(k.kind == "scatter" for k in sched.kernels)
         self.busy = False

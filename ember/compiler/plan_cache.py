@@ -455,24 +455,29 @@ def write(key: str, name: str, data: bytes) -> bool:
         return False
     from .cache import sweep_leftovers
     sweep_leftovers(d)
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=d)      # mode 0600
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, _path(d, key, name))
-        tmp = None
+        replace_private(d, _path(d, key, name), data)
     except OSError as e:
         logs.log("kernels", f"ember.compile({name}): plan not cached: {e}")
         return False
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
     STATS["stores"] += 1
     return True
+
+
+def replace_private(directory: str, path: str, data: bytes, prefix: str = ".plan-") -> None:
+    """Put ``data`` at ``path`` atomically: a private temporary file in ``directory`` (mode 0600; its
+    prefix is one ``cache.sweep_leftovers`` removes), then ``os.replace``. Raises OSError, leaving nothing."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def store(program: Program, key: str, name: str, parts, source: str, uses_blas: bool) -> bool:
@@ -485,12 +490,27 @@ def store(program: Program, key: str, name: str, parts, source: str, uses_blas: 
 
 def native_runner(program: Program, mode, name: str):
     """``native.build_runner(program, mode, name)``, through the plan cache where it applies."""
+    from . import native
     from .ir import paused_gc
-    with paused_gc():           # (the key's tokens and a loaded plan: many objects, all kept or freed at once)
-        return _native_runner(program, mode, name)
+    # (the key's tokens and a loaded plan: many objects, all freed or kept at once; the pipeline of a
+    # miss pauses the collector itself, and its many cyclic temporaries are left to it)
+    with paused_gc(kept=True):
+        key, runner = _cached_runner(program, mode, name)
+    if runner is not None:
+        return runner
+
+    def make():
+        runner = native.build_runner(program, mode=mode, name=name)
+        if runner is not None and key is not None:
+            _store_when_built(runner, program, key, name)
+        return runner
+    from . import background        # (a large graph: made and built in the background, background.py)
+    return background.BackgroundRunner(program, name, make, key) if background.wanted(program, mode) else make()
 
 
-def _native_runner(program: Program, mode, name: str):
+def _cached_runner(program: Program, mode, name: str):
+    """``(key, runner)``: the plan's key (None when the program cannot be keyed) and the runner made from
+    the cached plan (None on a miss)."""
     from . import native
     key = None
     if mode not in ("max-autotune", "max-autotune-no-cudagraphs"):
@@ -502,29 +522,24 @@ def _native_runner(program: Program, mode, name: str):
         except Uncacheable as e:
             STATS["uncacheable"] += 1
             logs.log("kernels", f"ember.compile({name}): plan not cached: {e}")
-    if key is not None:
-        plan = load(program, key, name)
-        runner = None
-        if plan is not None:
-            try:
-                runner = native.NativeRunner(program, plan[0], None, plan[1], name, plan[2])
-            except Exception as e:      # (a plan that does not fit this trace after all: run the pipeline)
-                STATS["rejected"] += 1
-                logs.log("kernels", f"ember.compile({name}): plan cache entry not used: {type(e).__name__}: {e}")
-        if runner is not None:
-            STATS["hits"] += 1
-            logs.log("kernels", f"ember.compile({name}): plan cache hit (decompose, schedule and render skipped)")
-            native._log_kernels(runner)
-            return runner
-        STATS["misses"] += 1
-
-    def make():
-        runner = native.build_runner(program, mode=mode, name=name)
-        if runner is not None and key is not None:
-            _store_when_built(runner, program, key, name)
-        return runner
-    from . import background        # (a large graph: made and built in the background, background.py)
-    return background.BackgroundRunner(program, name, make, key) if background.wanted(program, mode) else make()
+    if key is None:
+        return None, None
+    plan = load(program, key, name)
+    runner = None
+    if plan is not None:
+        try:
+            runner = native.NativeRunner(program, plan[0], None, plan[1], name, plan[2])
+        except Exception as e:      # (a plan that does not fit this trace after all: run the pipeline)
+            STATS["rejected"] += 1
+            logs.log("kernels", f"ember.compile({name}): plan cache entry not used: {type(e).__name__}: {e}")
+    if runner is not None:
+        STATS["hits"] += 1
+        logs.log("kernels", f"ember.compile({name}): plan cache hit (decompose, schedule and render skipped)")
+        native._log_kernels(runner)
+        _note_arenas(name, runner)
+        return key, runner
+    STATS["misses"] += 1
+    return key, None
 
 
 def _store_when_built(runner, program, key, name):
@@ -544,6 +559,13 @@ def _store_when_built(runner, program, key, name):
         finally:
             t.join()
         if ok and runner.lib is not None and box.get("data") is not None:
-            write(key, name, box["data"])
+            if write(key, name, box["data"]):
+                _note_arenas(name, runner)
         return ok
     runner.build = build_then_store
+
+
+def _note_arenas(name, runner):
+    """The runner's arena sizes, for the next process's first trace of ``name`` (prefault.py)."""
+    from . import native, prefault
+    prefault.note(name, [native.arena_bytes(c) for c in runner.parts])

@@ -44,23 +44,31 @@ static void em_adam_range(const void *args, long i0, long i1, long item) {
   const float sgn = a->maximize ? -1.0f : 1.0f;
   const int small = w1 < 0.5f;
   const float coeff = small ? w1 : w1 - 1.0f;
-  for (long i = i0; i < i1; i++) {
-    float pi = p[i] * decay;
-    const float gi = wd != 0.0f ? fmaf(pi, wd, g[i] * sgn) : g[i] * sgn;
-    const float mi0 = m[i], diff = gi - mi0;
-    const float mi = fmaf(coeff, diff, small ? mi0 : gi);
-    const float vi = fmaf(w2 * gi, gi, v[i] * b2);
-    m[i] = mi;
-    v[i] = vi;
-    float vs = vi;
-    if (vmax) {
-      const float x = vmax[i];
-      vs = (x > vi || x != x) ? x : vi;     /* torch.maximum: a NaN wins */
-      vmax[i] = vs;
-    }
-    const float den = sqrtf(vs) / bc2s + eps;
-    p[i] = pi + (ssn * mi) / den;
+  /* two loops, with and without vmax: one loop testing vmax inside is not vectorized (5x slower) */
+#define EM_ADAM_BODY(AMS) \
+  for (long i = i0; i < i1; i++) { \
+    const float pi = p[i] * decay; \
+    const float gi = wd != 0.0f ? fmaf(pi, wd, g[i] * sgn) : g[i] * sgn; \
+    const float mi0 = m[i], diff = gi - mi0; \
+    const float mi = fmaf(coeff, diff, small ? mi0 : gi); \
+    const float vi = fmaf(w2 * gi, gi, v[i] * b2); \
+    m[i] = mi; \
+    v[i] = vi; \
+    float vs = vi; \
+    if (AMS) { \
+      const float x = vmax[i]; \
+      vs = (x > vi || x != x) ? x : vi;     /* torch.maximum: a NaN wins */ \
+      vmax[i] = vs; \
+    } \
+    const float den = sqrtf(vs) / bc2s + eps; \
+    p[i] = pi + (ssn * mi) / den; \
   }
+  if (vmax) {
+    EM_ADAM_BODY(1)
+  } else {
+    EM_ADAM_BODY(0)
+  }
+#undef EM_ADAM_BODY
 }
 
 void ember_eager_adam(float *p, const float *g, float *m, float *v, float *vmax, long n, float wd, float decay,

@@ -35,6 +35,21 @@ def _one(opt, p, group) -> None:
     return None
 
 
+def _plain(opt, group):
+    """(parameter, gradient, their buffers) for each parameter of ``group`` with a gradient whose buffers
+    fit the kernels; the others are updated by the NumPy loop as they come."""
+    fits = _k.optim_fits
+    for p in group["params"]:
+        grad = p.grad
+        if grad is None:
+            continue
+        d, g = p._data, grad._data
+        if fits(d, g):
+            yield p, grad, d, g
+        else:
+            _one(opt, p, group)
+
+
 def adam_group(opt, group) -> bool:
     """Adam/AdamW (amsgrad, L2 or decoupled weight decay, maximize) over ``group``."""
     lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
@@ -46,14 +61,7 @@ def adam_group(opt, group) -> bool:
     w1, w2 = 1 - b1, 1 - b2
     fits, update = _k.optim_fits, _k.adam_update
     state = opt.state
-    for p in group["params"]:
-        grad = p.grad
-        if grad is None:
-            continue
-        d, g = p._data, grad._data
-        if not fits(d, g):
-            _one(opt, p, group)
-            continue
+    for p, _, d, g in _plain(opt, group):
         st = state[p]
         if not st:
             opt._start_state(p, group)
@@ -79,21 +87,17 @@ def sgd_group(opt, group) -> bool:
     nesterov, maximize = bool(group["nesterov"]), bool(group["maximize"])
     fits, update = _k.optim_fits, _k.sgd_update
     state = opt.state
-    for p in group["params"]:
-        grad = p.grad
-        if grad is None:
-            continue
-        d, g = p._data, grad._data
+    for p, grad, d, g in _plain(opt, group):
         buf, w = None, 1 - damp
         if mom != 0:
             st = state[p]
             b = st.get("momentum_buffer")
-            if b is None and fits(d, g):
+            if b is None:
                 # the first step's buffer is the gradient itself: zeros updated with weight 1 (no dampening)
                 st["momentum_buffer"] = b = wrap(np.zeros_like(g), grad._dtype)
                 w = 1.0
-            buf = None if b is None else b._data
-        if not fits(d, g, buf) or (mom != 0 and buf is None):
+            buf = b._data
+        if buf is not None and not fits(d, buf):
             _one(opt, p, group)
             continue
         update(d, g, buf, wd, mom, w, nesterov, -lr, maximize)

@@ -1,7 +1,6 @@
 """Native eager kernels: the exp-bound composites (gelu, softmax/log_softmax, layer norm, cross entropy
-with class indices) and the 2-d
-window kernels of convolution and max pooling (im2col, col2im, max_pool, its gather and scatter) as one
-call each into a C library ember generates and builds on first use (``eager_source.py``).
+with class indices), the 2-d window kernels of convolution and max pooling (im2col, col2im, max_pool, its
+gather and scatter) and the optimizers' parameter updates (Adam/AdamW, SGD) as one call each into a C library ember generates and builds on first use (``eager_source.py``).
 
 Each function takes NumPy arrays and returns the result array, or None when the native path does not
 apply (not float32, a layout it does not handle, no C compiler, ``EMBER_EAGER_NATIVE=0``); the caller
@@ -45,6 +44,8 @@ _SIGNATURES = {
     "max_pool": ((_P, _P, _P, _L, _P, _I), None),
     "gather": ((_P, _P, _P, _L, _L, _L, _I), None),
     "scatter": ((_P, _P, _P, _L, _L, _L, _I), None),
+    "adam": ((_P, _P, _P, _P, _P, _L) + (_F,) * 8 + (_I, _I), None),
+    "sgd": ((_P, _P, _P, _L, _F, _F, _F, _I, _F, _I, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
@@ -443,3 +444,41 @@ def scatter_planes(g, idx, in_hw):
     p = fns["_ptr"]
     fns["scatter"](p(g), p(idx), p(out), planes, out.size // planes, l, _threads(out.size))
     return out
+
+
+# ---- optimizer updates: one pass per parameter (eager_source_optim.py) ---------------------------------------
+
+def optim_ready() -> bool:
+    """Whether the optimizer kernels can run (loads or builds the library on first use, as every kernel)."""
+    return bool(_STATE[0] or _fns())
+
+
+def optim_fits(d, *arrays) -> bool:
+    """Whether ``d`` and every array given (None skipped) are C-contiguous float32 ndarrays of one shape."""
+    if type(d) is not _NDARRAY or d.dtype != _F32 or not d.flags.c_contiguous:
+        return False
+    shape = d.shape
+    for a in arrays:
+        if a is not None and (type(a) is not _NDARRAY or a.dtype != _F32 or not a.flags.c_contiguous
+                              or a.shape != shape):
+            return False
+    return True
+
+
+def adam_update(d, g, m, v, vmax, wd, decay, w1, b2, w2, step_size_neg, bc2_sqrt, eps, maximize) -> None:
+    """One Adam/AdamW update of the parameter buffer ``d`` and the state buffers ``m``, ``v`` (and ``vmax``
+    with amsgrad, else None) in place from the gradient ``g``; the scalars as ``eager_source_optim.py``
+    describes them. The caller has checked ``optim_ready()`` and ``optim_fits(d, g, m, v, vmax)``."""
+    fns = _STATE[0]
+    p = fns["_ptr"]
+    fns["adam"](p(d), p(g), p(m), p(v), None if vmax is None else p(vmax), d.size, wd, decay, w1, b2, w2,
+                step_size_neg, bc2_sqrt, eps, maximize, _threads(d.size))
+
+
+def sgd_update(d, g, buf, wd, momentum, w, nesterov, neg_lr, maximize) -> None:
+    """One SGD update of ``d`` (and of the momentum buffer ``buf``, None without momentum) in place from the
+    gradient ``g``, after the same checks as ``adam_update``."""
+    fns = _STATE[0]
+    p = fns["_ptr"]
+    fns["sgd"](p(d), p(g), None if buf is None else p(buf), d.size, wd, momentum, w, nesterov, neg_lr, maximize,
+               _threads(d.size))

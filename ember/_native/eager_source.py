@@ -36,7 +36,8 @@ Kernels (all exported names start with ``ember_eager_``):
   class weights, no label smoothing): log_softmax, the per-row losses and their sum; and
   ``(softmax - onehot) * scale``;
 - the gradient mask of piecewise-linear activations (``eager_source_mask.py``);
-- the 2-d window kernels of convolution and max pooling (``eager_source_window.py``).
+- the 2-d window kernels of convolution and max pooling (``eager_source_window.py``);
+- the fused Adam/AdamW and SGD parameter updates (``eager_source_optim.py``).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ import math
 from ..compiler.pool_c import POOL_C
 from ..compiler.prims import C_PRELUDE, _EXP
 from .eager_source_mask import BODY as MASK_BODY
+from .eager_source_optim import BODY as OPTIM_BODY
 from .eager_source_window import BODY as WINDOW_BODY
 
 # elements of an elementwise item; rows of a row item are chosen so an item is about this much work
@@ -100,7 +102,7 @@ def source() -> str:
         "  return x > 0.0f ? 1.0f - e : e;\n"
         "}\n")
     sizes = f"#define EM_LANES {LANES}\n#define EM_ITEM {ITEM}\n#define EM_BLOCK {BLOCK}\n"
-    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, MASK_BODY, WINDOW_BODY))
+    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, MASK_BODY, WINDOW_BODY, OPTIM_BODY))
 
 
 _BODY = r"""

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..tensor import Tensor
+from . import _fused
 from .optimizer import Optimizer, _check_fused, _check_options, _lerp_, _to_scalar
 
 __all__ = ["Adam", "adam"]
@@ -57,6 +58,11 @@ class Adam(Optimizer):
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
         _check_fused(fused, foreach, differentiable)
+
+    def _step_group(self, group):
+        # float32 CPU parameters with plain-number options: one native pass each (_fused.py)
+        if type(self)._update is not Adam._update or not _fused.adam_group(self, group):
+            super()._step_group(group)
 
     def _group_options(self, group):
         b1, b2 = (_to_scalar(b) for b in group["betas"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import wrap
+from . import _fused
 from .optimizer import Optimizer, _check_fused, _check_options, _to_scalar
 
 __all__ = ["SGD", "sgd"]
@@ -28,6 +29,11 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         _check_fused(fused, foreach, differentiable)
+
+    def _step_group(self, group):
+        # float32 CPU parameters with plain-number options: one native pass each (_fused.py)
+        if type(self)._update is not SGD._update or not _fused.sgd_group(self, group):
+            super()._step_group(group)
 
     def _group_options(self, group):
         return _to_scalar(group["lr"]), group["momentum"], group["dampening"], group["nesterov"]

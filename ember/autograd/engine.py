@@ -614,8 +614,8 @@ def _accumulate(leaf, g, create_graph):
         # a device gradient: accumulated with ember ops on its device (a new tensor, then in place)
         if cur is None:
             leaf._grad = rename(g.clone(), _COPY_BACKWARDS) if create_graph and _gm.GRAD[0] else g.detach().clone()
-            if getattr(g._data, "is_meta", False):
-                from ..devices.meta import obey_layout      # (torch's layout contract: the leaf's strides)
+            from ..devices.meta import is_meta_array, obey_layout
+            if is_meta_array(g._data):      # torch's layout contract: the leaf's strides (not for sparse data)
                 obey_layout(leaf._grad, leaf)
         elif (create_graph and _gm.GRAD[0]) or cur.grad_fn is not None:
             leaf._grad = cur + g

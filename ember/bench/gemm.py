@@ -76,14 +76,39 @@ double ember_fma_peak(int nt, long iters) {
   double dt = omp_get_wtime() - t0;
   return sink == 12345.0f ? 0.0 : (double)iters * 12 * 2 * WIDTH * nt / dt / 1e9;
 }
+/* GFLOP/s of nt threads each running the loop in short chunks until `seconds` after the start: a thread
+   that starts late or loses its core for a while does less, nobody waits for it (the threads' work
+   shared dynamically, as ember's pool shares a GEMM's items) */
+double ember_fma_share(int nt, double seconds) {
+  const double t0 = omp_get_wtime(), end = t0 + seconds;
+  float sink = 0.0f;
+  long total = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : sink, total)
+  while (omp_get_wtime() < end) {
+    sink += ember_fma_loop(2000);
+    total += 2000;
+  }
+  const double dt = omp_get_wtime() - t0;
+  return sink == 12345.0f ? 0.0 : (double)total * 12 * 2 * WIDTH / dt / 1e9;
+}
 """
+
+
+def _peak_library():
+    from ..compiler import build
+    return build.compile_source(build.OMP_PRELUDE + _PEAK_C, name="ember_fma_peak")
+
+
+def fma_share():
+    """``run(threads, seconds)``: GFLOP/s of the FMA loop on ``threads`` threads sharing ``seconds`` of
+    wall time dynamically (``ember_fma_share``: a thread whose core is busy does less, nobody waits)."""
+    return _peak_library().get("ember_fma_share", (ctypes.c_int, ctypes.c_double), ctypes.c_double)
 
 
 def peak_gflops(threads: int, repeat: int = 40) -> tuple:
     """(GFLOP/s, vector width) of the FMA loop on ``threads`` threads: the best of ``repeat`` short runs
     (about 0.5 ms each, so that one of them finds the cores free on a shared machine)."""
-    from ..compiler import build
-    lib = build.compile_source(build.OMP_PRELUDE + _PEAK_C, name="ember_fma_peak")
+    lib = _peak_library()
     fn = lib.get("ember_fma_peak", (ctypes.c_int, ctypes.c_long), ctypes.c_double)
     width = lib.get("ember_fma_width", (), ctypes.c_int)()
     return max(fn(threads, 200_000) for _ in range(repeat)), width

@@ -51,12 +51,12 @@ def _states(opt, ps):
 @pytest.mark.parametrize("name, kw", ADAM + SGD)
 def test_fused_matches_torch(name, kw):
     calls = []
-    fn = K.adam_update if name != "SGD" else K.sgd_update
-    attr = "adam_update" if name != "SGD" else "sgd_update"
+    fn = K.adam_many if name != "SGD" else K.sgd_many
+    attr = "adam_many" if name != "SGD" else "sgd_many"
 
-    def spy(*a):
-        calls.append(1)
-        return fn(*a)
+    def spy(ptrs, sizes, *a):
+        calls.extend(sizes)
+        return fn(ptrs, sizes, *a)
     setattr(K, attr, spy)
     try:
         ep, eo = _run(ember, name, kw)
@@ -137,3 +137,24 @@ def test_tensor_lr_takes_the_numpy_loop():
         eo.step()
         to.step()
     np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, kw", [("Adam", dict(amsgrad=True)), ("SGD", dict(momentum=0.9))])
+def test_numpy_scalar_lr_runs_natively(name, kw):
+    # a scheduler's arithmetic can leave a NumPy float in lr: the native pass takes it, as a Python float
+    fn = K.adam_many if name != "SGD" else K.sgd_many
+    attr = "adam_many" if name != "SGD" else "sgd_many"
+    calls = []
+
+    def spy(ptrs, sizes, *a):
+        calls.extend(sizes)
+        return fn(ptrs, sizes, *a)
+    setattr(K, attr, spy)
+    try:
+        ep, _ = _run(ember, name, dict(kw, lr=np.float64(0.05)), steps=3)
+    finally:
+        setattr(K, attr, fn)
+    assert len(calls) == 3 * len(SHAPES)
+    tp, _ = _run(torch, name, dict(kw, lr=0.05), steps=3)
+    for e, t in zip(ep, tp):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-7)

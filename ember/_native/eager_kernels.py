@@ -46,6 +46,8 @@ _SIGNATURES = {
     "scatter": ((_P, _P, _P, _L, _L, _L, _I), None),
     "adam": ((_P, _P, _P, _P, _P, _L) + (_F,) * 8 + (_I, _I), None),
     "sgd": ((_P, _P, _P, _L, _F, _F, _F, _I, _F, _I, _I), None),
+    "adam_many": ((_L, _P, _P, _P, _P) + (_F,) * 6 + (_I, _L, _I), None),
+    "sgd_many": ((_L, _P, _P, _P, _F, _F, _I, _F, _I, _L, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
@@ -465,20 +467,34 @@ def optim_fits(d, *arrays) -> bool:
     return True
 
 
-def adam_update(d, g, m, v, vmax, wd, decay, w1, b2, w2, step_size_neg, bc2_sqrt, eps, maximize) -> None:
-    """One Adam/AdamW update of the parameter buffer ``d`` and the state buffers ``m``, ``v`` (and ``vmax``
-    with amsgrad, else None) in place from the gradient ``g``; the scalars as ``eager_source_optim.py``
-    describes them. The caller has checked ``optim_ready()`` and ``optim_fits(d, g, m, v, vmax)``."""
-    fns = _STATE[0]
-    p = fns["_ptr"]
-    fns["adam"](p(d), p(g), p(m), p(v), None if vmax is None else p(vmax), d.size, wd, decay, w1, b2, w2,
-                step_size_neg, bc2_sqrt, eps, maximize, _threads(d.size))
+# ---- a whole param group in one call (the C text loops over ``adam`` / ``sgd``, one pass per parameter) ----
+
+def data_pointer(a) -> int:
+    """The address of ``a``'s first element (the caller has checked ``optim_fits``)."""
+    return _STATE[0]["_ptr"](a)
 
 
-def sgd_update(d, g, buf, wd, momentum, w, nesterov, neg_lr, maximize) -> None:
-    """One SGD update of ``d`` (and of the momentum buffer ``buf``, None without momentum) in place from the
-    gradient ``g``, after the same checks as ``adam_update``."""
+def _arrays(ptrs, sizes, *scalars):
+    return (np.array(ptrs, np.uintp), np.array(sizes, np.int64)) + tuple(np.array(s, _F32) for s in scalars)
+
+
+def adam_many(ptrs, sizes, ssn, bc2s, wd, decay, w1, b2, w2, eps, maximize) -> None:
+    """``adam_update`` of each parameter of a group in one native call: ``ptrs`` holds five addresses per
+    parameter (``data_pointer`` of d, g, m, v and of vmax, or 0 without amsgrad), ``sizes``, ``ssn`` (the
+    negated step sizes) and ``bc2s`` one entry each; the shared scalars as ``adam_update`` takes them."""
     fns = _STATE[0]
     p = fns["_ptr"]
-    fns["sgd"](p(d), p(g), None if buf is None else p(buf), d.size, wd, momentum, w, nesterov, neg_lr, maximize,
-               _threads(d.size))
+    b, n, s, c = _arrays(ptrs, sizes, ssn, bc2s)
+    fns["adam_many"](len(n), p(b), p(n), p(s), p(c), wd, decay, w1, b2, w2, eps, maximize, PARALLEL_MIN,
+                     _THREADS["intra"])
+
+
+def sgd_many(ptrs, sizes, ws, wd, momentum, nesterov, neg_lr, maximize) -> None:
+    """``sgd_update`` of each parameter of a group in one native call: ``ptrs`` holds three addresses per
+    parameter (d, g, and the momentum buffer or 0), ``sizes`` and ``ws`` (each buffer's weight: 1 -
+    dampening, 1 on its first step) one entry each."""
+    fns = _STATE[0]
+    p = fns["_ptr"]
+    b, n, w = _arrays(ptrs, sizes, ws)
+    fns["sgd_many"](len(n), p(b), p(n), p(w), wd, momentum, nesterov, neg_lr, maximize, PARALLEL_MIN,
+                    _THREADS["intra"])

@@ -1,6 +1,7 @@
-"""One native pass per parameter for the eager Adam/AdamW and SGD steps (``ember._native``'s ``adam`` and
-``sgd`` kernels), where the update is the plain float32 CPU case: options given as Python numbers and every
-buffer a C-contiguous float32 ndarray of the parameter's shape.
+"""One native call per param group for the eager Adam/AdamW and SGD steps (``ember._native``'s ``adam_many``
+and ``sgd_many`` kernels: one pass per parameter), where the update is the plain float32 CPU case: options
+given as real numbers (Python or NumPy scalars) and every buffer a C-contiguous float32 ndarray of the
+parameter's shape.
 
 Each ``*_group`` runs a whole param group and returns True, handing a parameter that does not fit (another
 dtype, a device, a strided buffer) to the optimizer's NumPy loop
@@ -20,13 +21,22 @@ from ..tensor import wrap
 from .optimizer import Optimizer
 
 _NUMBERS = (float, int)
+_NP_NUMBERS = (np.floating, np.integer)
 
 
-def _numbers(*values) -> bool:
+def _numbers(*values):
+    """The options as Python floats, or None when one is not a real number (a tensor, a bool, a complex):
+    the NumPy loop handles those. NumPy scalars (what a scheduler's arithmetic can leave in ``lr``) count."""
+    out = []
     for v in values:
-        if type(v) not in _NUMBERS:
-            return False
-    return True
+        t = type(v)
+        if t is float:
+            out.append(v)
+        elif t is int or isinstance(v, _NP_NUMBERS):
+            out.append(float(v))
+        else:
+            return None
+    return out
 
 
 def _one(opt, p, group) -> None:
@@ -50,17 +60,25 @@ def _plain(opt, group):
             _one(opt, p, group)
 
 
+def _bump(params) -> None:
+    for p in params:
+        p._bump()
+
+
 def adam_group(opt, group) -> bool:
-    """Adam/AdamW (amsgrad, L2 or decoupled weight decay, maximize) over ``group``."""
-    lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-    if not _numbers(lr, b1, b2, eps, wd) or not _k.optim_ready():
+    """Adam/AdamW (amsgrad, L2 or decoupled weight decay, maximize) over ``group``: one native call for
+    the parameters that fit."""
+    b1, b2 = group["betas"]
+    nums = _numbers(group["lr"], b1, b2, group["eps"], group["weight_decay"])
+    if nums is None or not _k.optim_ready():
         return False
+    lr, b1, b2, eps, wd = nums
     amsgrad, maximize = bool(group["amsgrad"]), bool(group["maximize"])
     decoupled = group.get("decoupled_weight_decay", False)
     decay, l2 = (1 - lr * wd, 0.0) if decoupled and wd != 0 else (1.0, wd)
-    w1, w2 = 1 - b1, 1 - b2
-    fits, update = _k.optim_fits, _k.adam_update
+    fits, ptr = _k.optim_fits, _k.data_pointer
     state = opt.state
+    done, ptrs, sizes, ssn, bc2s = [], [], [], [], []
     for p, _, d, g in _plain(opt, group):
         st = state[p]
         if not st:
@@ -73,20 +91,28 @@ def adam_group(opt, group) -> bool:
             continue
         step_arr += 1
         step = float(step_arr)
-        step_size = lr / (1 - b1 ** step)
-        update(d, g, m, v, vmax, l2, decay, w1, b2, w2, -step_size, math.sqrt(1 - b2 ** step), eps, maximize)
-        p._bump()
+        ptrs += (ptr(d), ptr(g), ptr(m), ptr(v), 0 if vmax is None else ptr(vmax))
+        sizes.append(d.size)
+        ssn.append(-(lr / (1 - b1 ** step)))
+        bc2s.append(math.sqrt(1 - b2 ** step))
+        done.append(p)
+    if done:
+        _k.adam_many(ptrs, sizes, ssn, bc2s, l2, decay, 1 - b1, b2, 1 - b2, eps, maximize)
+        _bump(done)
     return True
 
 
 def sgd_group(opt, group) -> bool:
-    """SGD (momentum, dampening, Nesterov, weight decay, maximize) over ``group``."""
-    lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
-    if not _numbers(lr, mom, damp, wd) or not _k.optim_ready():
+    """SGD (momentum, dampening, Nesterov, weight decay, maximize) over ``group``: one native call for the
+    parameters that fit."""
+    nums = _numbers(group["lr"], group["momentum"], group["dampening"], group["weight_decay"])
+    if nums is None or not _k.optim_ready():
         return False
+    lr, mom, damp, wd = nums
     nesterov, maximize = bool(group["nesterov"]), bool(group["maximize"])
-    fits, update = _k.optim_fits, _k.sgd_update
+    fits, ptr = _k.optim_fits, _k.data_pointer
     state = opt.state
+    done, ptrs, sizes, ws = [], [], [], []
     for p, grad, d, g in _plain(opt, group):
         buf, w = None, 1 - damp
         if mom != 0:
@@ -100,6 +126,11 @@ def sgd_group(opt, group) -> bool:
         if buf is not None and not fits(d, buf):
             _one(opt, p, group)
             continue
-        update(d, g, buf, wd, mom, w, nesterov, -lr, maximize)
-        p._bump()
+        ptrs += (ptr(d), ptr(g), 0 if buf is None else ptr(buf))
+        sizes.append(d.size)
+        ws.append(w)
+        done.append(p)
+    if done:
+        _k.sgd_many(ptrs, sizes, ws, wd, mom, nesterov, -lr, maximize)
+        _bump(done)
     return True

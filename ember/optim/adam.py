@@ -60,7 +60,7 @@ class Adam(Optimizer):
         _check_fused(fused, foreach, differentiable)
 
     def _step_group(self, group):
-        # float32 CPU parameters with plain-number options: one native pass each (_fused.py)
+        # float32 CPU parameters with real-number options: one native call per group (_fused.py)
         if type(self)._update is not Adam._update or not _fused.adam_group(self, group):
             super()._step_group(group)
 

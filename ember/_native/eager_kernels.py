@@ -469,9 +469,9 @@ def optim_fits(d, *arrays) -> bool:
 
 # ---- a whole param group in one call (the C text loops over ``adam`` / ``sgd``, one pass per parameter) ----
 
-def data_pointer(a) -> int:
-    """The address of ``a``'s first element (the caller has checked ``optim_fits``)."""
-    return _STATE[0]["_ptr"](a)
+def pointer():
+    """The function giving an ndarray's first element's address (after ``optim_ready()``)."""
+    return _STATE[0]["_ptr"]
 
 
 def _arrays(ptrs, sizes, *scalars):
@@ -480,7 +480,7 @@ def _arrays(ptrs, sizes, *scalars):
 
 def adam_many(ptrs, sizes, ssn, bc2s, wd, decay, w1, b2, w2, eps, maximize) -> None:
     """``adam_update`` of each parameter of a group in one native call: ``ptrs`` holds five addresses per
-    parameter (``data_pointer`` of d, g, m, v and of vmax, or 0 without amsgrad), ``sizes``, ``ssn`` (the
+    parameter (``pointer()`` of d, g, m, v and of vmax, or 0 without amsgrad), ``sizes``, ``ssn`` (the
     negated step sizes) and ``bc2s`` one entry each; the shared scalars as ``adam_update`` takes them."""
     fns = _STATE[0]
     p = fns["_ptr"]

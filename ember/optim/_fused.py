@@ -76,7 +76,7 @@ def adam_group(opt, group) -> bool:
     amsgrad, maximize = bool(group["amsgrad"]), bool(group["maximize"])
     decoupled = group.get("decoupled_weight_decay", False)
     decay, l2 = (1 - lr * wd, 0.0) if decoupled and wd != 0 else (1.0, wd)
-    fits, ptr = _k.optim_fits, _k.data_pointer
+    fits, ptr = _k.optim_fits, _k.pointer()
     state = opt.state
     done, ptrs, sizes, ssn, bc2s = [], [], [], [], []
     for p, _, d, g in _plain(opt, group):
@@ -110,7 +110,7 @@ def sgd_group(opt, group) -> bool:
         return False
     lr, mom, damp, wd = nums
     nesterov, maximize = bool(group["nesterov"]), bool(group["maximize"])
-    fits, ptr = _k.optim_fits, _k.data_pointer
+    fits, ptr = _k.optim_fits, _k.pointer()
     state = opt.state
     done, ptrs, sizes, ws = [], [], [], []
     for p, grad, d, g in _plain(opt, group):

@@ -120,8 +120,22 @@ def _pow_st_bw(ctx, g):
 
 
 _POW_KERNEL = ew_kernel(_pow_np)
+_F32_F64 = (np.dtype(np.float32), np.dtype(np.float64))
+_PY_REAL = (int, float)
+
+
+def _pow_ts_kernel(x, y, dt=None, out_dt=None):
+    """A tensor to a number's power. A float32/float64 array to a Python int or float power computed in its
+    own dtype is one ufunc call (NumPy takes the number as a weak scalar, as torch does: the same values as
+    casting it first); the rest goes through the shared kernel (promotion, halves, integer rules)."""
+    if type(y) in _PY_REAL and type(x) is np.ndarray and (dt is None or (dt is out_dt and x.dtype == dt)) \
+            and x.dtype in _F32_F64:
+        return np.power(x, y)       # (its float warnings: apply's filter quiets them, as for mul)
+    return _POW_KERNEL(x, y, dt, out_dt)
+
+
 POW = register("pow", _POW_KERNEL, _pow_tt_bw, save="io")
-POW_TS = register("pow_tensor_scalar", _POW_KERNEL, _pow_ts_bw, save="i")
+POW_TS = register("pow_tensor_scalar", _pow_ts_kernel, _pow_ts_bw, save="i")
 POW_ST = register("pow_scalar_tensor", _POW_KERNEL, _pow_st_bw, save="io")
 # torch's node names for the three overloads
 POW_TS.node_name, POW.node_name, POW_ST.node_name = "PowBackward0", "PowBackward1", "PowBackward2"
@@ -132,6 +146,11 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     if out is not None:
         return _out(pow(input, exponent), out)
     ti, te = isinstance(input, Tensor), isinstance(exponent, Tensor)
+    if ti and type(exponent) is int and input._dtype.category == _FLOAT:
+        # a float tensor to a Python int power: the attributes the general path below settles on
+        # (result_type keeps the tensor's dtype); a dynamic-shape trace's symbolic int goes that way
+        dt = input._dtype.np
+        return _run(POW_TS, (input, exponent), {"dt": dt, "out_dt": dt})
     if ti and te:
         op = POW
     elif ti:

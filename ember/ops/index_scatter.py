@@ -17,7 +17,9 @@ from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach, dtype_name, node_class, rename
 from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim, fmt_shape
-from ._along import take_along
+from ._along import take_along, _MAX
+
+_I64, _U64 = np.dtype(np.int64), np.dtype(np.uint64)
 from .shape import getitem_basic
 from .inplace import write_result, copy_out
 from .index import (INDEX, INDEX_PUT, _NUMBER, _const, _dim_index_args, _first_bad, _literal, _pad_to, _tensor_arg,
@@ -122,9 +124,11 @@ def gather(input, dim=None, index=None, *, sparse_grad: bool = False, out=None, 
                 raise RuntimeError(f"Size does not match at dimension {k} expected index "
                                    f"{fmt_shape(index._data.shape)} to be no larger than self "
                                    f"{fmt_shape(input._data.shape)} apart from dimension {d}")
-        bad = _first_bad(idx, sshape[d], False)
-        if bad is not None:
-            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {sshape[d]}")
+        # (the usual int64 index inline: one unsigned max, where a negative index wraps to a huge value)
+        if type(idx) is not np.ndarray or idx.dtype != _I64 or int(_MAX(idx.view(_U64), axis=None)) >= sshape[d]:
+            bad = _first_bad(idx, sshape[d], False)
+            if bad is not None:
+                raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {sshape[d]}")
     r = apply(GATHER, (input, index), {"dim": d})
     return r if out is None else copy_out(r, out)
 

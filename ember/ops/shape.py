@@ -320,10 +320,14 @@ def _expand_kernel(x, shape):
     contiguous input (stride 0 on the stretched and the new leading dims) is a fraction of that."""
     if not x.flags.c_contiguous or not x.size:
         return np.broadcast_to(x, shape)
-    pad = len(shape) - x.ndim
-    st = (0,) * pad + tuple([s if h == w else 0 for h, w, s in zip(x.shape, shape[pad:], x.strides)])
+    xs = x.shape
+    pad = len(shape) - len(xs)
+    if shape[pad:] == xs:           # (new leading dims only: x's own strides after them)
+        st = (0,) * pad + x.strides
+    else:
+        st = (0,) * pad + tuple([s if h == w else 0 for h, w, s in zip(xs, shape[pad:], x.strides)])
     r = np.ndarray(shape, x.dtype, x, 0, st)
-    r.flags.writeable = False
+    r.setflags(write=False)         # (cheaper than going through r.flags)
     return r
 
 

@@ -109,56 +109,7 @@ def _array_token(a: np.ndarray) -> str:
 
 _SCALARS = frozenset({type(None), bool, int, str, float, complex})
 _VALUE_FIELDS = 6                      # Value's dataclass fields (more in its __dict__: extra attributes)
-_OPNODE_FIELDS = frozenset({"op", "inputs", "attrs", "outputs", "where", "phase", "grad_enabled"})
-
-
-# The fast path of the encoder (most nodes: an op on values and plain constants). A node it can write is
-# one token, "\nOp\2" then its fields separated by \2; the general path writes "\nOp" and then one token per
-# part, so no node's fast token equals a token of the general path (the text is split at NUL, which no
-# token holds). Within the fast token every field is unambiguous: names and counts hold no \2, an item
-# is the repr of a plain constant (str's repr escapes control characters), %id for a value, a tuple of
-# plain constants' repr, or dt:/edt: with a dtype's name, items are separated by \1; the source line
-# comes last, after its length.
-_PLAIN = frozenset({type(None), bool, int, float, str, complex})
-
-
-def _fast_item(x):
-    """The token of one input or attribute, or None when only the general path can write it."""
-    t = type(x)
-    if t in _PLAIN:
-        return repr(x)
-    if t is Value:
-        return f"%{x.id}"
-    if t is tuple:
-        if _PLAIN.issuperset(map(type, x)):
-            return repr(x)
-        return None
-    if isinstance(x, np.dtype):
-        return None if x.fields is not None or x.subdtype is not None else f"dt:{x.str}"
-    if t.__name__ == "dtype" and t.__module__ == "ember.dtypes":
-        return f"edt:{x.name}"
-    return None
-
-
-def _fast_items(xs):
-    """An op's positional inputs (a list) as one field, or None."""
-    if type(xs) is not list:
-        return None
-    toks = [_fast_item(x) for x in xs]
-    return None if None in toks else "\1".join(toks)
-
-
-def _fast_attrs(attrs):
-    """An op's attributes (a dict with str keys) as one field, or None."""
-    if type(attrs) is not dict:
-        return None
-    toks = []
-    for k, a in attrs.items():
-        v = _fast_item(a)
-        if v is None or type(k) is not str:
-            return None
-        toks.append(f"{k!r}={v}")
-    return "\1".join(toks)
+_OPNODE_FIELDS = 7
 
 
 class _Encoder:
@@ -172,11 +123,8 @@ class _Encoder:
 
     def op(self, opdef):
         self.out.append(opdef.name)
-        if id(opdef) not in self.checked:
-            self.check_op(opdef)
-
-    def check_op(self, opdef):
-        """Raises Uncacheable unless ``opdef`` is ember's own op of that name (once per op)."""
+        if id(opdef) in self.checked:
+            return
         from ..ops.registry import OpDef, REGISTRY
         kernel = getattr(opdef, "kernel", None)
         mod = getattr(kernel, "__module__", None) or ""
@@ -256,34 +204,19 @@ class _Encoder:
         t = type(n)
         out = self.out
         if t is OpNode:
-            d = n.__dict__
-            extra = {k: a for k, a in d.items() if k not in _OPNODE_FIELDS} if len(d) > len(_OPNODE_FIELDS) else {}
-            op = n.op
-            if id(op) not in self.checked:
-                self.check_op(op)
-            ins, attrs, more = _fast_items(n.inputs), _fast_attrs(n.attrs), _fast_attrs(extra)
-            outs = " ".join([f"%{o.id}" for o in n.outputs])
-            if ins is not None and attrs is not None and more is not None:
-                where = n.where
-                out.append(f"\nOp\2{op.name}\2{ins}\2{attrs}\2{more}\2{outs}\2{n.phase}\2{n.grad_enabled!r}\2"
-                           f"{len(where)}:{where}")
-                return
             out.append("\nOp")
-            out.append(op.name)
+            self.op(n.op)
             self.enc(n.inputs)
             self.enc(n.attrs)
-            out.append(outs)
+            out.append(" ".join([f"%{o.id}" for o in n.outputs]))
             out.append(n.where)
             out.append(n.phase)
             out.append(repr(n.grad_enabled))
-            if extra:
-                self.enc(extra)
+            d = n.__dict__
+            if len(d) > _OPNODE_FIELDS:
+                self.enc({k: a for k, a in d.items() if k not in ("op", "inputs", "attrs", "outputs", "where",
+                                                                  "phase", "grad_enabled")})
             return
-        if (t is WriteNode or t is SetGradNode) and len(n.__dict__) == 2:
-            a, b = n.__dict__.values()
-            if type(a) is Value and type(b) is Value:      # (the target or leaf, then the source)
-                out.append(f"\n{t.__name__}\2%{a.id}\2%{b.id}")
-                return
         out.append(f"\n{t.__name__}")
         for k, a in vars(n).items():
             out.append(k)

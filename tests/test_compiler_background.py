@@ -142,3 +142,33 @@ def test_a_failed_background_build_keeps_the_interpreter(cache, tmp_path, monkey
     assert bg.native is None or bg.native.lib is None
     np.testing.assert_allclose(got, eager, rtol=1e-5)
     assert not [n for n in _files(cache) if n.endswith(".plan")]      # (a plan that did not build is dropped)
+
+
+def test_the_eager_kernels_a_trace_went_without_are_built_for_the_next_process(cache, low_threshold, monkeypatch):
+    """A trace that found the eager-kernel library missing runs NumPy's kernels; once the graph's own
+    library has landed, the library is built into the disk cache in the background (for the next
+    process's trace), and this process's eager kernels stay as its first eager use decides."""
+    from ember._native import eager_kernels
+    from ember._native.eager_source import source
+    from ember.compiler import build, tiers
+    if not eager_kernels.available():
+        pytest.skip("the native eager kernels do not build here (no C compiler or EMBER_EAGER_NATIVE=0)")
+    monkeypatch.setattr(eager_kernels, "_STATE", [None])          # a process that has not used them yet
+    monkeypatch.setattr(eager_kernels, "_NOT_CACHED", [False])
+    monkeypatch.setattr(eager_kernels, "_LATER", [False])
+    build.clear_memory_cache()
+    for name in _files(cache):                                   # (available() built it in this cache)
+        if name.startswith("ember_eager-"):
+            (cache / "kernels" / name).unlink()
+    assert build.compile_source(source(), name="ember_eager", cached_only=True) is None   # (a fresh cache)
+    support = tiers.STATS["support"]
+    f, run = _training(True)
+    got = run(3)
+    assert eager_kernels._NOT_CACHED[0]                          # the trace ran without them
+    assert tiers.wait_background(300)
+    assert tiers.STATS["support"] == support + 1 and eager_kernels._LATER[0]
+    assert eager_kernels._STATE[0] is None                       # not bound here: this process is unchanged
+    build.clear_memory_cache()
+    assert build.compile_source(source(), name="ember_eager", cached_only=True) is not None
+    assert not eager_kernels.build_later()                       # once per process
+    np.testing.assert_allclose(got, _training(False)[1](3), rtol=1e-5)

@@ -255,3 +255,46 @@ def test_other_program_shapes_hit_too(cache, kind):
         for i, j, k in zip(a, b, c):
             np.testing.assert_allclose(j, i, rtol=1e-5, atol=1e-6)
             np.testing.assert_array_equal(k, j)
+
+
+def _tiny_program(**node):
+    """A one-op program (``add`` of a traced value and a constant) with ``node``'s fields changed."""
+    from ember.compiler.ir import Graph, OpNode, Program, Value
+    from ember.ops.registry import REGISTRY
+    a = Value(0, "arg", (2, 3), ember.float32, (0,), False)
+    out = Value(1, "node", (2, 3), ember.float32)
+    fields = dict(op=REGISTRY["add"], inputs=[a, 1.0], attrs={"alpha": 1}, outputs=[out], where="f.py:3")
+    fields.update(node)
+    n = OpNode(**{k: v for k, v in fields.items() if k != "view"})
+    if "view" in fields:
+        n.view = fields["view"]
+    return Program([a, out], [Graph([n])], out, [a], [], [], [])
+
+
+def test_the_fingerprint_tells_programs_apart():
+    """Each change of an op's inputs, attributes or fields is another key, on the one-token fast path and
+    on the general path (an attribute the fast path does not write: a nested tuple, an array)."""
+    from ember.compiler.ir import Value
+    from ember.ops.registry import REGISTRY
+    other = Value(1, "node", (2, 3), ember.float32)
+    variants = [dict(), dict(inputs=[Value(0, "arg", (2, 3), ember.float32, (0,), False), 1]),
+                dict(inputs=[Value(0, "arg", (2, 3), ember.float32, (0,), False), True]),
+                dict(inputs=[Value(0, "arg", (2, 3), ember.float32, (0,), False), "1.0"]),
+                dict(attrs={"alpha": 2}), dict(attrs={"alpha": (1,)}), dict(attrs={"alpha": ((1,),)}),
+                dict(attrs={"alpha": ((1,), 2)}), dict(attrs={"alpha": np.float32}),
+                dict(attrs={"alpha": np.dtype(np.float32)}), dict(attrs={"alpha": np.dtype(np.float64)}),
+                dict(attrs={"alpha": ember.float64}), dict(attrs={"alpha": np.arange(3)}),
+                dict(attrs={"alpha": np.arange(4)}), dict(attrs={"alpha": "1\x02x"}), dict(attrs={"beta": 1}),
+                dict(attrs={"alpha": 1, "x": "y"}), dict(attrs={}), dict(op=REGISTRY["sub"]),
+                dict(where="f.py:4"), dict(where="f.py:3\x02True"), dict(phase="backward"), dict(grad_enabled=False),
+                dict(view=True), dict(view=False), dict(outputs=[other, other])]
+    prints = [plan_cache.fingerprint(_tiny_program(**v)) for v in variants]
+    assert len(set(prints)) == len(prints)
+    assert prints[0] == plan_cache.fingerprint(_tiny_program())          # (and the same program: the same text)
+
+
+def test_a_program_with_an_unknown_attribute_is_uncacheable():
+    with pytest.raises(plan_cache.Uncacheable):
+        plan_cache.fingerprint(_tiny_program(attrs={"alpha": object()}))
+    with pytest.raises(plan_cache.Uncacheable):
+        plan_cache.fingerprint(_tiny_program(attrs={"alpha": (object(),)}))

@@ -101,6 +101,41 @@ def _load(wait: bool = True):
     return _STATE[0]
 
 
+_LATER: list = [False]     # build_later started its build (once per process)
+LATER_NICE = 10            # the niceness of build_later's compiler (it runs beside the program's steps)
+
+
+def build_later() -> bool:
+    """Build the library into the disk cache in the background, when a trace of this process found it
+    missing (``_NOT_CACHED``), so the next process's trace runs these kernels instead of NumPy's (the
+    small GPT's warm trace: gelu, layer_norm, softmax, cross_entropy, about 70 ms of CPU). Called once a
+    compiled graph's own library has landed (``compiler/background.py``): its compiler then competes with
+    no build of the program's, and at a lower CPU priority (LATER_NICE) with none of its steps. This
+    process keeps what its first eager use decides (the library is not bound here). A ``tiers.Pending``:
+    a process that ends first waits for it, ``tiers.wait_background`` too. Returns whether it started."""
+    if _DISABLED or _LATER[0] or not _NOT_CACHED[0] or _STATE[0] is not None:
+        return False
+    _LATER[0] = True
+    from ..compiler import tiers
+    tiers.start("ember_eager", _build_into_cache, kind="support")
+    return True
+
+
+def _build_into_cache():
+    import threading
+    try:        # (Linux: a thread's niceness, inherited by the compilers it starts)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LATER_NICE)
+    except (AttributeError, OSError):
+        pass
+    from ..compiler import build, logs
+    from .eager_source import source
+    try:
+        return build.compile_source(source(), name="ember_eager")
+    except Exception as e:       # (remembered nowhere: this process's first eager use decides, as always)
+        logs.log("kernels", f"native eager kernels: the background build failed: {type(e).__name__}: {e}")
+        return None
+
+
 def _tracing() -> bool:
     """Whether ``ember.compile`` is tracing: its compiled code does not call these kernels, so a trace
     starts no build of them (its C compilers would compete with the program's own)."""

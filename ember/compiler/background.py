@@ -230,6 +230,8 @@ class BackgroundRunner:
         elif runner is not None:
             runner.build()
         self.landed_at = time.perf_counter()
+        from .._native import eager_kernels     # (its trace ran NumPy for them: for the next process)
+        eager_kernels.build_later()
         return runner
 
     def _land(self):

@@ -45,8 +45,8 @@ __all__ = ["QUICK_FLAGS", "STATS", "Pending", "background_builds", "compile_tier
 
 QUICK_FLAGS = ("-O1",)
 # quick builds in use; background -O3 builds landed/failed; graphs compiled in the background landed
-# (background.py)
-STATS = {"quick": 0, "optimized": 0, "failed": 0, "graphs": 0}
+# (background.py); ember's fixed libraries built for the next process (eager_kernels.build_later)
+STATS = {"quick": 0, "optimized": 0, "failed": 0, "graphs": 0, "support": 0}
 _PENDING: list = []          # Pending builds started by this process
 _GUARD = threading.Lock()
 _IN_BACKGROUND = threading.local()     # .active: a Pending's thread (its builds are the final ones)
@@ -139,11 +139,16 @@ def background_builds() -> list:
 
 
 def wait_background(timeout: float | None = None) -> bool:
-    """Wait for the background builds started so far; False if one is still running at ``timeout``."""
+    """Wait for the background builds started so far, and those they start (a landed graph starts the
+    eager kernels' build, ``eager_kernels.build_later``); False if one is still running at ``timeout``."""
     end = None if timeout is None else time.monotonic() + timeout
-    with _GUARD:
-        pending = list(_PENDING)
-    for p in pending:
-        if not p.wait(None if end is None else max(0.0, end - time.monotonic())):
-            return False
-    return True
+    waited = 0
+    while True:
+        with _GUARD:
+            pending = _PENDING[waited:]
+        if not pending:
+            return True
+        for p in pending:
+            if not p.wait(None if end is None else max(0.0, end - time.monotonic())):
+                return False
+        waited += len(pending)

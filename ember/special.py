@@ -6,8 +6,9 @@ come from those ops: ``erfcx`` (a continued fraction for x >= 1, where exp(x^2) 
 overflow), ``ndtr``, ``ndtri``, ``log_ndtr``, ``entr``, ``xlog1py``, ``multigammaln``, and the
 exponentially scaled Bessel functions ``i0e`` / ``i1e`` (an asymptotic series for |x| >= 30, where
 exp(-|x|) * I(x) would overflow). The orthogonal polynomials, ``spherical_bessel_j0``, ``zeta`` and the
-``modified_bessel_i0/i1`` names come from ``ember/_special_poly.py``. Not provided: the Bessel functions
-of the first/second kind (``bessel_j0``, ...), ``modified_bessel_k0/k1`` and ``airy_ai``. ``gammainc`` / ``gammaincc`` (differentiable in x) live in ``distributions/_incomplete_gamma``.
+``modified_bessel_i0/i1`` names come from ``ember/_special_poly.py``. The Bessel functions
+``bessel_j0/j1/y0/y1``, ``modified_bessel_k0/k1`` (and scaled) and ``airy_ai`` come from
+``ember/_special_bessel.py``. ``gammainc`` / ``gammaincc`` (differentiable in x) live in ``distributions/_incomplete_gamma``.
 """
 from __future__ import annotations
 
@@ -279,3 +280,6 @@ from ._special_poly import *  # noqa: E402,F401,F403
 from ._special_poly import __all__ as _poly_all  # noqa: E402
 __all__ = __all__ + list(_poly_all)
 del np, wrap
+from ._special_bessel import *  # noqa: E402,F401,F403
+from ._special_bessel import __all__ as _bessel_all  # noqa: E402
+__all__ = __all__ + list(_bessel_all)

@@ -41,6 +41,8 @@ class device:
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
         if type not in ("cpu", "cuda", "meta", "opencl", "mps"):
+            if not type.replace("_", "a").isalpha():        # torch: a device type is letters and '_'
+                raise RuntimeError(f"Invalid device string: '{type}'")
             raise RuntimeError(
                 f"Expected one of cpu, cuda, opencl, meta device type at start of device string: {type}")
         self.type = type

@@ -58,6 +58,7 @@ LINALG = {
     "matrix_exp(non-square)": lambda m: m.linalg.matrix_exp(A(m)), "multi_dot(one)": lambda m: m.linalg.multi_dot([A(m)]),
     "multi_dot(mismatch)": lambda m: m.linalg.multi_dot([A(m), A(m), A(m)]),
     "cholesky_solve(mismatch)": lambda m: m.cholesky_solve(m.ones(3, 1), m.linalg.cholesky(SQ(m))),
+    "cholesky_solve(dtype mismatch)": lambda m: m.cholesky_solve(m.ones(2, 1), m.linalg.cholesky(SQ(m)).double()),
     "solve_triangular(mismatch)": lambda m: m.linalg.solve_triangular(SQ(m), m.ones(3, 1), upper=True),
     "tensor.norm(p str)": lambda m: A(m).norm(p='abc'), "pdist(1-D)": lambda m: m.nn.functional.pdist(V(m)),
 }
@@ -263,7 +264,7 @@ def _set_default_dtype(m, dt):
 
 MISC = {
     "to(str dtype)": lambda m: A(m).to('float32'), "to(None)": lambda m: A(m).to(None),
-    "to(bad device)": lambda m: A(m).to('cpux'), "to(int) of nan": lambda m: N(m).to(m.int64)[:1],
+    "to(bad device)": lambda m: A(m).to('cpux'), "to('float16')": lambda m: A(m).to('float16'), "to(int) of nan": lambda m: N(m).to(m.int64)[:1],
     "type('foo')": lambda m: A(m).type('foo'), "type(torch.FloatTensor)": lambda m: A(m).type(m.FloatTensor),
     "numpy() requires grad": lambda m: A(m).requires_grad_().numpy(),
     "backward non-scalar": lambda m: A(m).requires_grad_().mul(2).backward(),

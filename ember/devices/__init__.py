@@ -57,6 +57,8 @@ def parse(device) -> tuple:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{device}'")
             return get(name), int(idx)
+        if name not in _MODULES and not name.replace("_", "a").isalpha():
+            raise RuntimeError(f"Invalid device string: '{device}'")
         return get(name), 0
     kind = getattr(device, "type", None)
     if kind is None:

@@ -163,6 +163,9 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
 def cholesky_solve(B, L, upper: bool = False, *, out=None) -> Tensor:
     """Solve ``A X = B`` given the Cholesky factor of ``A``."""
     _check_linalg(L, "cholesky_solve", arg="L")
+    if isinstance(B, Tensor) and B._dtype != L._dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {dtype_name(B._dtype)} "
+                           f"and A of type {dtype_name(L._dtype)} instead.")
     Lo = L.mT if upper else L
     Lo = tril(Lo)
     Y = solve(Lo, B)

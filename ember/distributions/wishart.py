@@ -116,10 +116,36 @@ class Wishart(Distribution):
         d = V.diagonal(dim1=-2, dim2=-1)
         return self.df[..., None, None] * (V.pow(2) + d.unsqueeze(-1) * d.unsqueeze(-2))
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=Size(), max_try_correction=None):
+        """A Bartlett draw; a draw that is not numerically positive definite warns "Singular sample
+        detected." and is redrawn up to ``max_try_correction`` (10) times, the other draws kept. (torch 2.13
+        means to do the same but tests the opposite condition: it warns on every call and redraws the
+        positive-definite draws, returning a singular one as it is; the intent is followed here.)"""
+        if max_try_correction is None:
+            max_try_correction = 10
+        sample_shape = Size(sample_shape)
+        sample = self._bartlett_sampling(sample_shape)
+        bad = self._singular(sample)
+        if bad.any():
+            warnings.warn("Singular sample detected.", stacklevel=2)
+            for _ in range(max_try_correction):
+                new = self._bartlett_sampling(Size(bad[bad].shape))
+                where = bad.clone()                    # (the index the graph keeps; bad changes next)
+                sample[where] = new
+                bad[where] = self._singular(new)
+                if not bad.any():
+                    break
+        return sample
+
+    def _singular(self, sample):
+        """Per draw (over the sample dims): is any matrix of the batch not positive definite?"""
+        bad = ~self.support.check(sample)
+        nb = len(self._batch_shape)
+        return bad.amax(tuple(range(-nb, 0))) if nb else bad
+
+    def _bartlett_sampling(self, sample_shape):
         from .. import tril_indices, arange, finfo
         from .chi2 import Chi2
-        sample_shape = Size(sample_shape)
         p = self._event_shape[-1]
         chi2 = Chi2(self.df.unsqueeze(-1) - arange(p, dtype=self.df.dtype))
         diag = chi2.rsample(sample_shape).sqrt().clamp(min=finfo(self.df.dtype).eps)

@@ -133,6 +133,19 @@ class Node:
             return unpack_args(self.args)
         return self.args
 
+    def inputs_reading(self, *idx) -> tuple:
+        """All positional arguments, checking for in-place changes only those at ``idx`` (the ones the
+        rule will read): torch saves ``x`` of ``x * y`` only when ``y`` needs a gradient, so changing ``x``
+        in place afterwards is fine when it does not."""
+        cd = self.ctx_data
+        if self.released or (cd is not None and cd.get("packed_in")) or not self.versions:
+            return self.inputs
+        args = self.args
+        for t, vc, v in self.versions:
+            if vc[0] != v and any(args[i] is t for i in idx):
+                _version_error(t, self, vc[0], v)
+        return args
+
     @property
     def outputs(self) -> tuple:
         """The op's outputs, rebuilt from the saved data (checked for in-place changes)."""

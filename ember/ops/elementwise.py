@@ -167,8 +167,8 @@ SUB = register("sub", _sub_kernel, lambda ctx, g: (g, -g if (ctx.attrs or {}).ge
 
 
 def _mul_bw(ctx, g):
-    a, b = ctx.inputs
     need = ctx.edges
+    a, b = ctx.inputs_reading(*[i for i in (1, 0) if need[1 - i] is not None])     # b for a's grad, a for b's
     return (g * b if need[0] is not None else None), (g * a if need[1] is not None else None)
 
 
@@ -176,8 +176,8 @@ MUL = register("mul", _cast_kernel(np.multiply), _mul_bw, save="i")
 
 
 def _div_bw(ctx, g):
-    a, b = ctx.inputs
     need = ctx.edges
+    a, b = ctx.inputs_reading(*((1,) if need[1] is None else (0, 1)))     # a only for b's gradient
     ga = g / b if need[0] is not None else None
     gb = (-g * a / (b * b)) if need[1] is not None else None
     return ga, gb

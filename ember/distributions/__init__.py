@@ -54,6 +54,7 @@ from .negative_binomial import NegativeBinomial  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 from . import kl_families  # noqa: F401,E402  (registers the other families' KL divergences)
+from . import kl_cross  # noqa: F401,E402  (registers the KL divergences across families)
 
 __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorical", "Bernoulli", "Geometric", "Uniform",
            "Exponential", "Independent", "MultivariateNormal", "Gamma", "Chi2", "Beta", "Dirichlet",

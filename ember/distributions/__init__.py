@@ -3,8 +3,8 @@
 Available: Normal, Laplace, Categorical, OneHotCategorical, Bernoulli, Geometric, Uniform, Exponential,
 Independent, MultivariateNormal, Gamma, Chi2, Beta, Dirichlet, MixtureSameFamily, TransformedDistribution
 with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose), LogNormal, Poisson, Binomial, StudentT, Cauchy, Gumbel, HalfNormal;
-``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``: the pairs torch registers among these
-families, not yet the cross-family ones beyond Exponential/Gamma); ``constraints``. ``rsample`` of Gamma, Beta,
+``kl_divergence`` with ``register_kl`` (``kl.py``, ``kl_families.py``, ``kl_cross.py``: the pairs torch registers among these
+families and across the continuous ones); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
 ``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial, NegativeBinomial,
 LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).

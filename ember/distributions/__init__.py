@@ -51,6 +51,9 @@ from .pareto import Pareto  # noqa: F401
 from .half_cauchy import HalfCauchy  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
 from .negative_binomial import NegativeBinomial  # noqa: F401
+from .inverse_gamma import InverseGamma  # noqa: F401
+from .kumaraswamy import Kumaraswamy  # noqa: F401
+from .logistic_normal import LogisticNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
 from . import kl_families  # noqa: F401,E402  (registers the other families' KL divergences)
@@ -65,4 +68,4 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
            "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
            "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to", "LowRankMultivariateNormal",
-           "VonMises", "Wishart", "LKJCholesky"]
+           "VonMises", "Wishart", "LKJCholesky", "InverseGamma", "Kumaraswamy", "LogisticNormal"]

@@ -40,7 +40,10 @@ class TransformedDistribution(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         def fill(new, shape):
-            new.base_dist = self.base_dist.expand(Size(shape) + self.base_dist.event_shape)
+            full = tuple(shape) + tuple(self.event_shape)        # back through the transforms: the base's
+            for t in reversed(self.transforms):                 # shape (event dims the transforms own
+                full = t.inverse_shape(full)                    # stay batch dims of the base)
+            new.base_dist = self.base_dist.expand(Size(full[:len(full) - len(self.base_dist.event_shape)]))
             new.transforms = self.transforms
         return self._expand_into(TransformedDistribution, batch_shape, _instance, fill)
 

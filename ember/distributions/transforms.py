@@ -147,6 +147,16 @@ class ComposeTransform(Transform):
     def bijective(self):
         return all(p.bijective for p in self.parts)
 
+    def forward_shape(self, shape):
+        for p in self.parts:
+            shape = p.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape):
+        for p in reversed(self.parts):
+            shape = p.inverse_shape(shape)
+        return shape
+
     @property
     def sign(self):
         s = 1
@@ -307,6 +317,12 @@ class PowerTransform(Transform):
 
     def _inverse(self, y):
         return y.pow(1 / self.exponent)
+
+    @property
+    def sign(self):
+        """Decreasing for a negative exponent (so a TransformedDistribution's cdf flips)."""
+        e = self.exponent
+        return (1 if e > 0 else -1 if e < 0 else 0) if isinstance(e, numbers.Real) else e.sign()
 
     def log_abs_det_jacobian(self, x, y):
         e = self.exponent

@@ -1,4 +1,4 @@
-"""InverseGamma, Kumaraswamy and LogisticNormal against torch (moments, entropy, log_prob, cdf, shapes, expand,
+"""InverseGamma, Kumaraswamy, LogisticNormal and OneHotCategoricalStraightThrough against torch (moments, entropy, log_prob, cdf, shapes, expand,
 rsample statistics and gradients), plus what they needed: PowerTransform.sign (a decreasing transform flips
 the cdf), ComposeTransform.forward_shape/inverse_shape, TransformedDistribution.expand through a transform
 that owns event dims. Kumaraswamy.mode is checked against the argmax of torch's density (torch's own mode
@@ -86,3 +86,17 @@ def test_power_transform_sign_and_compose_shapes(exponent):
         assert float(p.sign) == np.sign(exponent)
         c = tr.ComposeTransform([tr.ExpTransform(), tr.StickBreakingTransform()])
         assert tuple(c.forward_shape((5, 2))) == (5, 3) and tuple(c.inverse_shape((5, 3))) == (5, 2)
+
+
+def test_one_hot_straight_through():
+    grads = []
+    for L in (torch, ember):
+        logits = L.tensor([[0.2, -1.0, 0.5], [1.0, 0.0, -2.0]], requires_grad=True)
+        d = L.distributions.OneHotCategoricalStraightThrough(logits=logits)
+        assert d.has_rsample and d.expand([3, 2]).batch_shape == (3, 2)
+        assert type(d.expand([3, 2])).__name__ == "OneHotCategoricalStraightThrough"
+        s = d.rsample((4,))
+        assert s.shape == (4, 2, 3) and bool((s.detach().sum(-1) == 1).all())
+        (s * L.tensor([1.0, 2.0, 3.0])).sum().backward()             # the value's gradient is probs'
+        grads.append(logits.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-7)

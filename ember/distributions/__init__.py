@@ -7,14 +7,14 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 families and across the continuous ones); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
 ``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial, NegativeBinomial,
-LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
+InverseGamma, Kumaraswamy, LogisticNormal, OneHotCategoricalStraightThrough, LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .laplace import Laplace  # noqa: F401
 from .categorical import Categorical  # noqa: F401
-from .one_hot_categorical import OneHotCategorical  # noqa: F401
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
 from .bernoulli import Bernoulli  # noqa: F401
 from .geometric import Geometric  # noqa: F401
 from .uniform import Uniform  # noqa: F401
@@ -68,4 +68,5 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical", "RelaxedOneHotCategorical",
            "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
            "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to", "LowRankMultivariateNormal",
-           "VonMises", "Wishart", "LKJCholesky", "InverseGamma", "Kumaraswamy", "LogisticNormal"]
+           "VonMises", "Wishart", "LKJCholesky", "InverseGamma", "Kumaraswamy", "LogisticNormal",
+           "OneHotCategoricalStraightThrough"]

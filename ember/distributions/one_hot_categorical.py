@@ -6,7 +6,7 @@ from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class OneHotCategorical(Distribution):
@@ -83,3 +83,20 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """``rsample`` returns the one-hot draw with the straight-through gradient of ``probs``
+    (``sample + probs - probs.detach()``), as in discrete-latent models."""
+
+    has_rsample = True
+
+    def expand(self, batch_shape, _instance=None):
+        def fill(new, shape):
+            new._categorical = self._categorical.expand(shape)
+        return self._expand_into(OneHotCategoricalStraightThrough, batch_shape, _instance, fill)
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

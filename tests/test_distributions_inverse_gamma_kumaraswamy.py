@@ -1,4 +1,4 @@
-"""InverseGamma, Kumaraswamy, LogisticNormal and OneHotCategoricalStraightThrough against torch (moments, entropy, log_prob, cdf, shapes, expand,
+"""InverseGamma, Kumaraswamy, LogisticNormal OneHotCategoricalStraightThrough and FisherSnedecor against torch (moments, entropy, log_prob, cdf, shapes, expand,
 rsample statistics and gradients), plus what they needed: PowerTransform.sign (a decreasing transform flips
 the cdf), ComposeTransform.forward_shape/inverse_shape, TransformedDistribution.expand through a transform
 that owns event dims. Kumaraswamy.mode is checked against the argmax of torch's density (torch's own mode
@@ -100,3 +100,19 @@ def test_one_hot_straight_through():
         (s * L.tensor([1.0, 2.0, 3.0])).sum().backward()             # the value's gradient is probs'
         grads.append(logits.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-7)
+
+
+def test_fisher_snedecor():
+    d = {L: L.distributions.FisherSnedecor(T(L, 1., 3., 6.), T(L, 2., 5., 10.)) for L in (torch, ember)}
+    for name in ("mean", "mode", "variance"):
+        _close(getattr(d[ember], name), getattr(d[torch], name), equal_nan=True)
+    for v in (0.1, 1.0, 4.0):
+        _close(d[ember].log_prob(T(ember, v)), d[torch].log_prob(T(torch, v)))
+    assert d[ember].expand([2, 3]).batch_shape == (2, 3)
+    assert d[ember].rsample((5,)).shape == (5, 3)
+    ember.manual_seed(4)
+    s = ember.distributions.FisherSnedecor(ember.tensor(6.0), ember.tensor(10.0)).rsample((40000,))
+    assert abs(s.median().item() - 0.9544) < 0.02           # the F(6, 10) median
+    df1 = ember.tensor(6.0, requires_grad=True)
+    ember.distributions.FisherSnedecor(df1, ember.tensor(10.0)).rsample((100,)).sum().backward()
+    assert df1.grad is not None and np.isfinite(df1.grad.item())

@@ -121,6 +121,7 @@ SPECS = {
     "orthogonal_rnn": (10, 1e-3, {"keys": "equal", "orth_ok": "equal", "sym_err": "close", "same_after_remove": "equal",
                                   "plain_class": "equal", "pred": "close"}),
     "glow_lu_flow": (10, 1e-3, {"recon_ok": "equal", "inv_ok": "equal", "checks": "close"}),
+    "bayes_sparse_regression": (10, 1e-3, {"w_mean": "close", "small": "equal", "s2": "close", "spread": "close"}),
     "vi_gamma": (10, 1e-3, {"rate_err": "close", "dir_err": "close", "cdf": "close", "same_cdf": "close",
                             "means": "close"}),
     "gcn_csr": (10, 1e-3, {"sgc_losses": "close", "accs": "equal", "degrees": "equal", "same_as_dense": "close",
@@ -214,7 +215,7 @@ RANDOM_RUNS = {"digits_cnn": ({}, 0.9), "char_lstm": ({}, 0.9), "mingpt": ({}, 0
                "style_superres": ({}, 0.95), "mixup_classifier": ({}, 0.95), "flows_mdn": ({}, 0.97),
                "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9),
                "meta_materialize": ({}, 0.9), "orthogonal_rnn": ({}, 0.9), "glow_lu_flow": ({}, 0.9),
-               "vi_gamma": ({}, 0.9), "gcn_csr": ({}, 0.9), "llama_block": ({}, 0.9), "hf_gpt2": ({}, 0.9),
+               "vi_gamma": ({}, 0.9), "bayes_sparse_regression": ({}, 0.9), "gcn_csr": ({}, 0.9), "llama_block": ({}, 0.9), "hf_gpt2": ({}, 0.9),
                "audio_spectrogram": ({}, 0.95)}
 
 

@@ -472,3 +472,7 @@ _BY_CLASS = (ExpTransform, SigmoidTransform, TanhTransform, SoftplusTransform, A
 AffineTransform._same = _affine_same
 PowerTransform._same = _power_same
 ComposeTransform._same = _compose_same
+
+from .transforms_matrix import *  # noqa: E402,F401,F403
+from .transforms_matrix import __all__ as _matrix_all  # noqa: E402
+__all__ = __all__ + list(_matrix_all)

@@ -1,4 +1,4 @@
-"""InverseGamma, Kumaraswamy, LogisticNormal OneHotCategoricalStraightThrough and FisherSnedecor against torch (moments, entropy, log_prob, cdf, shapes, expand,
+"""InverseGamma, Kumaraswamy, LogisticNormal OneHotCategoricalStraightThrough, FisherSnedecor and ContinuousBernoulli against torch (moments, entropy, log_prob, cdf, shapes, expand,
 rsample statistics and gradients), plus what they needed: PowerTransform.sign (a decreasing transform flips
 the cdf), ComposeTransform.forward_shape/inverse_shape, TransformedDistribution.expand through a transform
 that owns event dims. Kumaraswamy.mode is checked against the argmax of torch's density (torch's own mode
@@ -116,3 +116,19 @@ def test_fisher_snedecor():
     df1 = ember.tensor(6.0, requires_grad=True)
     ember.distributions.FisherSnedecor(df1, ember.tensor(10.0)).rsample((100,)).sum().backward()
     assert df1.grad is not None and np.isfinite(df1.grad.item())
+
+
+@pytest.mark.parametrize("kind", ["probs", "logits"])
+def test_continuous_bernoulli(kind):
+    vals = (0.1, 0.4995, 0.5, 0.7, 0.999) if kind == "probs" else (-2.0, 0.0, 0.001, 3.0)
+    out = []
+    for L in (torch, ember):
+        par = T(L, *vals, grad=True)
+        d = L.distributions.ContinuousBernoulli(**{kind: par})
+        v, u = T(L, 0.3), T(L, 0.8)
+        row = [d.mean, d.variance, d.entropy(), d.log_prob(v), d.cdf(v), d.icdf(u), d.cdf(T(L, 1.0)), d.cdf(T(L, 0.0))]
+        d.icdf(u).sum().backward()                                  # rsample's pathwise gradient
+        out.append([r.detach().numpy() for r in row] + [par.grad.numpy()])
+        assert d.expand([2, len(vals)]).batch_shape == (2, len(vals)) and d.rsample((3,)).shape == (3, len(vals))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)

@@ -7,7 +7,7 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 families and across the continuous ones); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
 ``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial, NegativeBinomial,
-InverseGamma, Kumaraswamy, LogisticNormal, OneHotCategoricalStraightThrough, FisherSnedecor, LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
+InverseGamma, Kumaraswamy, LogisticNormal, OneHotCategoricalStraightThrough, FisherSnedecor, ContinuousBernoulli, LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -53,6 +53,7 @@ from .multinomial import Multinomial  # noqa: F401
 from .negative_binomial import NegativeBinomial  # noqa: F401
 from .inverse_gamma import InverseGamma  # noqa: F401
 from .fisher_snedecor import FisherSnedecor  # noqa: F401
+from .continuous_bernoulli import ContinuousBernoulli  # noqa: F401
 from .kumaraswamy import Kumaraswamy  # noqa: F401
 from .logistic_normal import LogisticNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
@@ -70,4 +71,4 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
            "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to", "LowRankMultivariateNormal",
            "VonMises", "Wishart", "LKJCholesky", "InverseGamma", "Kumaraswamy", "LogisticNormal",
-           "OneHotCategoricalStraightThrough", "FisherSnedecor"]
+           "OneHotCategoricalStraightThrough", "FisherSnedecor", "ContinuousBernoulli"]

@@ -1,6 +1,6 @@
-"""KL divergences between different continuous families, for the pairs torch registers: Beta, Exponential,
-Gamma, Gumbel, Laplace, Normal, Pareto and Uniform against Beta, Exponential, Gamma, Gumbel, Laplace,
-Normal, Pareto and Uniform (and Bernoulli/Poisson/Binomial across), written once as
+"""KL divergences between different families, for the pairs torch registers: Beta, Exponential, Gamma,
+Gumbel, Laplace, Normal, Pareto, Uniform and ContinuousBernoulli against one another (and
+Bernoulli/Poisson/Binomial across), written once as
 
     KL(p || q) = -H(p) - E_p[log q(x)]
 
@@ -17,6 +17,7 @@ from .kl import register_kl
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
+from .continuous_bernoulli import ContinuousBernoulli
 from .exponential import Exponential
 from .gamma import Gamma
 from .gumbel import Gumbel
@@ -50,7 +51,7 @@ class _Moments:
             self.lo, self.hi = p.low, p.high
         elif isinstance(p, (Exponential, Gamma)):
             self.lo, self.hi = E.zeros_like(p.mean), E.full_like(p.mean, inf)
-        elif isinstance(p, Beta):
+        elif isinstance(p, (Beta, ContinuousBernoulli)):
             self.lo, self.hi = E.zeros_like(p.mean), E.ones_like(p.mean)
         elif isinstance(p, Pareto):
             self.lo, self.hi = p.scale, E.full_like(p.scale, inf)
@@ -163,32 +164,47 @@ def _cross_beta(m, q):
     return (a - 1) * m.log_mean() + (b - 1) * m.log_mean(reflect=True) - lbeta, bad
 
 
+def _cross_continuous_bernoulli(m, q):
+    E = _E()
+    bad = _outside(m, lo=0.0, hi=1.0)
+    if not isinstance(m.p, (Uniform, Beta)):
+        return E.zeros_like(m.lo), bad | True
+    if isinstance(m.p, Uniform):                         # torch: inf once the interval touches 0 or 1
+        bad = (m.lo <= 0) | (m.hi >= 1)
+    return m.mean() * q.logits + q.probs.neg().log1p() + q._cont_bern_log_norm(), bad
+
+
 def _cross_uniform(m, q):
+    if isinstance(m.p, ContinuousBernoulli):             # torch: inf unless q's interval strictly covers [0, 1]
+        return -(q.high - q.low).log(), (q.low >= 0) | (q.high <= 1)
     return -(q.high - q.low).log(), _outside(m, lo=q.low, hi=q.high)
 
 
 def _cross_pareto(m, q):
     E = _E()
     bad = _outside(m, lo=q.scale)
-    if isinstance(m.p, (Normal, Laplace, Gumbel)):
-        return E.zeros_like(m.lo), bad
+    if isinstance(m.p, (Normal, Laplace, Gumbel, ContinuousBernoulli)):     # (support reaches 0 or below)
+        return E.zeros_like(m.lo), bad | True
     k = q.alpha
     return k.log() + k * q.scale.log() - (k + 1) * m.log_mean(), bad
 
 
 _CROSS = {Normal: _cross_normal, Exponential: _cross_exponential, Gamma: _cross_gamma, Gumbel: _cross_gumbel,
-          Laplace: _cross_laplace, Beta: _cross_beta, Uniform: _cross_uniform, Pareto: _cross_pareto}
+          Laplace: _cross_laplace, Beta: _cross_beta, Uniform: _cross_uniform, Pareto: _cross_pareto,
+          ContinuousBernoulli: _cross_continuous_bernoulli}
 
 # the pairs torch registers that kl.py / kl_families.py do not
+_CB = ContinuousBernoulli
 _PAIRS = {
-    Beta: (Exponential, Gamma, Normal, Pareto, Uniform),
-    Exponential: (Beta, Gumbel, Normal, Pareto, Uniform),
-    Gamma: (Beta, Gumbel, Normal, Pareto, Uniform),
-    Gumbel: (Beta, Exponential, Gamma, Normal, Pareto, Uniform),
-    Laplace: (Beta, Exponential, Gamma, Normal, Pareto, Uniform),
-    Normal: (Beta, Exponential, Gamma, Gumbel, Laplace, Pareto, Uniform),
-    Pareto: (Beta, Exponential, Gamma, Normal, Pareto, Uniform),
-    Uniform: (Beta, Exponential, Gamma, Gumbel, Normal, Pareto),
+    Beta: (Exponential, Gamma, Normal, Pareto, Uniform, _CB),
+    Exponential: (Beta, Gumbel, Normal, Pareto, Uniform, _CB),
+    Gamma: (Beta, Gumbel, Normal, Pareto, Uniform, _CB),
+    Gumbel: (Beta, Exponential, Gamma, Normal, Pareto, Uniform, _CB),
+    Laplace: (Beta, Exponential, Gamma, Normal, Pareto, Uniform, _CB),
+    Normal: (Beta, Exponential, Gamma, Gumbel, Laplace, Pareto, Uniform, _CB),
+    Pareto: (Beta, Exponential, Gamma, Normal, Pareto, Uniform, _CB),
+    Uniform: (Beta, Exponential, Gamma, Gumbel, Normal, Pareto, _CB),
+    _CB: (Exponential, Normal, Pareto, Uniform),
 }
 
 
@@ -206,6 +222,12 @@ def _kl_cross(p, q):
 for _p, _qs in _PAIRS.items():
     for _q in _qs:
         register_kl(_p, _q)(_kl_cross)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return (p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + p.probs.neg().log1p()
+            - q._cont_bern_log_norm() - q.probs.neg().log1p())
 
 
 @register_kl(Bernoulli, Poisson)

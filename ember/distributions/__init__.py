@@ -39,7 +39,8 @@ from .half_normal import HalfNormal  # noqa: F401
 from . import transforms  # noqa: F401
 from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransform,  # noqa: F401
                          SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
-                         identity_transform, SoftmaxTransform, StickBreakingTransform, IndependentTransform)
+                         identity_transform, SoftmaxTransform, StickBreakingTransform, IndependentTransform,
+                         ReshapeTransform, LowerCholeskyTransform, PositiveDefiniteTransform)
 from . import constraint_registry  # noqa: F401,E402
 from .constraint_registry import biject_to, transform_to  # noqa: F401,E402
 from .transformed_distribution import TransformedDistribution  # noqa: F401
@@ -52,7 +53,7 @@ from .half_cauchy import HalfCauchy  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
 from .negative_binomial import NegativeBinomial  # noqa: F401
 from .inverse_gamma import InverseGamma  # noqa: F401
-from .fisher_snedecor import FisherSnedecor  # noqa: F401
+from .fishersnedecor import FisherSnedecor  # noqa: F401
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: F401
 from .kumaraswamy import Kumaraswamy  # noqa: F401
 from .logistic_normal import LogisticNormal  # noqa: F401
@@ -71,4 +72,5 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "Weibull", "Pareto", "HalfCauchy", "Multinomial", "NegativeBinomial", "SoftmaxTransform",
            "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to", "LowRankMultivariateNormal",
            "VonMises", "Wishart", "LKJCholesky", "InverseGamma", "Kumaraswamy", "LogisticNormal",
-           "OneHotCategoricalStraightThrough", "FisherSnedecor", "ContinuousBernoulli"]
+           "OneHotCategoricalStraightThrough", "FisherSnedecor", "ContinuousBernoulli", "ReshapeTransform",
+           "LowerCholeskyTransform", "PositiveDefiniteTransform"]

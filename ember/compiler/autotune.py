@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from . import logs
+from .cache import replace_private
 from .render_c import Options
 
 VARIANTS = (
@@ -112,10 +113,7 @@ def record_choice(opts: Options, program: str | None = None) -> None:
         progs[program] = k
         wins["programs"] = progs
     try:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(wins, f)
-        os.replace(tmp, path)
+        replace_private(os.path.dirname(path), path, json.dumps(wins).encode(), prefix=".tune-")
     except OSError:
         pass
 
@@ -246,10 +244,9 @@ class Autotuner:
         record_choice(self._opts(best), key)
         self._apply(best)
         logs.log("kernels", f"autotune({self.name}): chose {self._opts(best)!r}")
-        try:
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                json.dump({"choice": best, "timings": self.timings}, f)
-            os.replace(path + ".tmp", path)
+        try:       # (a unique temporary file: two processes tuning one program never share one)
+            replace_private(os.path.dirname(path), path,
+                            json.dumps({"choice": best, "timings": self.timings}).encode(), prefix=".tune-")
         except OSError:
             pass
 

@@ -278,3 +278,20 @@ def sweep_leftovers(directory: str, *, stale_seconds: float = STALE_SECONDS) -> 
     if removed:
         log("kernels", f"removed {removed} leftover(s) of interrupted cache writes in {directory}")
     return removed
+
+
+def replace_private(directory: str, path: str, data: bytes, prefix: str) -> None:
+    """Put ``data`` at ``path`` atomically: a private temporary file in ``directory`` (mode 0600, a unique
+    name: concurrent writers never share one; a ``prefix`` of LEFTOVER_PREFIXES lets ``sweep_leftovers``
+    remove one a killed writer left), then ``os.replace``. Raises OSError, leaving nothing."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -38,7 +38,6 @@ import io
 import os
 import pickle
 import sys
-import tempfile
 import threading
 
 import numpy as np
@@ -453,31 +452,16 @@ def write(key: str, name: str, data: bytes) -> bool:
     d = _plans_dir()
     if d is None:
         return False
-    from .cache import sweep_leftovers
+    from .cache import replace_private, sweep_leftovers
     sweep_leftovers(d)
     try:
-        replace_private(d, _path(d, key, name), data)
+        replace_private(d, _path(d, key, name), data, prefix=".plan-")
     except OSError as e:
         logs.log("kernels", f"ember.compile({name}): plan not cached: {e}")
         return False
     STATS["stores"] += 1
     return True
 
-
-def replace_private(directory: str, path: str, data: bytes, prefix: str = ".plan-") -> None:
-    """Put ``data`` at ``path`` atomically: a private temporary file in ``directory`` (mode 0600; its
-    prefix is one ``cache.sweep_leftovers`` removes), then ``os.replace``. Raises OSError, leaving nothing."""
-    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def store(program: Program, key: str, name: str, parts, source: str, uses_blas: bool) -> bool:

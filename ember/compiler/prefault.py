@@ -64,7 +64,7 @@ def note(name: str, sizes) -> None:
     if path is None or _NOTED.get(path) == sizes:
         return
     _NOTED[path] = sizes
-    from .plan_cache import replace_private
+    from .cache import replace_private
     try:
         replace_private(os.path.dirname(path), path, " ".join(map(str, sizes)).encode(), prefix=".plan-arena-")
     except OSError:

@@ -52,6 +52,22 @@ def test_kernel_paths_match_numpy(ta, tb, pad):
 
 
 @needs_gemm
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tb", [0, 1])
+def test_row_major_a_4kb_apart_is_packed(threads, tb):
+    """op(A) stored row-major with rows a multiple of 4 KB apart is packed (8x8 transposes of MR rows, a
+    k remainder, a last partial micro-panel) when op(B) has enough panels; op(A) stored transposed is
+    packed a row of A at a time (masked loads near the block's end)."""
+    rng = np.random.default_rng(7 + tb)
+    for M, N, K, pad in ((97, 300, 1000, 24), (13, 260, 1024, 0), (200, 520, 2048, 0)):
+        a, b = _op(rng, M, K, 0, pad), _op(rng, K, N, tb)
+        assert a.strides[0] % 4096 == 0
+        _check(gemm.sgemm(a, b, threads=threads, exact_threads=True), a, b)
+        at = _op(rng, M, K, 1, pad)
+        _check(gemm.sgemm(at, b, threads=threads, exact_threads=True), at, b)
+
+
+@needs_gemm
 @pytest.mark.parametrize("threads", [1, 2, 4])
 @pytest.mark.parametrize("ta,tb", [(0, 1), (1, 0)])
 def test_accumulate_adds_to_out(threads, ta, tb):

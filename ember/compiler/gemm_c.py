@@ -73,6 +73,9 @@ __EM_POOL__
 #ifndef EM_MC
 #define EM_MC 96
 #endif
+#ifndef EM_PACK_AHEAD
+#define EM_PACK_AHEAD 8             /* rows of op(A) stored transposed fetched ahead while packing it */
+#endif
 #ifndef EM_GEMM_PAR_MIN
 /* nb*M*N*K below this: one thread; each thread past two needs another half of it (em_gemm_threads).
    Waking a thread costs 10-20 us: measured on this 2-core machine, two threads ran 1.3-1.5x faster than
@@ -150,6 +153,14 @@ em_tile_body(int kc, const float *restrict a, long rs, long cs, const float *res
     ar[i] = a + (i < mr ? i : mr - 1) * rs;
 #pragma GCC unroll 4
     for (int v = 0; v < EM_NV; v++) r[i][v] = (em_vf){0};
+    /* C's lines of this tile, fetched for writing while the k loop runs: a C of more than the L2 (square
+       1024, the MLP's weight gradients) missed there at every tile's stores (and adds, K past one block),
+       ~15% of the tile's time stalled on them */
+    if (i < mr) {
+#pragma GCC unroll 4
+      for (int j = 0; j < EM_NR; j += 16) __builtin_prefetch(c + i * ldc + j, 1, 3);
+      __builtin_prefetch(c + i * ldc + EM_NR - 1, 1, 3);
+    }
   }
   for (long k = 0; k < kc; k++) {
     em_vf b[EM_NV];
@@ -202,11 +213,11 @@ static inline void em_tile(int kc, const float *restrict a, long rs, long cs, co
     em_tile_edge(kc, a, rs, cs, bp, c, ldc, mr, nr, acc);
 }
 
-/* d[k * ldd + j] = s[j * ld + k] for an 8 x 8 block (AVX: unpack, shuffle, swap 128-bit halves) */
-static inline void em_tr8(const float *s, long ld, float *d, long ldd) {
-  const __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld),
-               r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld), r5 = _mm256_loadu_ps(s + 5 * ld),
-               r6 = _mm256_loadu_ps(s + 6 * ld), r7 = _mm256_loadu_ps(s + 7 * ld);
+/* d[k * ldd + j] = row j's k-th float (k, j < 8) for eight 8-float rows (AVX: unpack, shuffle, swap
+   128-bit halves); the stores go in order of k, each 8 floats (with ldd < 8 each one's tail is
+   overwritten by the next) */
+static inline void em_tr8v(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4, __m256 r5, __m256 r6, __m256 r7,
+                           float *d, long ldd) {
   const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
                t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
                t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
@@ -222,6 +233,13 @@ static inline void em_tr8(const float *s, long ld, float *d, long ldd) {
   _mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
   _mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
   _mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* d[k * ldd + j] = s[j * ld + k] for an 8 x 8 block */
+static inline void em_tr8(const float *s, long ld, float *d, long ldd) {
+  em_tr8v(_mm256_loadu_ps(s), _mm256_loadu_ps(s + ld), _mm256_loadu_ps(s + 2 * ld), _mm256_loadu_ps(s + 3 * ld),
+          _mm256_loadu_ps(s + 4 * ld), _mm256_loadu_ps(s + 5 * ld), _mm256_loadu_ps(s + 6 * ld),
+          _mm256_loadu_ps(s + 7 * ld), d, ldd);
 }
 
 /* op(B)[0:kc, j0:j0+NR] -> dst (kc x NR, zero-padded columns); B points at op(B)[0, 0] of this k block */
@@ -255,24 +273,97 @@ static void em_pack_b(float *restrict dst, int tb, const float *B, long ldb, lon
 }
 
 /* op(A)[0:mc, 0:kc] for A stored transposed (op(A)[i, k] at A[k * lda + i]) -> dst: micro-panels of MR
-   rows, each kc x MR (k-major, zero-padded rows). With MR <= 8 a row of a micro-panel is one 8-float
-   load whose lanes past the panel's rows are masked (never read, zero) and one 8-float store: its extra
-   lanes land on the next row's slots, written next (callers leave room for them past the panels). */
+   rows, each kc x MR (k-major, zero-padded rows). Row by row of A (k outer: one pass over mc contiguous
+   floats per k; micro-panel by micro-panel walked kc lines lda apart mc / MR times, and with lda a
+   multiple of 512 floats those lines shared two L1 sets: a fifth of gpt_fc_dw's time). With MR <= 8 a
+   row of a micro-panel is one 8-float load (masked past op(A)'s rows: zero) and one 8-float store whose
+   extra lanes land on the next k's slots, written next; the last k stores MR floats alone (its extra
+   lanes would be the next micro-panel's first, already written). */
 static void em_pack_at(float *restrict dst, const float *A, long lda, int mc, int kc) {
+#if EM_MR <= 8
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i whole = _mm256_cmpgt_epi32(_mm256_set1_epi32(EM_MR), iota);
+  for (int k = 0; k < kc; k++) {
+    const float *s = A + k * lda;
+    float *d = dst + k * EM_MR;
+    const int tail = k == kc - 1;
+    int ir = 0;
+    /* the rows a few k ahead, fetched now: op(A) comes from the L3 (a weight gradient's activations,
+       2 MB in the GPT's), and one row's few lines at a time left the pack waiting on each */
+    if (k + EM_PACK_AHEAD < kc)
+      for (int i = 0; i < mc; i += 16) __builtin_prefetch(s + EM_PACK_AHEAD * lda + i, 0, 3);
+    for (; ir + 8 <= mc; ir += EM_MR) {
+      const __m256 v = _mm256_loadu_ps(s + ir);
+      if (!tail) _mm256_storeu_ps(d + (long)ir * kc, v);
+      else _mm256_maskstore_ps(d + (long)ir * kc, whole, v);
+    }
+    for (; ir < mc; ir += EM_MR) {          /* (near the block's end: loads masked to its rows) */
+      const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(mc - ir < EM_MR ? mc - ir : EM_MR), iota);
+      const __m256 v = _mm256_maskload_ps(s + ir, m);
+      if (!tail) _mm256_storeu_ps(d + (long)ir * kc, v);
+      else _mm256_maskstore_ps(d + (long)ir * kc, whole, v);
+    }
+  }
+#else
   for (int ir = 0; ir < mc; ir += EM_MR) {
     const int mr = mc - ir < EM_MR ? mc - ir : EM_MR;
     float *d = dst + (long)ir * kc;
     const float *s = A + ir;
-#if EM_MR <= 8
-    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(mr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    for (int k = 0; k < kc; k++) _mm256_storeu_ps(d + k * EM_MR, _mm256_maskload_ps(s + k * lda, lanes));
-#else
     for (int k = 0; k < kc; k++) {
       for (int i = 0; i < mr; i++) d[k * EM_MR + i] = s[k * lda + i];
       for (int i = mr; i < EM_MR; i++) d[k * EM_MR + i] = 0.0f;
     }
-#endif
   }
+#endif
+}
+
+/* op(A)[0:mc, 0:kc] stored row-major (op(A)[i, k] at A[i * lda + k]) -> dst, the micro-panels of
+   em_pack_at: 8 k at a time, MR rows transposed into k-major rows of MR (8x8 transposes whose extra
+   rows are zeros and whose extra columns land on slots written next; callers leave 8 floats of room
+   past the panels), the k remainder one by one. Slots of rows past mc are left as they are: the tile
+   never reads them (its rows past mr repeat row mr - 1). */
+static void em_pack_an(float *restrict dst, const float *A, long lda, int mc, int kc) {
+#if EM_MR <= 8
+  const __m256 z = _mm256_setzero_ps();
+  for (int ir = 0; ir < mc; ir += EM_MR) {
+    const int mr = mc - ir < EM_MR ? mc - ir : EM_MR;
+    float *d = dst + (long)ir * kc;
+    const float *p[8];
+    for (int i = 0; i < 8; i++) p[i] = A + (long)(ir + (i < mr ? i : mr - 1)) * lda;
+    int k = 0;
+    for (; k + 8 <= kc; k += 8)
+      em_tr8v(_mm256_loadu_ps(p[0] + k), _mm256_loadu_ps(p[1] + k), _mm256_loadu_ps(p[2] + k),
+              _mm256_loadu_ps(p[3] + k), _mm256_loadu_ps(p[4] + k), _mm256_loadu_ps(p[5] + k),
+              EM_MR > 6 ? _mm256_loadu_ps(p[6] + k) : z, EM_MR > 7 ? _mm256_loadu_ps(p[7] + k) : z,
+              d + k * EM_MR, EM_MR);
+    for (; k < kc; k++)
+      for (int i = 0; i < EM_MR; i++) d[k * EM_MR + i] = p[i][k];
+  }
+#else
+  for (int ir = 0; ir < mc; ir += EM_MR) {
+    const int mr = mc - ir < EM_MR ? mc - ir : EM_MR;
+    float *d = dst + (long)ir * kc;
+    for (int k = 0; k < kc; k++)
+      for (int i = 0; i < mr; i++) d[k * EM_MR + i] = A[(long)(ir + i) * lda + k];
+  }
+#endif
+}
+
+#ifndef EM_PACK_AN_PANELS
+#define EM_PACK_AN_PANELS 8          /* op(A) stored row-major 4 KB apart is packed for this many panels */
+#endif
+/* whether a block of mc rows of op(A) (one K block of kc) is packed before the tiles run over np panels.
+   Stored transposed: once the block's kc lines no longer stay in L1. Stored row-major: its rows are read
+   in place (packing cost 2-7% where N is a few panels), unless they lie a multiple of 4 KB apart: then a
+   tile's MR rows share one L1 set (8 ways) with the panel's lines and evict each other (square 1024:
+   packed, 4% faster; the whole pack is 1/(2N) of the multiply-adds) */
+static inline int em_pack_a_wanted(int ta, long lda, int kc, long mc, long np) {
+  return ta ? (long)kc * mc > 4096 : lda % 1024 == 0 && np >= EM_PACK_AN_PANELS;
+}
+/* packs op(A)[0:mc, 0:kc] (a0: its element (0, 0)) into dst, stored transposed or not */
+static inline void em_pack_a(float *restrict dst, int ta, const float *a0, long lda, int mc, int kc) {
+  if (ta) em_pack_at(dst, a0, lda, mc, kc);
+  else em_pack_an(dst, a0, lda, mc, kc);
 }
 
 /* the tiles of one block of rows against one packed panel bp: C[0:m, 0:nr] (+)= op(A)[0:m, 0:kc] bp. op(A)
@@ -304,7 +395,7 @@ static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, lo
   }
   const long nk = (K + EM_KC - 1) / EM_KC, kcmax = (K + nk - 1) / nk, np = (N + EM_NR - 1) / EM_NR;
   const size_t bsize = (size_t)kcmax * EM_NR * np;
-  float *ws = em_workspace(bsize + (ta ? (size_t)kcmax * (EM_MC + EM_MR) + 8 : 0));   /* (8: em_pack_at) */
+  float *ws = em_workspace(bsize + (size_t)kcmax * (EM_MC + EM_MR) + 8);   /* (8: em_pack_a's room) */
   if (!ws) return 0;
   float *bp = ws, *ap = ws + bsize;
   for (long k0 = 0; k0 < K; k0 += kcmax) {
@@ -313,14 +404,13 @@ static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, lo
     for (long p = 0; p < np; p++) em_pack_b(bp + p * kc * EM_NR, tb, Bk, ldb, N, kc, p * EM_NR);
     for (long i0 = 0; i0 < M; i0 += EM_MC) {
       const int mc = M - i0 < EM_MC ? (int)(M - i0) : EM_MC;
-      /* op(A) stored transposed: read in place while the block's lines stay in L1, else packed */
-      const int pack = ta && (long)kc * mc > 4096;
-      if (pack) em_pack_at(ap, A + k0 * lda + i0, lda, mc, kc);
+      const float *a0 = ta ? A + k0 * lda + i0 : A + i0 * lda + k0;
+      const int pack = em_pack_a_wanted(ta, lda, kc, mc, np);
+      if (pack) em_pack_a(ap, ta, a0, lda, mc, kc);
       for (long p = 0; p < np; p++) {
         const long j0 = p * EM_NR;
         const int nr = N - j0 < EM_NR ? (int)(N - j0) : EM_NR;
-        em_rows_panel(kc, ta, pack ? ap : 0, ta ? A + k0 * lda + i0 : A + i0 * lda + k0, lda, bp + p * kc * EM_NR,
-                      C + i0 * ldc + j0, ldc, mc, nr, ak);
+        em_rows_panel(kc, ta, pack ? ap : 0, a0, lda, bp + p * kc * EM_NR, C + i0 * ldc + j0, ldc, mc, nr, ak);
       }
     }
   }
@@ -386,7 +476,7 @@ static void em_task_rows(void *c, long it, int w) {
   em_gemm_job *j = (em_gemm_job *)c;
   (void)w;
   const long r0 = j->rows[it], m = j->rows[it + 1] - r0;
-  float *own = em_workspace((size_t)j->kcmax * EM_NR + (j->ta ? (size_t)j->kcmax * (m + EM_MR) + 8 : 0));
+  float *own = em_workspace((size_t)j->kcmax * EM_NR + (size_t)j->kcmax * (m + EM_MR) + 8);
   if (!own) {
     atomic_store(&j->failed, 1);
     return;
@@ -396,9 +486,9 @@ static void em_task_rows(void *c, long it, int w) {
   for (long kb = 0; kb < j->nk; kb++) {
     const long k0 = kb * j->kcmax;
     const int kc = j->K - k0 < j->kcmax ? (int)(j->K - k0) : (int)j->kcmax, ak = j->acc || kb > 0;
-    const int pack = j->ta && (long)kc * m > 4096;
     const float *a0 = j->A + (j->ta ? k0 * j->lda + r0 : r0 * j->lda + k0);
-    if (pack) em_pack_at(ap, a0, j->lda, (int)m, kc);
+    const int pack = em_pack_a_wanted(j->ta, j->lda, kc, m, j->np);
+    if (pack) em_pack_a(ap, j->ta, a0, j->lda, (int)m, kc);
     long q = 0, nl = 0, li = 0;
     for (;;) {
       long p;

@@ -73,6 +73,9 @@ __EM_POOL__
 #ifndef EM_MC
 #define EM_MC 96
 #endif
+#ifndef EM_PREFETCH_C_KC
+#define EM_PREFETCH_C_KC 64         /* a tile adding to C over at least this many k fetches C first */
+#endif
 #ifndef EM_PACK_AHEAD
 #define EM_PACK_AHEAD 8             /* rows of op(A) stored transposed fetched ahead while packing it */
 #endif
@@ -153,14 +156,6 @@ em_tile_body(int kc, const float *restrict a, long rs, long cs, const float *res
     ar[i] = a + (i < mr ? i : mr - 1) * rs;
 #pragma GCC unroll 4
     for (int v = 0; v < EM_NV; v++) r[i][v] = (em_vf){0};
-    /* C's lines of this tile, fetched for writing while the k loop runs: a C of more than the L2 (square
-       1024, the MLP's weight gradients) missed there at every tile's stores (and adds, K past one block),
-       ~15% of the tile's time stalled on them */
-    if (i < mr) {
-#pragma GCC unroll 4
-      for (int j = 0; j < EM_NR; j += 16) __builtin_prefetch(c + i * ldc + j, 1, 3);
-      __builtin_prefetch(c + i * ldc + EM_NR - 1, 1, 3);
-    }
   }
   for (long k = 0; k < kc; k++) {
     em_vf b[EM_NV];
@@ -207,6 +202,16 @@ static __attribute__((noinline)) void em_tile_edge(int kc, const float *restrict
 }
 static inline void em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp,
                            float *restrict c, long ldc, int mr, int nr, int acc) {
+  /* adding to C: the tile's lines of C fetched (for writing) while its k loop runs. A C larger than the
+     L2 (square 1024's 4 MB, the MLP's 784 x 256 weight gradient) missed there at every tile's loads after
+     the first K block, and the loads, issued only as the loop ended, stalled the tile. (Here, not in
+     the tile: there it made gcc spill the row pointers, 4-8% of attention's short tiles.) */
+  if (acc && kc >= EM_PREFETCH_C_KC)
+    for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 4
+      for (int j = 0; j < EM_NR; j += 16) __builtin_prefetch(c + i * ldc + j, 1, 3);
+      __builtin_prefetch(c + i * ldc + EM_NR - 1, 1, 3);
+    }
   if (mr == EM_MR && nr == EM_NR)
     em_tile_whole(kc, a, rs, cs, bp, c, ldc, acc);
   else

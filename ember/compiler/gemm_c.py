@@ -7,11 +7,16 @@ every size (and dynamic shapes).
 Blocking (one thread, ``em_gemm_1t``): K is cut into nearly equal blocks of at most ``EM_KC`` (784 ->
 4 x 196, not 3 x 256 + 16); per block op(B) is packed into panels of ``EM_NR`` columns (k-major,
 zero-padded; vector copies, or 8x8 AVX transposes when B is stored transposed) and the register tile
-``EM_MR x EM_NR`` runs over row blocks of ``EM_MC`` rows, panel by panel. op(A) is not packed when stored
-row-major: the tile broadcasts its elements from the rows in place (rows past the edge repeat the last
-row, so nothing outside op(A) is read); stored transposed it is read in place while a row block's kc x mc
-floats fit L1 (attention's 64 x 64), else packed into k-major micro-panels. Small batched GEMMs thus pay
-only the B packing (attention's 64 x 64 x 32 products: 70-77% of the FMA peak).
+``EM_MR x EM_NR`` runs over row blocks of ``EM_MC`` rows, panel by panel. op(A) stored row-major is read
+in place: the tile broadcasts its elements from the rows (rows past the edge repeat the last row, so
+nothing outside op(A) is read), unless its rows lie a multiple of 4 KB apart (a tile's rows would share
+one L1 set: square 1024) and op(B) has enough panels: then it is packed by 8x8 transposes
+(``em_pack_an``). Stored transposed it is read in place while a row block's kc x mc floats fit L1
+(attention's 64 x 64), else packed (``em_pack_at``: a row of A at a time, rows fetched ahead, as a weight
+gradient's op(A) comes from the L3) into k-major micro-panels. Small batched GEMMs thus pay only the B
+packing (attention's 64 x 64 x 32 products: 70-77% of the FMA peak). A tile adding to C (every K block
+after the first) fetches its lines of C first (``em_tile``): a C larger than the L2 otherwise stalled
+each tile's loads at its end (square 1024: ~10% of its time).
 
 Threads (``em_sgemm_batched_acc``): a batch of at least two GEMMs per thread runs whole GEMMs, a few per
 item (about 8 items per thread: attention's 3-us products one per item paid the pool's per-item cost). One
@@ -389,7 +394,8 @@ static void em_rows_panel(int kc, int ta, const float *ap, const float *a0, long
 /* C[0:M, 0:N] (+)= op(A) op(B) on the calling thread (acc: add to C). A, B and C point at element (0, 0)
    of this block; op(A)[i, k] is A[i*lda + k] (ta 0) or A[k*lda + i] (ta 1), op(B)[k, j] likewise.
    K is cut into nearly equal blocks of at most KC; per block op(B) is packed into panels of NR columns,
-   op(A) is read in place (ta 0) or packed per MC rows (ta 1). 0 when a buffer could not be allocated. */
+   op(A) is read in place or packed per MC rows (em_pack_a_wanted). 0 when a buffer could not be
+   allocated. */
 static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, long lda, const float *B, long ldb,
                       float *C, long ldc, int acc) {
   if (M <= 0 || N <= 0) return 1;

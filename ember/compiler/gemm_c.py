@@ -443,12 +443,12 @@ typedef struct {
   _Atomic int failed;
   /* row items (em_task_rows): item i is rows [rows[i], rows[i+1]) of C against all of op(B), packed once
      into bsh: panel p of K block kb (kcmax x NR floats) at bsh + (kb * np + p) * kcmax * NR, its state in
-     bst[kb * np + p] (0: not packed, 1: being packed, 2: ready) */
+     bst[kb * np + p] (0: not packed, 1: being packed, 2: ready). Batch items (em_task_batch): item i is
+     the GEMMs [rows[i], rows[i+1]) of the batch */
   long nk, kcmax, np;
   const long *rows;
   float *bsh;
   _Atomic int *bst;
-  long nb, bper;              /* batch items (em_task_batch): GEMMs, GEMMs per item */
 } em_gemm_job;
 
 #ifndef EM_PANEL_WAIT_NS
@@ -535,11 +535,11 @@ static void em_task_gemm(void *c, long it, int w) {
     atomic_store(&j->failed, 1);
 }
 
-/* a batch item: GEMMs [it * bper, (it + 1) * bper) of the batch, each whole on this thread */
+/* a batch item: GEMMs [rows[it], rows[it + 1]) of the batch, each whole on this thread */
 static void em_task_batch(void *c, long it, int w) {
   em_gemm_job *j = (em_gemm_job *)c;
   (void)w;
-  for (long b = it * j->bper; b < (it + 1) * j->bper && b < j->nb; b++)
+  for (long b = j->rows[it]; b < j->rows[it + 1]; b++)
     if (!em_gemm_1t(j->ta, j->tb, j->M, j->N, j->K, j->A + b * j->sa, j->lda, j->B + b * j->sb, j->ldb, j->C + b * j->sc,
                     j->ldc, j->acc))
       atomic_store(&j->failed, 1);
@@ -558,6 +558,26 @@ static void em_task_batch(void *c, long it, int w) {
 #define EM_SHARED_MAX (4L << 20)
 #endif
 
+/* guided item sizes: units [0, units) cut at b[0] = 0 < b[1] < ... < b[n] = units (n returned, at most
+   EM_ROW_ITEMS_MAX), each item 1 / (EM_ROW_GUIDE * nt) of the units left, but at most `most` and at least
+   `least` units (and at least units / (EM_ROW_ITEMS_MAX / 2)): large first, small last, so that the
+   threads finish together */
+static long em_guided(long units, long most, long least, int nt, long *b) {
+  long n = 0;
+  const long fit = (units + EM_ROW_ITEMS_MAX / 2 - 1) / (EM_ROW_ITEMS_MAX / 2);   /* (items enough for all) */
+  if (least < fit) least = fit;
+  if (most < least) most = least;
+  for (long t = 0, sz; t < units; t += sz) {
+    sz = (units - t) / (EM_ROW_GUIDE * nt);
+    if (sz > most) sz = most;
+    if (sz < least) sz = least;
+    if (n == EM_ROW_ITEMS_MAX - 1 || sz > units - t) sz = units - t;
+    b[n++] = t;
+  }
+  b[n] = units;
+  return n;
+}
+
 /* one GEMM as row items against op(B) packed once and shared (em_task_rows). Guided sizes: the first
    items are large (fewer passes over the packed op(B)), but at most 1 / EM_ITEMS_PER_THREAD of a
    thread's share (an item held by a thread preempted on a busy core is what the others may wait for),
@@ -569,16 +589,11 @@ static int em_gemm_rows(int nt, em_gemm_job *j) {
   if (nfl > EM_SHARED_MAX) return 0;
   float *sh = em_shared_workspace(nfl + (size_t)nk * np);
   if (!sh) return 0;
-  long rows[EM_ROW_ITEMS_MAX + 1], n = 0;
+  long rows[EM_ROW_ITEMS_MAX + 1];
   const long tiles = (j->M + EM_MR - 1) / EM_MR;
-  const long most = tiles / (EM_ITEMS_PER_THREAD * nt);   /* (a preempted thread holds up at most this) */
-  for (long t = 0, sz; t < tiles; t += sz) {
-    sz = (tiles - t) / (EM_ROW_GUIDE * nt);
-    if (sz > most) sz = most;
-    if (sz < EM_ROW_MIN_TILES) sz = EM_ROW_MIN_TILES;
-    if (n == EM_ROW_ITEMS_MAX - 1 || sz > tiles - t) sz = tiles - t;
-    rows[n++] = t * EM_MR;
-  }
+  /* (a preempted thread holds up at most tiles / (EM_ITEMS_PER_THREAD * nt)) */
+  const long n = em_guided(tiles, tiles / (EM_ITEMS_PER_THREAD * nt), EM_ROW_MIN_TILES, nt, rows);
+  for (long i = 0; i < n; i++) rows[i] *= EM_MR;
   rows[n] = j->M;
   j->nk = nk, j->kcmax = kcmax, j->np = np, j->rows = rows, j->bsh = sh, j->bst = (_Atomic int *)(sh + nfl);
   memset((void *)j->bst, 0, sizeof(int) * (size_t)nk * np);
@@ -650,12 +665,14 @@ static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N,
     }
   }
   if (nb >= 2L * nt) {
-    /* whole GEMMs, grouped: about 2 * EM_ITEMS_PER_THREAD items per thread (attention's 64 products of
-       ~3 us each, one per item, paid the pool's per-item cost, two cache-line transfers, 64 times) */
-    job.nb = nb;
-    job.bper = nb / (2L * EM_ITEMS_PER_THREAD * nt);
-    if (job.bper < 1) job.bper = 1;
-    em_pool_run(nt, (nb + job.bper - 1) / job.bper, em_task_batch, &job);
+    /* whole GEMMs, grouped: items of at most nb / (2 * EM_ITEMS_PER_THREAD * nt) (attention's 64
+       products of ~3 us each, one per item, paid the pool's per-item cost, two cache-line transfers, 64
+       times), guided down to one GEMM at the end (equal items of 4 left one thread up to 10 us of a
+       ~90 us job to do alone) */
+    long bounds[EM_ROW_ITEMS_MAX + 1];
+    const long n = em_guided(nb, nb / (2L * EM_ITEMS_PER_THREAD * nt), 1, nt, bounds);
+    job.rows = bounds;
+    em_pool_run(nt, n, em_task_batch, &job);
   } else {
     em_pool_run(nt, nb * job.ng * job.nch, em_task_gemm, &job);
   }

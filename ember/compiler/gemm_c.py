@@ -15,8 +15,9 @@ one L1 set: square 1024) and op(B) has enough panels: then it is packed by 8x8 t
 (attention's 64 x 64), else packed (``em_pack_at``: a row of A at a time, rows fetched ahead, as a weight
 gradient's op(A) comes from the L3) into k-major micro-panels. Small batched GEMMs thus pay only the B
 packing (attention's 64 x 64 x 32 products: 70-77% of the FMA peak). A tile adding to C (every K block
-after the first) fetches its lines of C first (``em_tile``): a C larger than the L2 otherwise stalled
-each tile's loads at its end (square 1024: ~10% of its time).
+after the first), or whose rows of C lie a multiple of 2 KB apart, fetches its lines of C first
+(``em_tile``): a C larger than the L2 otherwise stalled each tile's loads at its end (square 1024: ~10%
+of its time).
 
 Threads (``em_sgemm_batched_acc``): a batch of at least two GEMMs per thread runs whole GEMMs, a few per
 item (about 8 items per thread: attention's 3-us products one per item paid the pool's per-item cost). One

@@ -115,6 +115,22 @@ def test_batched_attention_products(threads, ta, tb):
         _check(gemm.sgemm(a, b, threads=threads, exact_threads=True), a, b)
 
 
+@needs_gemm
+@pytest.mark.parametrize("threads", [2, 3])
+def test_long_batch_of_small_products_every_one_once(threads):
+    """A batch of many small products runs in guided items (large first, single products last, never
+    more items than the pool's item table holds): every product is computed once and right, and C's
+    elements past the batch stay untouched."""
+    rng = np.random.default_rng(threads)
+    for nb, M, N, K in ((1000, 4, 5, 6), (129, 7, 17, 9)):
+        a = rng.uniform(-1, 1, (nb, M, K)).astype(np.float32)
+        b = rng.uniform(-1, 1, (nb, K, N)).astype(np.float32)
+        out = np.full(nb * M * N + 7, 5.0, np.float32)
+        r = gemm.sgemm(a, b, threads=threads, out=out[:nb * M * N], exact_threads=True)
+        _check(r, a, b)
+        assert (out[nb * M * N:] == 5.0).all()
+
+
 def test_tile_width_follows_the_cpu_flags():
     """The tile runs where cpuid and the OS (XCR0) allow it: 16-float vectors only with AVX-512F, none
     without AVX2+FMA (then available() is False and the BLAS runs)."""

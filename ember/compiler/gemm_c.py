@@ -208,13 +208,10 @@ static __attribute__((noinline)) void em_tile_edge(int kc, const float *restrict
 }
 static inline void em_tile(int kc, const float *restrict a, long rs, long cs, const float *restrict bp,
                            float *restrict c, long ldc, int mr, int nr, int acc) {
-  /* the tile's lines of C fetched (for writing) while its k loop runs, where it adds to C or where C's
-     rows lie a multiple of 2 KB apart. Adding: a C larger than the L2 (square 1024's 4 MB, the MLP's
-     784 x 256 weight gradient) missed there at every tile's loads after the first K block, and the loads,
-     issued only as the loop ended, stalled the tile. 2 KB apart: a tile's rows share two L1 sets, and
-     its stores alone cost the GPT's 1024 x 512 x 128 product 15% (measured: 58 -> 72% of the peak). Not
-     for other stores (1-2% slower: gpt_qkv) nor short tiles. (Here, not in the tile: there it made gcc
-     spill the row pointers, 4-8% of attention's short tiles.) */
+  /* the tile's lines of C fetched (for writing) while its k loop runs, where it adds to C (a C larger
+     than the L2, square 1024's, missed there at the loads that end each tile) or where C's rows lie a
+     multiple of 2 KB apart (they share two L1 sets: gpt_fc's stores, 1.0-1.14x); not for other stores
+     (1-2% slower) nor short tiles. Not in the tile: there gcc spilled its row pointers (attention -5%). */
   if ((acc || ldc % 512 == 0) && kc >= EM_PREFETCH_C_KC)
     for (int i = 0; i < mr; i++) {
 #pragma GCC unroll 4

@@ -57,7 +57,7 @@ claiming from one counter handed each chunk to whichever thread came first and a
 kernel's input crossed between the cores (measured, the GPT b16 step on two threads with per-kernel
 timing, interleaved: 1.04-1.06x faster whole steps, the MLP b512 Adam step 1.01-1.04x; an elementwise
 copy of 128K floats took 114 us on one thread and 170 us on two before). ``ember_pool_halves = 0`` (the
-GEMM library's symbol) goes back to one counter, for the bench's A/B.
+GEMM library's symbol) goes back to one counter (an A/B in one process: set it through ctypes between runs).
 """
 
 POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */
@@ -91,8 +91,8 @@ static int em_job_nt;
 static _Atomic unsigned long long em_pool_claim __attribute__((aligned(64)));   /* generation << 32 | next item */
 static _Atomic unsigned long long em_pool_claim2 __attribute__((aligned(64)));  /* ... of the helpers' range */
 static long em_job_half;                        /* the caller's range of items is [0, em_job_half) */
-/* 1: the caller and the helpers start at opposite ends of a job's items (the module text); 0: one counter
-   for all (the bench's A/B, through ember_pool_halves in the GEMM's library) */
+/* 1: the caller claims from the first part of a job's items, the helpers from the rest (the module
+   text); 0: one counter for all (tests, A/B runs: set through ctypes) */
 __attribute__((visibility("default"))) int ember_pool_halves = 1;
 static _Atomic long em_pool_done __attribute__((aligned(64)));
 #define EM_MASK_WORDS 16                        /* CPU masks of up to 1024 CPUs */

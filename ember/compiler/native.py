@@ -28,6 +28,7 @@ the source, ``EMBER_LOGS=kernels`` the kernels with what each fused.
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -269,7 +270,7 @@ class _Bound:
         self.err = np.zeros(2, dtype=np.int64)
         self.has_checks = bool(c.pg.errors) or any(k.kind == "scatter" for k in sched.kernels)
         self.busy = False
-        self.checked_ptrs = None     # input addresses last found not to overlap
+        self.checked = None          # weak references to the input arrays last found not to overlap
         # slot fillers
         self.inputs = []             # (slot, Value, Buffer)
         self.fresh = []              # (slot, shape, dtype)
@@ -282,6 +283,13 @@ class _Bound:
                     self.consts.append((c.slots[buf.id], np.asarray(buf.value.ref), True))
             else:
                 self.inputs.append((c.slots[buf.id], buf.value, buf))
+        # the per-call binding (_bind), resolved once: (slot, argument position or -1, Value, shape, dtype,
+        # written) for each input, arguments by position, lifted tensors read through their Value
+        arg_pos = {v.id: i for i, v in enumerate(c.program.args)}
+        self.bind_plan = [(slot, arg_pos[v.id] if v.kind == "arg" else -1, v, buf.shape, buf.dtype, buf.written)
+                          for slot, v, buf in self.inputs]
+        self.input_slots = [slot for slot, _, _ in self.inputs]
+        self.input_bytes = [buf.nbytes for _, _, buf in self.inputs]
         for bid, slot in c.slots.items():
             b = c.buffers[bid]
             if b.kind in ("out", "temp") and slot not in [s for s, _, _ in self.consts]:
@@ -307,6 +315,7 @@ class _Bound:
             self.segments.append((self.fns[i], None if step is None else step.effect, mine))
         self.seg_entries = list(range(len(self.segments)))
         c_externs.bind(self)
+        self.run_plan = None         # (segments, their setgrads resolved): made by _run on first use
         self.temp_views = {}
         for bid, b in c.buffers.items():
             if b.kind == "temp" and not b.escapes:
@@ -464,8 +473,11 @@ class NativeRunner:
             np.copyto(orig, arrays[slot])
         for v, n in self._bumps:
             ref = v.ref             # read per call: a .grad lifted by access path is rebound each replay
-            for _ in range(n):
-                ref._bump()
+            vc = ref._vc            # (Tensor._bump, n times at once: the version counter is a shared list)
+            if vc is None:
+                ref._vc = [n]
+            else:
+                vc[0] += n
         out_tensor = output_tensors(p, arg_tensors, vals)
         result = build_outputs(p, out_tensor)
         bw = p.backward
@@ -501,22 +513,23 @@ def _bind_fixed(b, arrays):
 
 def _bind(fb: _Bound, arrays, arg_tensors, arg_index):
     """Fill input slots; returns [(slot, original array)] of non-contiguous inputs copied for the run,
-    or None when two inputs share memory in a program that writes."""
+    or None when two inputs share memory in a program that writes. (The serial part of every compiled
+    call, before its kernels: on two threads it does not shrink, so it is kept to plain loops over
+    ``fb.bind_plan``.)"""
     copied = []
-    for slot, v, buf in fb.inputs:
-        kind = v.kind
-        if kind == "arg":
-            a = arg_tensors[arg_index[v.id]]._data
-        elif kind == "lifted":
+    for slot, pos, v, shape, dtype, written in fb.bind_plan:
+        if pos >= 0:
+            a = arg_tensors[pos]._data
+        elif v.kind == "lifted":
             a = v.ref._data
         else:
-            raise RuntimeError(f"ember.compile: internal: unbound input of kind {kind}")
-        if a.shape != buf.shape or a.dtype != buf.dtype:
+            raise RuntimeError(f"ember.compile: internal: unbound input of kind {v.kind}")
+        if a.shape != shape or a.dtype != dtype:
             raise GuardFailure(f"guard failed: a tensor the compiled code reads changed shape or dtype: now "
-                               f"{tuple(a.shape)} {a.dtype}, compiled for {buf.shape} {buf.dtype}")
+                               f"{tuple(a.shape)} {a.dtype}, compiled for {shape} {dtype}")
         if not a.flags.c_contiguous:
             c = np.ascontiguousarray(a)
-            if buf.written:
+            if written:
                 copied.append((slot, a))
             a = c
         arrays[slot] = a
@@ -525,35 +538,51 @@ def _bind(fb: _Bound, arrays, arg_tensors, arg_index):
         fb.err[0] = 0
         fb.err[1] = 0
     arrays[1] = fb.err
-    if fb.has_writes and len(fb.inputs) > 1:
+    if fb.has_writes and len(fb.inputs) > 1 and not _same_inputs(fb, arrays):
         # inputs must not overlap when the program writes (kernels assume distinct buffers)
-        key = tuple([_data_pointer(arrays[slot]) for slot, v, buf in fb.inputs])
-        if key != fb.checked_ptrs:
-            spans = sorted((p, p + buf.nbytes) for p, (slot, v, buf) in zip(key, fb.inputs) if buf.nbytes)
-            for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
-                if s1 < e0:
-                    return None
-            fb.checked_ptrs = key
+        ins = [arrays[slot] for slot in fb.input_slots]
+        spans = sorted((p, p + n) for p, n in zip(map(_data_pointer, ins), fb.input_bytes) if n)
+        for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
+            if s1 < e0:
+                return None
+        fb.checked = [weakref.ref(a) for a in ins]
     return copied
+
+
+def _same_inputs(fb: _Bound, arrays) -> bool:
+    """Whether every input slot holds the very array the last overlap check passed (still alive, so still
+    at the same address with the same size: the shapes were just checked): a training step binds the same
+    parameters and state every call, and this skips reading their addresses again."""
+    last = fb.checked
+    if last is None:
+        return False
+    for r, slot in zip(last, fb.input_slots):
+        if r() is not arrays[slot]:
+            return False
+    return True
 
 
 def _run(fb: _Bound, arrays, arena, runner, arg_tensors, undo):
     """Run every segment; returns ``vals(value id) -> ndarray`` for outputs and saved values."""
     c = fb.c
-    for fn, step, setgrads in fb.segments:
+    plan = fb.run_plan
+    if plan is None or plan[0] is not fb.segments:
+        plan = fb.run_plan = (fb.segments, [(fn, step, [_setgrad_plan(c, e, runner.arg_index) for e in setgrads])
+                                            for fn, step, setgrads in fb.segments])
+    for fn, step, setgrads in plan[1]:
         fn(tuple(arrays))
         if fb.has_checks and fb.err[0]:
             _raise_native_error(c, fb.err)
-        for e in setgrads:
-            leaf = e.leaf.ref if e.leaf.kind == "lifted" else arg_tensors[runner.arg_index[e.leaf.id]]
+        for lifted, pos, slot, shape in setgrads:
+            leaf = lifted.ref if lifted is not None else arg_tensors[pos]
             if undo is not None:
                 undo.grad(leaf)
-            if e.source is None:
+            if slot < 0:
                 leaf._grad = None
             else:
-                g = arrays[c.slots[e.grad_buffer.id]]
-                if g.shape != e.source.shape:
-                    g = g.reshape(e.source.shape)
+                g = arrays[slot]
+                if g.shape != shape:
+                    g = g.reshape(shape)
                 leaf._grad = wrap(g, leaf._dtype)
         if step is None:
             continue
@@ -571,6 +600,16 @@ def _run(fb: _Bound, arrays, arena, runner, arg_tensors, undo):
         # handing out memory the next call (or a later kernel) overwrites
         return a.copy() if np.may_share_memory(a, arena) else a
     return vals
+
+
+def _setgrad_plan(c, e, arg_index) -> tuple:
+    """A ``.grad`` a segment sets, resolved for the call: (the lifted Value or None, else the argument
+    position; the gradient's slot, -1 to set None; its shape)."""
+    lifted = e.leaf if e.leaf.kind == "lifted" else None
+    pos = -1 if lifted is not None else arg_index[e.leaf.id]
+    if e.source is None:
+        return lifted, pos, -1, None
+    return lifted, pos, c.slots[e.grad_buffer.id], tuple(e.source.shape)
 
 
 def _raise_native_error(c, err):

@@ -47,6 +47,17 @@ poll made two-thread GEMMs of a train slower than the 20 us one). While a thread
 train, GEMMs and parallel loops split from less work (em_pool_is_hot: gemm_c.py, render_par.py).
 The claim counter carries the job's generation, so a thread holding a stale job can never claim an item
 of the next one. One job runs at a time (a mutex serializes callers from several threads).
+
+Which items (``em_pool_take``). The caller claims from the front of ``[0, half)`` (``half``: its share by
+count, ``ceil(n / (helpers + 1))``), the helpers from the front of ``[half, n)``; a thread whose range is
+used up claims from the other (so a late helper still costs nothing). With two threads the caller thus
+runs the first part of every parallel loop and GEMM and the helper the last, the same split job after
+job: a kernel over the buffer the last one wrote finds its half in its own core's cache, where
+claiming from one counter handed each chunk to whichever thread came first and about half of every
+kernel's input crossed between the cores (measured, the GPT b16 step on two threads with per-kernel
+timing, interleaved: 1.04-1.06x faster whole steps, the MLP b512 Adam step 1.01-1.04x; an elementwise
+copy of 128K floats took 114 us on one thread and 170 us on two before). ``ember_pool_halves = 0`` (the
+GEMM library's symbol) goes back to one counter (an A/B in one process: set it through ctypes between runs).
 """
 
 POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */
@@ -78,6 +89,11 @@ static int em_job_nt;
 /* the counters every thread writes per item, and each thread's hold time, on cache lines of their own
    (written on another core, a shared line costs a transfer per item: attention's items take ~3 us) */
 static _Atomic unsigned long long em_pool_claim __attribute__((aligned(64)));   /* generation << 32 | next item */
+static _Atomic unsigned long long em_pool_claim2 __attribute__((aligned(64)));  /* ... of the helpers' range */
+static long em_job_half;                        /* the caller's range of items is [0, em_job_half) */
+/* 1: the caller claims from the first part of a job's items, the helpers from the rest (the module
+   text); 0: one counter for all (tests, A/B runs: set through ctypes) */
+__attribute__((visibility("default"))) int ember_pool_halves = 1;
 static _Atomic long em_pool_done __attribute__((aligned(64)));
 #define EM_MASK_WORDS 16                        /* CPU masks of up to 1024 CPUs */
 static unsigned long em_pool_all[EM_MASK_WORDS];  /* the CPUs the caller may use */
@@ -245,21 +261,30 @@ static int em_pool_wait(long n, int nt, long c_items, long long own_ns) {
   return late;
 }
 
-static int em_pool_take(unsigned gen, long n, long *item) {
-  unsigned long long w = atomic_load(&em_pool_claim);
+/* claims the next item of [.., end) from counter c (generation gen); 0 when none is left */
+static int em_pool_take_from(_Atomic unsigned long long *c, unsigned gen, long end, long *item) {
+  unsigned long long w = atomic_load(c);
   for (;;) {
-    if ((unsigned)(w >> 32) != gen || (long)(w & 0xffffffffULL) >= n) return 0;
-    if (atomic_compare_exchange_weak(&em_pool_claim, &w, w + 1)) {
+    if ((unsigned)(w >> 32) != gen || (long)(w & 0xffffffffULL) >= end) return 0;
+    if (atomic_compare_exchange_weak(c, &w, w + 1)) {
       *item = (long)(w & 0xffffffffULL);
       return 1;
     }
   }
 }
 
+/* the caller's items first come from [0, half), the helpers' from [half, n); a thread out of its own
+   range takes from the other (see "Which items" in the module text) */
+static int em_pool_take(unsigned gen, long n, long half, int worker, long *item) {
+  if (worker == 0)
+    return em_pool_take_from(&em_pool_claim, gen, half, item) || em_pool_take_from(&em_pool_claim2, gen, n, item);
+  return em_pool_take_from(&em_pool_claim2, gen, n, item) || em_pool_take_from(&em_pool_claim, gen, half, item);
+}
+
 /* claims and runs items until none is left; returns how many it ran */
-static long em_pool_work(unsigned gen, long n, em_task_fn fn, void *ctx, int worker) {
+static long em_pool_work(unsigned gen, long n, long half, em_task_fn fn, void *ctx, int worker) {
   long item, count = 0;
-  while (em_pool_take(gen, n, &item)) {
+  while (em_pool_take(gen, n, half, worker, &item)) {
     atomic_store_explicit(&em_pool_hold(worker), em_pool_now(), memory_order_relaxed);
     fn(ctx, item, worker);
     atomic_store_explicit(&em_pool_hold(worker), 0, memory_order_relaxed);
@@ -333,7 +358,7 @@ static void *em_pool_main(void *arg) {
     seen = em_pool_gen;
     const em_task_fn fn = em_job_fn;
     void *const ctx = em_job_ctx;
-    const long n = em_job_n;
+    const long n = em_job_n, half = em_job_half;
     const int in = id < em_job_nt && !em_pool_sits[id];
     hot = in ? em_pool_hot : EM_POOL_HOT_NS;   /* (a thread the job left out polls briefly) */
     if (in && em_pool_pinned && em_pool_mask_seen[id] != em_pool_mask_gen) {   /* under the lock: see note_cpu */
@@ -344,7 +369,7 @@ static void *em_pool_main(void *arg) {
     if (in) {
       atomic_fetch_add_explicit(&em_pool_joins[slept], 1, memory_order_relaxed);
       const long long t0 = em_pool_now();
-      const long mine = em_pool_work(seen, n, fn, ctx, id);
+      const long mine = em_pool_work(seen, n, half, fn, ctx, id);
       /* out of items, about to poll: counted from now (the caller may plan its next job first) */
       if (hot > EM_POOL_HOT_NS) atomic_fetch_add_explicit(&em_pool_polling, 1, memory_order_relaxed), counted = 1;
       if (mine) em_pool_watch_caller(seen, n, mine, em_pool_now() - t0);
@@ -412,7 +437,11 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   em_job_ctx = ctx;
   em_job_n = n;
   em_job_nt = nt;
+  /* the caller's share of the items by count (helpers = nt - 1 threads take the rest) */
+  const long half = ember_pool_halves ? (n + helpers) / (helpers + 1) : n;
+  em_job_half = half;
   atomic_store(&em_pool_done, 0);
+  atomic_store(&em_pool_claim2, (unsigned long long)gen << 32 | (unsigned long long)half);
   atomic_store(&em_pool_claim, (unsigned long long)gen << 32);
   pthread_mutex_unlock(&em_pool_mu);
   /* after the unlock: a woken thread does not block on the mutex the caller still holds (the threads
@@ -420,7 +449,7 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   pthread_cond_broadcast(&em_pool_cv);
   struct timespec c0, c1;                       /* the caller's CPU time on its items (see below) */
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-  const long mine = em_pool_work(gen, n, fn, ctx, 0);
+  const long mine = em_pool_work(gen, n, half, fn, ctx, 0);
   const long long own_ns = em_pool_now() - t0;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   const long long own_cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);

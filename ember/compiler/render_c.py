@@ -749,7 +749,7 @@ def render_program(sched, slot_of, errors, options, name="graph", shared=None, e
     for k, g, fn, par in made:
         args = _args(g, slot_of)
         if par is not None:
-            calls[k.name] = render_par.call_text(fn, args, par, k.describe())
+            calls[k.name] = render_par.call_text(fn, args, par, k.describe(), k.kind)
         else:
             calls[k.name] = f"  {fn}({', '.join(args)});  /* {k.describe()} */"
     parts += tasks

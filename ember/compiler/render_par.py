@@ -92,13 +92,16 @@ extern __attribute__((visibility("hidden"))) long em_conc_jobs;
 #ifndef EM_PAR_HOT_DIV
 #define EM_PAR_HOT_DIV 4          /* while the pool's threads poll, loops split from this much less work */
 #endif
+#ifndef EM_PAR_HOT_DIV_EW
+#define EM_PAR_HOT_DIV_EW 16      /* ... elementwise kernels from this much less (render_par.call_text) */
+#endif
 /* 1 when a loop of `work` runs on several threads: then s->chunk and s->items are set. From
-   EMBER_PARALLEL_MIN work; from a quarter of it while the pool's threads poll for the next job (jobs in
-   a train, pool_c.py): the threshold prices a 30-100 us wake-up that a polling thread does not pay */
-__attribute__((unused)) static int em_par_plan(int64_t work, em_par_span *s) {
+   EMBER_PARALLEL_MIN work; from `hot_min` while the pool's threads poll for the next job (jobs in a
+   train, pool_c.py): the threshold prices a 30-100 us wake-up that a polling thread does not pay */
+__attribute__((unused)) static int em_par_plan(int64_t work, int64_t hot_min, em_par_span *s) {
   if (em_conc_in) return 0;                /* (a lane of a concurrent job: see em_conc_run) */
   if (work < EMBER_PARALLEL_MIN &&
-      (work < EMBER_PARALLEL_MIN / EM_PAR_HOT_DIV || !em_par_hot_ptr || !em_par_hot_ptr())) {
+      (work < hot_min || !em_par_hot_ptr || !em_par_hot_ptr())) {
     em_par_last_nt = 1;
     return 0;
   }
@@ -266,14 +269,22 @@ def task_text(fn: str, params: str) -> str:
             f"}}")
 
 
-def call_text(fn: str, args: list, par: dict, desc: str) -> str:
-    """The entry's lines calling parallel kernel function ``fn`` with ``args`` (see the module doc)."""
+def call_text(fn: str, args: list, par: dict, desc: str, kind: str | None = None) -> str:
+    """The entry's lines calling parallel kernel function ``fn`` with ``args`` (see the module doc).
+    ``kind``: the kernel's; an elementwise one (``"loop"``) splits from a sixteenth of
+    ``EMBER_PARALLEL_MIN`` while the pool's threads poll (``EM_PAR_HOT_DIV_EW``), other kinds from a
+    quarter. Measured on the GPT b16 AdamW step on two threads, per-kernel timing, interleaved with one
+    thread: its 127 elementwise kernels (copies for the heads' layout, the zero fills and adds of the
+    backward, 64K-400K elements each) took 11.1 ms on one thread, 10.6 ms on two from a quarter (most did
+    not split, and a kernel reading what both threads just wrote pays for the half in the other core's
+    cache), 7.9 ms from a sixteenth; column reductions split from less got slower (1.9 -> 2.8 ms)."""
     a = ", ".join(args)
     nv = max(16 * par["nv"], 16)
     ext = f"({par['ext']}LL)"
+    div = "EM_PAR_HOT_DIV_EW" if kind == "loop" else "EM_PAR_HOT_DIV"
     return (f"  {{ unsigned char em_v[{nv}]; {fn}_ctx em_c = {{{{{ext}, {par['step']}LL, 0, 0, 1}}, em_v, {a}}};  "
             f"/* {desc} */\n"
-            f"    if (em_par_plan(({par['work']}LL), &em_c.s)) {{ {fn}({a}, 0, 0, 5, em_v); "
+            f"    if (em_par_plan(({par['work']}LL), EMBER_PARALLEL_MIN / {div}, &em_c.s)) {{ {fn}({a}, 0, 0, 5, em_v); "
             f"em_par_run(&em_c.s, {fn}_task, &em_c); }}\n"
             f"    else {fn}({a}, 0, {ext}, 3, em_v); }}")
 

@@ -27,6 +27,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .ir import Value, OpNode, Graph, Program, AttrRef
 from .decompose import DECOMPOSITIONS, DEVICE_DECOMPOSITIONS, Declined
+from . import cl_decomp  # noqa: F401  (registers the device-only decompositions)
 
 STATS = {"hits": 0, "built": 0, "declined": 0}
 _CACHE: dict = {}

@@ -40,6 +40,7 @@ from .lower import strided_layout
 from .ir import map_struct, Value
 from . import render_cl
 from .cl_device import DeviceArray, runtime
+from . import cl_decomp  # noqa: F401  (registers the device-only decompositions)
 
 STATS = {"programs": 0, "launches": 0, "host_fallbacks": 0}
 

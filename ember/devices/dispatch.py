@@ -63,10 +63,11 @@ def activate() -> None:
         from ..optim import optimizer as _optimizer
         from ..compiler import cl_optim
         _optimizer.DEVICE_STEP[0] = cl_optim.step_group
-        from . import recurrent, ctc, sampling
+        from . import recurrent, ctc, sampling, joins
         recurrent.install(KERNELS)
         ctc.install(KERNELS)
         sampling.install(KERNELS)
+        joins.install(KERNELS)
 
 
 def deactivate() -> bool:

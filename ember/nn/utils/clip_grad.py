@@ -50,6 +50,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return wrap(np.array(0.0, dtype=_dt.get_default_dtype().np))
+    if any(type(t._data).__name__ == "DeviceArray" for t in tensors if isinstance(t, Tensor)):
+        return _device_total_norm(tensors, norm_type, error_if_nonfinite)
     norms = []
     dtype = None
     for t in tensors:
@@ -70,6 +72,32 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     return wrap(np.array(total, dtype=dtype.np), dtype)
 
 
+def _device_total_norm(tensors, norm_type: float, error_if_nonfinite: bool) -> Tensor:
+    """``get_total_norm`` of device tensors with ember ops, so the norm stays on the device (a 0-dim
+    device tensor, as torch's on cuda/mps); only ``error_if_nonfinite`` reads it back."""
+    import ember
+    from ...autograd.grad_mode import no_grad
+    dev = tensors[0].device
+    for t in tensors:
+        if t.device != dev:
+            raise RuntimeError(f"get_total_norm: Expected all tensors to be on the same device, but found at least "
+                               f"two devices, {dev} and {t.device}!")
+        if not t._dtype.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                               f"{_dt_name(t._dtype)}")
+    with no_grad():
+        norms = [ember.linalg.vector_norm(t, norm_type) for t in tensors]
+        dtype = norms[0].dtype
+        for n in norms[1:]:
+            dtype = _dt.promote_types(dtype, n.dtype)
+        total = ember.linalg.vector_norm(ember.stack([n.to(dtype) for n in norms]), norm_type)
+    if error_if_nonfinite and not bool(ember.isfinite(total).item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
 def _dt_name(d) -> str:
     return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
             "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(d.name, d.name)
@@ -81,6 +109,9 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     max_norm = float(max_norm)
     if len(grads) == 0:
         return
+    if type(grads[0]._data).__name__ == "DeviceArray":
+        _device_scale(grads, max_norm, total_norm)
+        return
     if isinstance(total_norm, Tensor):
         tn = total_norm._data.reshape(())[()]
     else:
@@ -91,6 +122,17 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
         d = g._data
         d *= coef.astype(d.dtype) if d.dtype.itemsize < 4 else coef
         g._bump()
+
+
+def _device_scale(grads, max_norm: float, total_norm) -> None:
+    """The device form of the scaling: ``coef`` stays a device tensor (no read-back), grads scaled in place."""
+    from ...autograd.grad_mode import no_grad
+    with no_grad():
+        if not isinstance(total_norm, Tensor):
+            total_norm = wrap(np.array(total_norm, dtype=np.float32)).to(grads[0].device)
+        coef = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype) if g._dtype.np.itemsize < 4 else coef)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
@@ -123,7 +165,11 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     clip_value = float(clip_value)
     for p in _as_list(parameters):
         g = p.grad
-        if g is not None:
+        if g is not None and type(g._data).__name__ == "DeviceArray":
+            from ...autograd.grad_mode import no_grad
+            with no_grad():
+                g.clamp_(-clip_value, clip_value)
+        elif g is not None:
             d = g._data
             np.clip(d, -clip_value, clip_value, out=d)
             g._bump()

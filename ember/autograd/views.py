@@ -89,5 +89,9 @@ def move_retain_grad(t: Tensor) -> None:
 
 
 def _extent(a) -> tuple:
-    """[first, last) byte addresses an array touches (an empty range at its pointer when it is empty)."""
-    return _byte_bounds(a)
+    """[first, last) byte addresses an array touches (an empty range at its pointer when it is empty);
+    a device array's are byte offsets in its block."""
+    if hasattr(a, "__array_interface__"):
+        return _byte_bounds(a)
+    lo, hi = a._extent()
+    return lo * a.dtype.itemsize, hi * a.dtype.itemsize

@@ -601,6 +601,14 @@ def _set_basic_nograd(self: Tensor, key, value) -> None:
     """``x[key] = value`` without autograd: write straight into the buffer (no temporaries)."""
     _writable(self, "copy_")
     arr = self._data
+    if type(arr) is not np.ndarray:                  # a device tensor: copy_ into its view, on the device
+        view = getitem_basic(self, key)
+        if isinstance(value, Tensor):
+            _no_partial_overlap(view, value)
+            view.copy_(_strip_leading_ones(value, view._data.ndim))
+        else:
+            view.fill_(value)
+        return
     if isinstance(value, Tensor):
         dst = arr[key + (Ellipsis,)]
         _no_partial_overlap(wrap(dst, self._dtype), value)
@@ -616,18 +624,37 @@ def _set_basic_nograd(self: Tensor, key, value) -> None:
     self._bump()
 
 
+_PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+                    "a single memory location. Please clone() the tensor before performing the operation.")
+
+
 def _no_partial_overlap(dst: Tensor, src) -> None:
     """torch refuses writes whose source partly aliases the destination (the result would be order-dependent)."""
-    if not isinstance(src, Tensor) or not np.may_share_memory(dst._data, src._data):
+    if not isinstance(src, Tensor):
         return
     a, b = dst._data, src._data
+    if type(a) is not np.ndarray:
+        if type(b) is type(a) and _device_partial_overlap(a, b):
+            raise RuntimeError(_PARTIAL_OVERLAP)
+        return
+    if not np.may_share_memory(a, b):
+        return
     if a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.strides == b.strides \
             and a.shape == b.shape:
         return
     if np.shares_memory(a, b):
-        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
-                           "refer to a single memory location. Please clone() the tensor before performing the "
-                           "operation.")
+        raise RuntimeError(_PARTIAL_OVERLAP)
+
+
+def _device_partial_overlap(a, b) -> bool:
+    """torch's rule on device arrays: two dense arrays of one block whose element ranges overlap without
+    being the same range (strided ones are not judged, as torch's 'too hard' case)."""
+    if a.block is not b.block or not (a.is_contiguous() and b.is_contiguous()) or not a.size or not b.size:
+        return False
+    (alo, ahi), (blo, bhi) = a._extent(), b._extent()
+    isa, isb = a.dtype.itemsize, b.dtype.itemsize
+    alo, ahi, blo, bhi = alo * isa, ahi * isa, blo * isb, bhi * isb
+    return alo < bhi and blo < ahi and (alo, ahi) != (blo, bhi)
 
 
 def _filled(s: Tensor, value) -> Tensor:

@@ -205,6 +205,8 @@ def nonzero(input, *, out=None, as_tuple: bool = False):
     if as_tuple:
         x = input.reshape((1,)) if input._data.ndim == 0 else input
         coords = apply(NONZERO, (x,))
+        if type(coords._data) is not np.ndarray:       # a device tensor: column views, copied on the device
+            return tuple(coords.select(1, k).contiguous() for k in range(x._data.ndim))
         return tuple(wrap(np.ascontiguousarray(coords._data[:, k])) for k in range(x._data.ndim))
     r = apply(NONZERO, (input,))
     if out is not None:

@@ -576,11 +576,20 @@ COPY_SLICES = register("copy_slices", _copy_slices_kernel, _copy_slices_bw, prim
 COPY_SLICES.node_name = "torch::autograd::CopySlices"   # torch's name for this node
 
 
+def _data_ptr(a) -> int:
+    """The address of ``a``'s first element (a device array's: its byte offset in its block)."""
+    return a.__array_interface__["data"][0] if type(a) is np.ndarray else a.offset
+
+
+def _byte_strides(a) -> tuple:
+    return a.strides if type(a) is np.ndarray else tuple(s * a.dtype.itemsize for s in a.strides)
+
+
 def _byte_offsets(a: np.ndarray, ptr0: int) -> np.ndarray:
     """Byte offset (from ``ptr0``) of every element of ``a``, in logical C order."""
-    offs = np.full(a.shape, a.__array_interface__["data"][0] - ptr0, dtype=np.int64)
+    offs = np.full(a.shape, _data_ptr(a) - ptr0, dtype=np.int64)
     nd = a.ndim
-    for k, (n, st) in enumerate(zip(a.shape, a.strides)):
+    for k, (n, st) in enumerate(zip(a.shape, _byte_strides(a))):
         offs += (np.arange(n, dtype=np.int64) * st).reshape([n if i == k else 1 for i in range(nd)])
     return offs
 
@@ -588,7 +597,7 @@ def _byte_offsets(a: np.ndarray, ptr0: int) -> np.ndarray:
 def view_geometry(base: Tensor, v: Tensor) -> np.ndarray:
     """Logical flat indices (into ``base``'s C order) of each element of ``v``, a view of its memory."""
     b = base._data
-    ptr0 = b.__array_interface__["data"][0]
+    ptr0 = _data_ptr(b)
     boffs = _byte_offsets(b, ptr0).reshape(-1)
     voffs = _byte_offsets(v._data, ptr0).reshape(-1)
     order = np.argsort(boffs, kind="stable")

@@ -608,6 +608,8 @@ def where(condition, input=None, other=None, *, out=None):
     """
     if input is None and other is None:
         need_tensor(condition, "where", "condition", 1)
+        if type(condition._data) is not np.ndarray:         # a device tensor: nonzero on the device
+            return condition.nonzero(as_tuple=True)
         return tuple(wrap(ix.astype(np.int64), _dt.int64) for ix in np.nonzero(np.atleast_1d(condition._data)))
     if out is not None:
         return _out(where(condition, input, other), out)

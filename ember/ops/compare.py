@@ -181,7 +181,7 @@ def equal(input, other) -> bool:
     need_tensor(other, "equal", "other", 2)
     if input._data.shape != other._data.shape:
         return False
-    return bool(eq(input, other)._data.all())
+    return _all_true(eq(input, other))
 
 
 def _isclose_kernel(x, y, rtol, atol, equal_nan, cast_dt):
@@ -223,7 +223,13 @@ def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: 
     """``True`` if ``isclose`` holds for every element."""
     need_tensor(input, "allclose", "input", 1)
     need_tensor(other, "allclose", "other", 2)
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+    return _all_true(isclose(input, other, rtol, atol, equal_nan))
+
+
+def _all_true(t) -> bool:
+    """Whether every element of the bool tensor ``t`` is true (a device tensor reduces on the device)."""
+    d = t._data
+    return bool(d.all()) if type(d) is np.ndarray else bool(t.all().item())
 
 
 attach("equal", equal)

@@ -724,9 +724,15 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
         raise RuntimeError(f"Storage size calculation overflowed with sizes={fmt_shape(size)} and "
                            f"strides={fmt_shape(stride)}")
     dt = dtype or _dt.get_default_dtype()
-    _check_device(device)
+    dev = _check_device(device)
     numel = math.prod(size)
     storage = 0 if numel == 0 else 1 + builtins.sum((s - 1) * st for s, st in zip(size, stride))
+    if dev.type == "opencl":            # the storage on the device, viewed with these strides
+        from ..devices import dispatch, opencl
+        dispatch.activate()
+        block = opencl.empty((builtins.max(storage, 1),), dt.np, dev.index or 0, op="empty_strided")
+        t = wrap(block.view(0, size, stride), dt)
+        return t.requires_grad_(True) if requires_grad else t
     buf = _alloc((builtins.max(storage, 1),), dt.np, np.empty, builtins.max(storage, 1), dt.np)
     isz = buf.itemsize
     arr = np.lib.stride_tricks.as_strided(buf, shape=size, strides=tuple(st * isz for st in stride))

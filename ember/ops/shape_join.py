@@ -512,16 +512,14 @@ def _tri_indices(row, col, offset, dtype, name, lower):
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """Row/column indices (a 2 x N tensor) of the lower triangle of a ``row x col`` matrix."""
-    from ..tensor import _check_device
-    _check_device(device)
-    return _tri_indices(row, col, offset, dtype, "tril_indices", True)
+    from ..tensor import _check_device, _on_device
+    return _on_device(_tri_indices(row, col, offset, dtype, "tril_indices", True), _check_device(device))
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """Row/column indices (a 2 x N tensor) of the upper triangle of a ``row x col`` matrix."""
-    from ..tensor import _check_device
-    _check_device(device)
-    return _tri_indices(row, col, offset, dtype, "triu_indices", False)
+    from ..tensor import _check_device, _on_device
+    return _on_device(_tri_indices(row, col, offset, dtype, "triu_indices", False), _check_device(device))
 
 
 attach("tril_indices", tril_indices, method=False)

@@ -15,13 +15,13 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, wrap, _check_device, _on_device
 from .registry import export, FACTORY
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "stft", "istft"]
 
 
-def _window(name, window_length, periodic, dtype, requires_grad, values):
+def _window(name, window_length, periodic, dtype, requires_grad, values, device=None):
     """A 1-D window of ``window_length`` from ``values(n, M)`` (n = 0..M-1, M points of the symmetric window;
     a periodic window is the symmetric one of length + 1 without its last point)."""
     if not isinstance(window_length, (int, np.integer)) or isinstance(window_length, bool):
@@ -39,7 +39,7 @@ def _window(name, window_length, periodic, dtype, requires_grad, values):
     out = arr.astype(dt.np)
     if FACTORY[0] is not None:
         FACTORY[0](out)
-    t = wrap(out, dt)
+    t = _on_device(wrap(out, dt), _check_device(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -54,21 +54,21 @@ def _cos_sum(coeffs):
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                 requires_grad=False):
     """0.5 - 0.5 cos(2 pi n / N) (periodic: N = window_length)."""
-    return _window("hann_window", window_length, periodic, dtype, requires_grad, _cos_sum((0.5, 0.5)))
+    return _window("hann_window", window_length, periodic, dtype, requires_grad, _cos_sum((0.5, 0.5)), device)
 
 
 @export(method=False)
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    pin_memory=False, requires_grad=False):
     """alpha - beta cos(2 pi n / N)."""
-    return _window("hamming_window", window_length, periodic, dtype, requires_grad, _cos_sum((alpha, beta)))
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad, _cos_sum((alpha, beta)), device)
 
 
 @export(method=False)
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
     """0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)."""
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _cos_sum((0.42, 0.5, 0.08)))
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _cos_sum((0.42, 0.5, 0.08)), device)
 
 
 @export(method=False)
@@ -76,7 +76,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
                     requires_grad=False):
     """The triangle 1 - |2n / N - 1|."""
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
-                   lambda n, M: 1.0 - np.abs(2.0 * n / (M - 1) - 1.0))
+                   lambda n, M: 1.0 - np.abs(2.0 * n / (M - 1) - 1.0), device)
 
 
 @export(method=False)
@@ -85,7 +85,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     """I0(beta sqrt(1 - (2n / N - 1)^2)) / I0(beta)."""
     return _window("kaiser_window", window_length, periodic, dtype, requires_grad,
                    lambda n, M: np.i0(beta * np.sqrt(np.clip(1.0 - (2.0 * n / (M - 1) - 1.0) ** 2, 0.0, None)))
-                   / np.i0(beta))
+                   / np.i0(beta), device)
 
 
 # ---- the short-time Fourier transform ------------------------------------------------------------------

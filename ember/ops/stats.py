@@ -210,7 +210,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
             raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
         if q._dtype is not input._dtype:
             raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
-        qv = q._data.astype(input._dtype.np)
+        qv = q.detach().cpu()._data.astype(input._dtype.np)       # (read on the host, as torch's checks)
         if qv.size and not ((qv >= 0) & (qv <= 1)).all():
             raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
         q_scalar = q._data.ndim == 0
@@ -244,13 +244,15 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     qv1 = qv.reshape(-1)
     batch = s.shape[:-1]
     ty = s.dtype.type
+    on_host = type(s) is np.ndarray       # (a device tensor's NaN counts are read back; the gathers stay there)
     if ignore_nan:
-        valid = (~np.isnan(s)).sum(-1, keepdims=True).astype(s.dtype)          # (*batch, 1)
+        valid = ((~np.isnan(s)).sum(-1, keepdims=True) if on_host else
+                 (~srt.isnan()).sum(-1, keepdim=True).cpu()._data).astype(s.dtype)   # (*batch, 1)
         ranks = qv1 * (valid - ty(1))
         ranks = np.where(valid == 0, ty(n - 1), ranks)                         # all NaN: the last (NaN) one
     else:
         ranks = np.broadcast_to(qv1 * ty(n - 1), batch + qv1.shape).copy()
-        has_nan = np.isnan(s[..., -1:])                                         # NaNs sort last
+        has_nan = np.isnan(s[..., -1:]) if on_host else srt[..., -1:].isnan().cpu()._data    # NaNs sort last
         ranks = np.where(has_nan, ty(n - 1), ranks)
     ranks = ranks.astype(s.dtype, copy=False)
     if interpolation == "lower":
@@ -260,12 +262,17 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, op):
     elif interpolation == "nearest":
         ranks = np.round(ranks)                                                # half to even, as torch
     below = np.floor(ranks).astype(np.int64)
-    res = srt.gather(-1, wrap(below, _dt.int64))
+    dev = srt.device
+
+    def there(a, dt):
+        t = wrap(a, dt)
+        return t if on_host else t.to(dev)
+    res = srt.gather(-1, there(below, _dt.int64))
     if interpolation in ("linear", "midpoint"):
         above = np.ceil(ranks).astype(np.int64)
-        hi = srt.gather(-1, wrap(above, _dt.int64))
+        hi = srt.gather(-1, there(above, _dt.int64))
         w = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
-        res = res.lerp(hi, wrap(w.astype(s.dtype), input._dtype))
+        res = res.lerp(hi, there(w.astype(s.dtype), input._dtype))
     # res: (*batch, nq) -> (nq, *out_shape), or out_shape for a scalar q
     res = res.movedim(-1, 0)
     nq = qv1.shape[0]

@@ -37,7 +37,7 @@ def bincount(input, weights=None, minlength: int = 0) -> Tensor:  # noqa: A002
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     x = input._data
-    if x.ndim != 1 or (x.size and x.min() < 0):
+    if x.ndim != 1 or (x.size and (x.min() if type(x) is np.ndarray else input.min().item()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     odt = _dt.int64
     if weights is not None:

@@ -260,6 +260,8 @@ def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's key
     if input._dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     a = input._data
+    if type(a) is not np.ndarray and not getattr(a, "is_meta", False):
+        return _one_hot_device(input, num_classes)
     if num_classes == -1:
         if a.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -275,6 +277,35 @@ def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's key
     out = _alloc(shape, np.int64, np.zeros, shape, np.int64)     # sized (and limit-checked) first
     np.put_along_axis(out, a[..., None], 1, axis=-1)
     return wrap(out, _dt.int64)
+
+
+def _one_hot_device(input, num_classes: int) -> Tensor:
+    """``one_hot`` of a device tensor: the checks read its min and max (one small copy, as torch's
+    device kernels read them), the result is a scatter of ones on the device."""
+    from ...ops.creation import zeros
+    a = input._data
+    lo = hi = None
+    if a.size:
+        lo, hi = (int(v) for v in _min_max_host(input))
+    if num_classes == -1:
+        if not a.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = hi + 1
+    elif num_classes < -1:
+        raise RuntimeError("num_classes should be positive")
+    if a.size:
+        if lo < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if hi >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    out = zeros(a.shape + (num_classes,), dtype=_dt.int64, device=input.device)
+    return out.scatter_(-1, input.unsqueeze(-1), 1)
+
+
+def _min_max_host(t: Tensor) -> list:
+    """[min, max] of a tensor read back in one copy."""
+    from ...ops.shape_join import stack
+    return stack([t.min(), t.max()]).tolist()
 
 
 _pkg = sys.modules["ember"]

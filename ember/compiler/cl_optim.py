@@ -113,6 +113,11 @@ def _adam_scalars(opt, group, p, st):
     lr = float(_to_scalar(group["lr"]))
     b1, b2 = (float(_to_scalar(b)) for b in group["betas"])
     step_arr = st["step"]._data
+    if type(step_arr) is not np.ndarray:
+        # a step loaded onto the device (torch.load(map_location=device)): kept on the host from now on,
+        # where the bias corrections read it (its value is all that matters; torch keeps it where it came)
+        st["step"] = st["step"].cpu()
+        step_arr = st["step"]._data
     step_arr += 1
     step = float(step_arr)
     return (lr / (1 - b1 ** step), math.sqrt(1 - b2 ** step), 1 - lr * group["weight_decay"])

@@ -229,6 +229,8 @@ def copy_(self, src, non_blocking: bool = False) -> Tensor:
             raise RuntimeError(f"output with shape {fmt_shape(shp)} doesn't match the broadcast shape "
                                f"{fmt_shape(bshape)}")
     _check_no_overlap(self, "copy_")
+    if type(src._data) is not type(self._data) and type(self._data) is np.ndarray and src.device.type == "opencl":
+        src = src.to(self.device)          # device -> host first (autograd moves the gradient back)
     return overwrite(self, src, "copy_")
 
 

@@ -323,9 +323,16 @@ class Optimizer:
         # floating state follows the parameter's dtype; 'step' keeps its own (float32) dtype
         if key == "step":
             return value
+        if value.device != param.device:
+            # state follows its parameter's device, as torch (a checkpoint loaded with map_location="cpu"
+            # into an optimizer of device parameters)
+            dt = param._dtype if param.is_floating_point() else value._dtype
+            return value.detach().to(param.device, dt)
+        if param.is_floating_point() and value._dtype is not param._dtype and type(value._data) is not np.ndarray:
+            return value.detach().to(param._dtype)
         if param.is_floating_point() and value._dtype is not param._dtype:
             return wrap(value._data.astype(param._dtype.np), param._dtype)
-        if not value._data.flags.writeable:
+        if type(value._data) is np.ndarray and not value._data.flags.writeable:
             # updates write into state tensors in place: give read-only (e.g. memory-mapped) data its own copy
             return wrap(value._data.copy(), value._dtype)
         return value

@@ -165,6 +165,11 @@ class autocast:
             if self.device == "cuda":
                 warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
                 enabled = False
+            elif self.device == "opencl":
+                warnings.warn("autocast on the OpenCL device: its kernels compute float32/float64 only (float16 "
+                              "and bfloat16 ops would run as CPU fallbacks), so the region runs in float32. "
+                              "Disabling autocast.", stacklevel=2)
+                enabled = False
             elif self.device != "cpu":
                 warnings.warn(f"User provided device_type of '{self.device}', but the device is not available "
                               "in ember (it runs on the CPU only). Disabling autocast.", stacklevel=2)

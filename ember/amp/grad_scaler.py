@@ -109,6 +109,7 @@ class GradScaler:
 
     def _unscale_grads_(self, optimizer, inv_scale: Tensor, allow_fp16: bool) -> dict:
         found = 0.0
+        on_device = []            # device gradients' "all finite" flags, read back once at the end
         with no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -117,10 +118,16 @@ class GradScaler:
                         continue
                     if not allow_fp16 and g._dtype is _dt.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    if not np.isfinite(g._data).all():
+                    if type(g._data) is not np.ndarray:
+                        on_device.append(g.isfinite().all())
+                    elif not np.isfinite(g._data).all():
                         found = 1.0
                     # torch unscales every gradient, also when some are not finite
                     g.mul_(inv_scale)
+            if on_device:
+                from ..ops.shape_join import stack
+                if not bool(stack(on_device).all().item()):
+                    found = 1.0
         from ..ops.creation import full
         return {"cpu": full((), found, dtype=_dt.float32)}
 

@@ -16,9 +16,10 @@ from ..autograd.grad_mode import GRAD
 AUTOCAST: list = [None]       # the active CPU autocast dtype or None: the one value hot paths read
 
 # device types torch accepts for autocast; only "cpu" can actually be enabled in ember
-AUTOCAST_DEVICES = ("cpu", "cuda", "mps", "xpu", "hpu", "xla", "mtia", "maia", "ipu")
+# (and "opencl", ember's device: accepted, so device-agnostic programs run, but it disables itself)
+AUTOCAST_DEVICES = ("cpu", "cuda", "mps", "xpu", "hpu", "xla", "mtia", "maia", "ipu", "opencl")
 # every device type torch's device parser knows (others make is_autocast_available raise)
-KNOWN_DEVICES = AUTOCAST_DEVICES + ("mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "lazy", "vulkan",
+KNOWN_DEVICES = AUTOCAST_DEVICES + ("mkldnn", "opengl", "ideep", "hip", "ve", "fpga", "lazy", "vulkan",
                                     "meta", "privateuseone")
 
 ENABLED: dict = {d: False for d in AUTOCAST_DEVICES}

@@ -307,3 +307,23 @@ def test_no_warnings_leak_from_numpy_on_device_paths():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         ember.linalg.vector_norm(e / 0, 2)
+
+
+def test_boolean_masks_and_nonzero_on_device():
+    e, t = _pair((6, 7), seed=1)
+    e3, t3 = _pair((3, 4, 5), seed=2)
+    ocl.reset_fallback_counts()
+    cases = [(lambda x, y: x[x > 0]), (lambda x, y: x[x.sum(1) > 0]), (lambda x, y: x[:, x[0] > 0]),
+             (lambda x, y: y[y[..., 0] > 0]), (lambda x, y: y[:, y[0, :, 0] > 0, 1:3]),
+             (lambda x, y: (x > 0.5).nonzero()), (lambda x, y: y.nonzero()), (lambda x, y: x.argwhere()),
+             (lambda x, y: x.masked_select(x > 0)), (lambda x, y: x.masked_select(x[0] > 0))]
+    for i, f in enumerate(cases):
+        got, want = f(e, e3), f(t, t3)
+        assert got.device.type == DEV and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], i
+        np.testing.assert_array_equal(_np(got), want.numpy(), err_msg=str(i))
+    x, tx = e.clone().requires_grad_(), t.clone().requires_grad_()
+    (x[x > 0] * ember.arange(float((_np(e) > 0).sum()), device=DEV)).sum().backward()
+    (tx[tx > 0] * torch.arange(float((t.numpy() > 0).sum()))).sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), tx.grad.numpy())
+    assert ocl.fallback_counts() == {}
+    assert _np(e[e > 100]).shape == (0,) and _np((e > 100).nonzero()).shape == (0, 2)   # empty results

@@ -63,7 +63,8 @@ def activate() -> None:
         from ..optim import optimizer as _optimizer
         from ..compiler import cl_optim
         _optimizer.DEVICE_STEP[0] = cl_optim.step_group
-        from . import recurrent, ctc, sampling, joins
+        from . import recurrent, ctc, sampling, joins, masks
+        masks.install(KERNELS)
         recurrent.install(KERNELS)
         ctc.install(KERNELS)
         sampling.install(KERNELS)

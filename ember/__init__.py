@@ -67,7 +67,7 @@ from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.
 from . import testing  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from .memory import OutOfMemoryError  # noqa: E402,F401
-from .events import Event, synchronize  # noqa: E402,F401
+from .events import Event, Stream, synchronize  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401
 from . import _dynamo  # noqa: E402,F401

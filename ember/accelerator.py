@@ -11,7 +11,8 @@ from __future__ import annotations
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "current_device_idx",
            "set_device_index", "set_device_idx", "synchronize", "empty_cache", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "device_index"]
+           "reset_accumulated_memory_stats", "memory_stats", "get_memory_info", "empty_host_cache",
+           "current_stream", "set_stream", "device_index"]
 
 _NONE = "Cannot access accelerator device when none is available."
 _CURRENT = [0]
@@ -67,33 +68,72 @@ def empty_cache() -> None:
     _cl().empty_cache(_CURRENT[0])
 
 
-def memory_allocated(device_index=None) -> int:
-    """Bytes in blocks of live device tensors."""
-    return _cl().memory_allocated(_CURRENT[0] if device_index is None else device_index)
-
-
-def max_memory_allocated(device_index=None) -> int:
-    """The peak of ``memory_allocated``."""
-    return _cl().memory_stats(_CURRENT[0] if device_index is None else device_index)["peak_allocated_bytes"]
-
-
-def memory_reserved(device_index=None) -> int:
-    """Bytes held from the driver, live and cached."""
-    return _cl().driver_allocated_memory(_CURRENT[0] if device_index is None else device_index)
-
-
-def max_memory_reserved(device_index=None) -> int:
-    """The peak of ``memory_reserved``."""
-    stats = _cl().memory_stats(_CURRENT[0] if device_index is None else device_index)
-    return max(stats["driver_bytes"], stats["peak_allocated_bytes"])
-
-
-def reset_peak_memory_stats(device_index=None) -> None:
+def _dev(device_index):
+    """The ``ember.device`` of an accelerator index (the current one when None)."""
+    from .tensor import device
     cl = _cl()
-    reset = getattr(cl, "reset_peak_memory_stats", None)
-    if reset is None:
-        raise RuntimeError("reset_peak_memory_stats: the OpenCL runtime keeps no resettable peak yet")
-    reset(_CURRENT[0] if device_index is None else device_index)
+    return device("opencl", _CURRENT[0] if device_index is None else cl._index(device_index))
+
+
+def memory_stats(device_index=None, /):
+    """The device allocator's statistics with torch's keys (``ember.memory.memory_stats``)."""
+    from . import memory
+    return memory.memory_stats(_dev(device_index))
+
+
+def memory_allocated(device_index=None, /) -> int:
+    """Bytes in blocks of live device tensors."""
+    return memory_stats(device_index)["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device_index=None, /) -> int:
+    """The peak of ``memory_allocated`` (since the last ``reset_peak_memory_stats``)."""
+    return memory_stats(device_index)["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device_index=None, /) -> int:
+    """Bytes held from the driver, live and cached."""
+    return memory_stats(device_index)["reserved_bytes.all.current"]
+
+
+def max_memory_reserved(device_index=None, /) -> int:
+    """The peak of ``memory_reserved``."""
+    return memory_stats(device_index)["reserved_bytes.all.peak"]
+
+
+def reset_peak_memory_stats(device_index=None, /) -> None:
+    """Set the peaks to the current values."""
+    from . import memory
+    memory.reset_peak_memory_stats(_dev(device_index))
+
+
+def reset_accumulated_memory_stats(device_index=None, /) -> None:
+    """Zero the running totals (allocations, frees, retries, OOMs)."""
+    from . import memory
+    memory.reset_accumulated_memory_stats(_dev(device_index))
+
+
+def get_memory_info(device_index=None, /) -> tuple:
+    """``(free, total)`` bytes of the device's global memory (free: what the allocator does not hold)."""
+    from . import memory
+    return memory.mem_get_info(_dev(device_index))
+
+
+def empty_host_cache() -> None:
+    """Release cached pinned host memory: ember keeps none (pinned tensors are ordinary host arrays)."""
+
+
+def current_stream(device=None, /):
+    """The current ``ember.Stream`` of the accelerator (its default stream unless one was set)."""
+    from .events import current_stream as _current
+    return _current(_dev(device) if not hasattr(device, "type") else device)
+
+
+def set_stream(stream, /) -> None:
+    """Make ``stream`` the current stream of its device."""
+    from .events import set_stream as _set
+    _cl()
+    _set(stream)
 
 
 current_device_idx = current_device_index

@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 import time
 
-__all__ = ["Event", "synchronize", "register_synchronizer"]
+__all__ = ["Event", "Stream", "synchronize", "register_synchronizer"]
 
 _SYNCHRONIZERS: dict = {}      # device type -> fn(index): waits until the device's queued work is done
 _ids = itertools.count(1)
@@ -191,3 +191,119 @@ class Event:
         state = "recorded" if self._t is not None else "not recorded"
         return (f"ember.Event(device_type={self._device.type}, event_id={self.event_id}, "
                 f"enable_timing={self.enable_timing}, {state})")
+
+
+_CURRENT_STREAMS: dict = {}    # (device type, index) -> the Stream set by set_stream / a ``with stream:``
+
+
+class Stream:
+    """A queue of device work (``torch.Stream``): ``query``, ``synchronize``, ``wait_event``,
+    ``wait_stream``, ``record_event``, and ``with stream:`` to make it the current stream.
+
+    ember's OpenCL device has ONE in-order queue per device: every Stream of a device is a name for that
+    queue, so work never overlaps across streams and the orderings torch asks streams to keep
+    (``wait_stream``, ``wait_event``) already hold. On the CPU, work is done when an op returns.
+
+        >>> s = ember.Stream("opencl")                  # doctest: +SKIP
+        >>> with s: y = x @ x                           # doctest: +SKIP
+        >>> s.synchronize()                             # doctest: +SKIP
+    """
+
+    __slots__ = ("_device", "priority", "stream_id", "_prev")
+    _ids = itertools.count(1)
+
+    def __init__(self, device=None, *, priority: int = 0):
+        if device is None:
+            from . import accelerator
+            device = accelerator.current_accelerator() if accelerator.is_available() else None
+        d = _device(device)
+        if d.type != "cpu" and d.index is None:
+            from .tensor import device as _dev
+            d = _dev(d.type, 0)
+        self._device = d
+        self.priority = int(priority)
+        self.stream_id = 0 if d.type == "cpu" else next(Stream._ids)
+        self._prev = None
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def device_type(self) -> str:
+        return self._device.type
+
+    @property
+    def device_index(self) -> int:
+        return -1 if self._device.index is None else self._device.index
+
+    def query(self) -> bool:
+        """Whether all work queued on the stream is done."""
+        if self._device.type == "cpu":
+            return True
+        e = Event(self._device)
+        e.record(self)
+        return e.query()
+
+    def synchronize(self) -> None:
+        """Wait for all work queued on the stream."""
+        _sync(self._device)
+
+    def wait_event(self, event) -> None:
+        """Make later work on this stream wait for ``event`` (the device's one in-order queue already does)."""
+        event.wait(self)
+
+    def wait_stream(self, stream) -> None:
+        """Make later work on this stream wait for the work queued on ``stream`` so far (already so)."""
+        if not isinstance(stream, Stream):
+            raise TypeError(f"wait_stream(): argument 'stream' must be Stream, not {type(stream).__name__}")
+
+    def record_event(self, event=None):
+        """Record ``event`` (a new one if None) on this stream; returns it."""
+        if event is None:
+            event = Event(self._device)
+        event.record(self)
+        return event
+
+    def __enter__(self):
+        key = (self._device.type, self.device_index)
+        self._prev = _CURRENT_STREAMS.get(key)
+        _CURRENT_STREAMS[key] = self
+        return self
+
+    def __exit__(self, *exc):
+        key = (self._device.type, self.device_index)
+        if self._prev is None:
+            _CURRENT_STREAMS.pop(key, None)
+        else:
+            _CURRENT_STREAMS[key] = self._prev
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and (self._device, self.stream_id) == (other._device, other.stream_id)
+
+    def __hash__(self):
+        return hash((self._device.type, self.device_index, self.stream_id))
+
+    def __repr__(self):
+        return (f"ember.Stream device_type={self._device.type}, device_index={self.device_index}, "
+                f"stream_id={self.stream_id}")
+
+
+def current_stream(device) -> Stream:
+    """The stream work on ``device`` goes to: the one set by ``set_stream`` / ``with stream:``, else
+    the device's default stream (stream_id 0)."""
+    s = Stream(device)
+    key = (s.device_type, s.device_index)
+    cur = _CURRENT_STREAMS.get(key)
+    if cur is None:
+        s.stream_id = 0
+        cur = _CURRENT_STREAMS[key] = s
+    return cur
+
+
+def set_stream(stream: Stream) -> None:
+    """Make ``stream`` the current stream of its device."""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"set_stream(): argument 'stream' must be Stream, not {type(stream).__name__}")
+    _CURRENT_STREAMS[(stream.device_type, stream.device_index)] = stream

@@ -441,26 +441,41 @@ def is_tracking() -> bool:
     return _tensor_mod._mem_track is not None
 
 
-def _check_device(device, fn: str) -> None:
+def _check_device(device, fn: str):
+    """None for the CPU, the device index for an OpenCL device (whose allocator answers), else an error."""
     if device is None or (isinstance(device, int) and not isinstance(device, bool) and device in (0, -1)):
-        return
+        return None
     from .tensor import device as _device
     try:
         d = device if isinstance(device, _device) else _device(device)
     except (TypeError, RuntimeError):
-        raise TypeError(f"ember.memory.{fn}: expected a device (None, 'cpu', ember.device or 0), "
+        raise TypeError(f"ember.memory.{fn}: expected a device (None, 'cpu', 'opencl[:N]', ember.device or 0), "
                         f"got {device!r}") from None
+    if d.type == "opencl":
+        return d.index or 0
     if d.type != "cpu" or d.index not in (None, 0):
         raise RuntimeError(f"ember.memory.{fn}: device '{d}' is not available; ember keeps memory "
                            "statistics for the 'cpu' device only so far")
 
 
 # ---- queries -------------------------------------------------------------------------------------
+_DEVICE_KEYS = {"memory_allocated": "allocated_bytes.all.current", "max_memory_allocated": "allocated_bytes.all.peak",
+                "memory_reserved": "reserved_bytes.all.current", "max_memory_reserved": "reserved_bytes.all.peak"}
+
+
 def _counter(device, op: str, slot: int) -> int:
-    """Counter ``_C[slot]`` (0: bytes held now, 1: peak) after checking ``device`` for ``op``; counting starts."""
-    _check_device(device, op)
+    """Counter ``_C[slot]`` (0: bytes held now, 1: peak) after checking ``device`` for ``op``; counting starts.
+    An OpenCL device answers from its allocator (``_DEVICE_KEYS``)."""
+    idx = _check_device(device, op)
+    if idx is not None:
+        return _device_stats(idx)[_DEVICE_KEYS[op]]
     _enable("stats")
     return _C[slot]
+
+
+def _device_stats(idx: int):
+    from .devices.opencl._memory_stats import torch_memory_stats
+    return torch_memory_stats(idx)
 
 
 def memory_allocated(device=None) -> int:
@@ -498,7 +513,10 @@ def max_memory_cached(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     """Reset the peaks (bytes and counts) to the current values."""
-    _check_device(device, "reset_peak_memory_stats")
+    idx = _check_device(device, "reset_peak_memory_stats")
+    if idx is not None:
+        from .devices import opencl
+        return opencl._device_runtime.reset_peak_memory_stats(idx)
     _enable("stats")
     _C[1] = _C[0]
     _C[5] = _C[4]
@@ -516,7 +534,10 @@ def reset_max_memory_cached(device=None) -> None:
 
 def reset_accumulated_memory_stats(device=None) -> None:
     """Reset the running totals (bytes/allocations made and freed) and the OOM and retry counters."""
-    _check_device(device, "reset_accumulated_memory_stats")
+    idx = _check_device(device, "reset_accumulated_memory_stats")
+    if idx is not None:
+        from .devices import opencl
+        return opencl._device_runtime.reset_accumulated_memory_stats(idx)
     _enable("stats")
     _C[2] = _C[3] = _C[6] = _C[7] = 0
     _EXTRA["num_ooms"] = _EXTRA["num_alloc_retries"] = 0
@@ -532,7 +553,9 @@ def memory_stats(device=None) -> "collections.OrderedDict[str, int]":
         >>> ember.memory.memory_stats()["num_ooms"]
         0
     """
-    _check_device(device, "memory_stats")
+    idx = _check_device(device, "memory_stats")
+    if idx is not None:
+        return _device_stats(idx)
     _enable("stats")
     cur, peak, alloc, freed, ncur, npeak, nalloc, nfreed = _C
     stats = {}
@@ -564,14 +587,20 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
 
         >>> print(ember.memory.memory_summary())      # doctest: +SKIP
     """
-    _check_device(device, "memory_summary")
+    idx = _check_device(device, "memory_summary")
     st = memory_stats(device)
     width = 75
     lim = "none" if _LIMIT[0] is None else f"{_human(_LIMIT[0])} ({_FRACTION[0]} of RAM)"
+    where = "CPU"
+    if idx is not None:
+        from .devices import opencl
+        frac = opencl.get_per_process_memory_fraction()
+        where = f"opencl:{idx}"
+        lim = "none" if not frac else f"{_human(frac * opencl.recommended_max_memory(idx))} ({frac} of the device)"
     lines = ["|" + "=" * width + "|",
-             "|" + "ember CPU memory summary".center(width) + "|",
+             "|" + f"ember {where} memory summary".center(width) + "|",
              "|" + "-" * width + "|",
-             "|" + f"CPU OOMs: {st['num_ooms']}".center(37) + "|"
+             "|" + f"{where} OOMs: {st['num_ooms']}".center(37) + "|"
              + f"alloc retries: {st['num_alloc_retries']}".center(37) + "|",
              "|" + f"per-process limit: {lim}".center(width) + "|",
              "|" + "=" * width + "|",
@@ -605,7 +634,10 @@ def set_per_process_memory_fraction(fraction: float, device=None) -> None:
 
         >>> ember.memory.set_per_process_memory_fraction(0.5)
     """
-    _check_device(device, "set_per_process_memory_fraction")
+    idx = _check_device(device, "set_per_process_memory_fraction")
+    if idx is not None:      # the device allocator's limit (torch.mps's rule: 0 removes it, up to 2 allowed)
+        from .devices import opencl
+        return opencl.set_per_process_memory_fraction(fraction)
     if not isinstance(fraction, float):
         raise TypeError("Invalid type for fraction argument, must be `float`")
     if not 0.0 <= fraction <= 1.0:
@@ -621,7 +653,9 @@ def set_per_process_memory_fraction(fraction: float, device=None) -> None:
 
 def get_per_process_memory_fraction(device=None) -> float:
     """The fraction set by ``set_per_process_memory_fraction`` (1.0 when none was set)."""
-    _check_device(device, "get_per_process_memory_fraction")
+    if _check_device(device, "get_per_process_memory_fraction") is not None:
+        from .devices import opencl
+        return opencl.get_per_process_memory_fraction()
     return 1.0 if _FRACTION[0] is None else _FRACTION[0]
 
 
@@ -635,8 +669,13 @@ def _clear_limit() -> None:
 
 
 def mem_get_info(device=None) -> tuple:
-    """``(free, total)`` bytes of physical memory, as the operating system reports them."""
-    _check_device(device, "mem_get_info")
+    """``(free, total)`` bytes of physical memory, as the operating system reports them; for an OpenCL
+    device, its global memory and what the allocator does not hold of it."""
+    idx = _check_device(device, "mem_get_info")
+    if idx is not None:
+        from .devices import opencl
+        total = opencl.recommended_max_memory(idx)
+        return max(total - opencl.driver_allocated_memory(idx), 0), total
     total = _physical_memory()
     try:
         free = int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_AVPHYS_PAGES"))

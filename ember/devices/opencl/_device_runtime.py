@@ -41,7 +41,10 @@ class _Runtime:
         self.allocated = 0                         # bytes in live blocks
         self.cached = 0                            # bytes in free lists
         self.stats = dict(peak_allocated_bytes=0, num_allocs=0, num_cache_hits=0, num_driver_allocs=0,
-                          num_driver_frees=0, num_alloc_retries=0, num_ooms=0)
+                          num_driver_frees=0, num_alloc_retries=0, num_ooms=0, peak_driver_bytes=0,
+                          num_frees=0, allocated_bytes_total=0, freed_bytes_total=0, peak_blocks=0,
+                          driver_bytes_total=0, driver_freed_bytes_total=0)
+        self.blocks = 0                            # live blocks (torch's "allocation.all.current")
         self.programs: dict = {}                   # (source, options) -> cl.Program
         self.kernels: dict = {}                    # (program int_ptr, name) -> (program, cl.Kernel)
         self.copy_kernels: dict = {}               # (ndim, itemsize) -> cl.Kernel
@@ -55,6 +58,9 @@ class _Runtime:
             while pending:
                 buf, size = pending.popleft()
                 self.allocated -= size
+                self.blocks -= 1
+                self.stats["num_frees"] += 1
+                self.stats["freed_bytes_total"] += size
                 self.free.setdefault(size, []).append(buf)
                 self.cached += size
 
@@ -70,9 +76,16 @@ class _Runtime:
             else:
                 buf = self._driver_alloc(nbytes, size, op)
             self.allocated += size
-            self.stats["num_allocs"] += 1
-            if self.allocated > self.stats["peak_allocated_bytes"]:
-                self.stats["peak_allocated_bytes"] = self.allocated
+            self.blocks += 1
+            st = self.stats
+            st["num_allocs"] += 1
+            st["allocated_bytes_total"] += size
+            if self.allocated > st["peak_allocated_bytes"]:
+                st["peak_allocated_bytes"] = self.allocated
+            if self.blocks > st["peak_blocks"]:
+                st["peak_blocks"] = self.blocks
+            if self.allocated + self.cached > st["peak_driver_bytes"]:
+                st["peak_driver_bytes"] = self.allocated + self.cached
         return Block(buf, size, nbytes, self)
 
     def limit(self):
@@ -108,6 +121,7 @@ class _Runtime:
                     f"{_human(self.allocated)} is allocated by live device arrays and 0 bytes is cached."
                 ) from None
         self.stats["num_driver_allocs"] += 1
+        self.stats["driver_bytes_total"] += size
         return buf
 
     def _oom(self, nbytes, size, limit, op):
@@ -127,6 +141,7 @@ class _Runtime:
                 for buf in bucket:
                     buf.release()
                     self.stats["num_driver_frees"] += 1
+                    self.stats["driver_freed_bytes_total"] += buf.size
             self.free.clear()
             self.cached = 0
 
@@ -275,6 +290,25 @@ def memory_stats(device=None) -> dict:
     with rt.lock:
         return dict(allocated_bytes=rt.allocated, cached_bytes=rt.cached,
                     driver_bytes=rt.allocated + rt.cached, limit_bytes=rt.limit(), **rt.stats)
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Set the peaks (allocated and driver bytes, live blocks) to the current values."""
+    rt = _existing(device)
+    if rt is not None:
+        with rt.lock:
+            rt.stats.update(peak_allocated_bytes=rt.allocated, peak_driver_bytes=rt.allocated + rt.cached,
+                            peak_blocks=rt.blocks)
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Zero the running totals (allocations and frees, bytes allocated and freed, retries, refusals)."""
+    rt = _existing(device)
+    if rt is not None:
+        with rt.lock:
+            rt.stats.update(num_allocs=0, num_frees=0, allocated_bytes_total=0, freed_bytes_total=0,
+                            num_driver_allocs=0, num_driver_frees=0, driver_bytes_total=0,
+                            driver_freed_bytes_total=0, num_alloc_retries=0, num_ooms=0, num_cache_hits=0)
 
 
 def empty_cache(device=None) -> None:

@@ -137,7 +137,10 @@ def _owner(arr):
 
 
 def _track(arr, check_limit=True):
-    """Count ``arr``'s storage if it is new (installed as ``ember.tensor._mem_track``)."""
+    """Count ``arr``'s storage if it is new (installed as ``ember.tensor._mem_track``); device and meta
+    arrays are not host memory (a device allocator counts its own)."""
+    if type(arr) is not np.ndarray:
+        return
     root = arr.base
     if root is None:
         root = arr

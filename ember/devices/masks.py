@@ -103,7 +103,15 @@ def _coordinates(op, idx, pos):
     return out_i, out_p
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _index(op, args, attrs):
+    for a in args[1:]:                     # (cheap first: every device index op comes here)
+        if a.dtype is _BOOL:
+            break
+    else:
+        return None
     x, idx = args[0], args[1:]
     if type(x) is not _cl.DeviceArray:
         return None

@@ -137,11 +137,11 @@ class _Runtime:
     def empty_cache(self) -> None:
         self.drain()
         with self.lock:
-            for bucket in self.free.values():
+            for size, bucket in self.free.items():
                 for buf in bucket:
                     buf.release()
                     self.stats["num_driver_frees"] += 1
-                    self.stats["driver_freed_bytes_total"] += buf.size
+                    self.stats["driver_freed_bytes_total"] += size
             self.free.clear()
             self.cached = 0
 

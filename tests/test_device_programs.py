@@ -327,3 +327,32 @@ def test_boolean_masks_and_nonzero_on_device():
     np.testing.assert_array_equal(_np(x.grad), tx.grad.numpy())
     assert ocl.fallback_counts() == {}
     assert _np(e[e > 100]).shape == (0,) and _np((e > 100).nonzero()).shape == (0, 2)   # empty results
+
+
+def test_einsum_isclose_roll_on_device(no_fallback):
+    pairs = {k: _pair(s, seed=i) for i, (k, s) in enumerate(
+        {"a": (6, 7), "b": (5, 7), "q": (2, 3, 4, 8), "k": (2, 3, 5, 8), "v": (3, 4)}.items())}
+    es = {k: e.requires_grad_() for k, (e, _) in pairs.items()}
+    ts = {k: t.requires_grad_() for k, (_, t) in pairs.items()}
+    eqs = [("ij,kj->ik", "ab"), ("bhqd,bhkd->bhqk", "qk"), ("ij->j", "a"), ("ij->ji", "a"), ("ij,ij->i", "aa"),
+           ("ij,kl->ijkl", "vv"), ("bhqd,bhkd->bqk", "qk")]
+    e_tot, t_tot = 0, 0
+    for eq, names in eqs:
+        got = ember.einsum(eq, *[es[c] for c in names])
+        want = torch.einsum(eq, *[ts[c] for c in names])
+        assert got.device.type == DEV
+        np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-5, atol=1e-5, err_msg=eq)
+        e_tot, t_tot = e_tot + got.sum(), t_tot + want.sum()
+    e_tot.backward()
+    t_tot.backward()
+    for k in es:
+        np.testing.assert_allclose(_np(es[k].grad), ts[k].grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=k)
+    e, t = pairs["a"][0].detach(), pairs["a"][1].detach()
+    for kw in ({}, {"rtol": 0.5, "equal_nan": True}, {"atol": 0.0, "rtol": 0.0}):
+        np.testing.assert_array_equal(_np(ember.isclose(e, e.flip(0) * 0.9 + e * 0.1, **kw)),
+                                      torch.isclose(t, t.flip(0) * 0.9 + t * 0.1, **kw).numpy())
+    np.testing.assert_array_equal(_np(ember.isclose(ember.arange(5, device=DEV), ember.tensor([0, 1, 3, 3, 5],
+                                                                                              device=DEV), atol=1)),
+                                  torch.isclose(torch.arange(5), torch.tensor([0, 1, 3, 3, 5]), atol=1).numpy())
+    for args in ((2, 1), ((1, -3), (0, 1)), (5,), (-9, 0)):
+        np.testing.assert_array_equal(_np(e.roll(*args)), t.roll(*args).numpy())

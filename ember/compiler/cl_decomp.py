@@ -9,10 +9,8 @@ to rounding; an instance it does not handle raises ``Unsupported`` and the op fa
   ``clip_grad_norm_`` (ord 2, 1, inf, -inf, 0 and any other p).
 - ``isclose``: ``|a - b| <= atol + rtol * |b|`` with torch's rules for infinities and ``equal_nan``.
 - ``roll``: a gather at ``(i - shift) mod n`` per rolled dim.
-- ``div_floor`` of floats (``//`` and ``div(rounding_mode='floor')``); integer division stays on the
-  host, where a zero divisor raises.
-- ``logaddexp``, ``logaddexp2``: the max plus the log of one plus the exp of minus the distance.
-- ``count_nonzero``, ``nanmean``.
+- ``einsum`` of one or two operands without repeated letters: a reduction, or one batched matmul
+  between permutes (attention scores written as einsum, bilinear forms).
 """
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ import math
 import numpy as np
 
 from . import prims as P
-from .decompose import decomp_device, Unsupported, _finish, _out
+from .decompose import decomp_device, Unsupported, _finish
 
 
 def _axes(x, axis):
@@ -56,3 +54,85 @@ def _norm(b, n, args, at):
     else:
         r = b.ew("pow", b.reduce("sum", b.ew("pow", a, p), axes, keep), 1.0 / p)
     return [_finish(b, n, r)]
+
+
+@decomp_device("isclose")
+def _isclose(b, n, args, at):
+    x, y = args[0], args[1]
+    if not (hasattr(x, "shape") and hasattr(y, "shape")) or x.dtype != y.dtype:
+        raise Unsupported("isclose of a scalar or of mixed dtypes")
+    rtol, atol = float(at["rtol"]), float(at["atol"])
+    floating = x.dtype.kind == "f"
+    if floating:
+        _native_float(x, "isclose")
+    close = b.ew("eq", x, y)
+    if at["equal_nan"] and floating:
+        close = b.ew("or", close, b.ew("and", b.ew("isnan", x), b.ew("isnan", y)))
+    if rtol == 0 and atol == 0:
+        return [_finish(b, n, close)]
+    if not floating:
+        cdt = np.dtype(at["cast_dt"])
+        x, y = b.cast(x, cdt), b.cast(y, cdt)
+    allowed = b.ew("add", b.ew("abs", b.ew("mul", y, rtol)), atol)        # atol + |rtol * y|, as the kernel
+    actual = b.ew("abs", b.ew("sub", x, y))
+    ok = b.ew("and", b.ew("isfinite", actual), b.ew("le", actual, allowed))
+    return [_finish(b, n, b.ew("or", close, ok))]
+
+
+@decomp_device("roll")
+def _roll(b, n, args, at):
+    x = args[0]
+    r = x
+    for shift, axis in zip(at["shifts"], at["axes"]):
+        size = x.shape[axis]
+        if size == 0:
+            continue
+        s = int(shift) % size
+        if s == 0:
+            continue
+        # out[i] = x[(i - s) mod size] = x[i + size - s] for i < s, else x[i - s]
+        io = b.iota(r.shape, axis)
+        src = b.where(b.ew("lt", io, s), b.ew("add", io, size - s), b.ew("sub", io, s), dtype=np.int64)
+        r = b.gather(r, src, axis)
+    return [_finish(b, n, r)]
+
+
+@decomp_device("einsum")
+def _einsum(b, n, args, at):
+    """One or two operands without repeated letters: letters summed in one operand only are reduced
+    first; two operands become one batched matmul (batch letters, then each side's free letters, the
+    contracted letters between them), permuted to the output's order."""
+    subs, out = at["subs"], at["out"]
+    if len(args) not in (1, 2) or any(len(set(s)) != len(s) for s in subs):
+        raise Unsupported("einsum of more than two operands or with a repeated letter")
+    xs = list(args)
+    for x in xs:
+        _native_float(x, "einsum")
+    if len(xs) == 2 and xs[0].dtype != xs[1].dtype:
+        raise Unsupported("einsum of mixed dtypes")
+    subs = list(subs)
+    for k, (x, s) in enumerate(zip(xs, subs)):         # reduce the letters no one else needs
+        others = set(out).union(*[set(t) for j, t in enumerate(subs) if j != k])
+        drop = tuple(i for i, c in enumerate(s) if c not in others)
+        if drop:
+            xs[k] = b.reduce("sum", x, drop, False)
+            subs[k] = "".join(c for c in s if c in others)
+    if len(xs) == 1:
+        x, s = xs[0], subs[0]
+        return [_finish(b, n, b.permute(x, tuple(s.index(c) for c in out)))]
+    (A, sa), (B, sb) = zip(xs, subs)
+    size = dict(zip(sa, A.shape))
+    size.update(zip(sb, B.shape))
+    batch = [c for c in sa if c in sb and c in out]
+    contr = [c for c in sa if c in sb and c not in out]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+
+    def prod(cs):
+        return math.prod(size[c] for c in cs)
+    nb, m, k, nn = prod(batch), prod(left), prod(contr), prod(right)
+    A3 = b.reshape(b.permute(A, tuple(sa.index(c) for c in batch + left + contr)), (nb, m, k))
+    B3 = b.reshape(b.permute(B, tuple(sb.index(c) for c in batch + contr + right)), (nb, k, nn))
+    r = b.reshape(b.matmul(A3, B3), tuple(size[c] for c in batch + left + right))
+    order = batch + left + right
+    return [_finish(b, n, b.permute(r, tuple(order.index(c) for c in out)))]

@@ -20,14 +20,7 @@ import numpy as np
 
 from . import prims as P
 from .decompose import decomp_device, Unsupported, _finish
-
-
-def _axes(x, axis):
-    if axis is None:
-        return tuple(range(len(x.shape)))
-    if isinstance(axis, (int, np.integer)):
-        return (int(axis) % max(len(x.shape), 1),) if x.shape else ()
-    return tuple(int(a) % len(x.shape) for a in axis) if x.shape else ()
+from .decompose_reduce import _axes
 
 
 def _native_float(x, what):

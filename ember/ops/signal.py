@@ -68,7 +68,8 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
     """0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)."""
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _cos_sum((0.42, 0.5, 0.08)), device)
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _cos_sum((0.42, 0.5, 0.08)),
+                   device)
 
 
 @export(method=False)

@@ -356,3 +356,13 @@ def test_einsum_isclose_roll_on_device(no_fallback):
                                   torch.isclose(torch.arange(5), torch.tensor([0, 1, 3, 3, 5]), atol=1).numpy())
     for args in ((2, 1), ((1, -3), (0, 1)), (5,), (-9, 0)):
         np.testing.assert_array_equal(_np(e.roll(*args)), t.roll(*args).numpy())
+
+
+def test_float_floor_division_on_device(no_fallback):
+    e, t = _pair((5, 6), seed=3)
+    e2, t2 = _pair((5, 6), seed=4)
+    e2[0, 0] = 0.0
+    t2[0, 0] = 0.0
+    for f in (lambda a, b: a * 10 // b, lambda a, b: a // 3, lambda a, b: a // -2.5, lambda a, b: 7.0 // b,
+              lambda a, b: (a * 10).div(b, rounding_mode="floor"), lambda a, b: a.double() // b.double()):
+        np.testing.assert_array_equal(_np(f(e, e2)), f(t, t2).numpy())

@@ -11,6 +11,8 @@ to rounding; an instance it does not handle raises ``Unsupported`` and the op fa
 - ``roll``: a gather at ``(i - shift) mod n`` per rolled dim.
 - ``einsum`` of one or two operands without repeated letters: a reduction, or one batched matmul
   between permutes (attention scores written as einsum, bilinear forms).
+- ``div_floor`` of floats (``//``, ``div(rounding_mode="floor")``); integer division stays on the host,
+  where a zero divisor raises.
 """
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ import math
 
 import numpy as np
 
-from . import prims as P
 from .decompose import decomp_device, Unsupported, _finish
 from .decompose_reduce import _axes
 
@@ -129,3 +130,15 @@ def _einsum(b, n, args, at):
     r = b.reshape(b.matmul(A3, B3), tuple(size[c] for c in batch + left + right))
     order = batch + left + right
     return [_finish(b, n, b.permute(r, tuple(order.index(c) for c in out)))]
+
+
+@decomp_device("div_floor")
+def _div_floor(b, n, args, at):
+    """Floor division of floats (NumPy's floor_divide, the prim's C form); integers stay on the host,
+    where a zero divisor raises."""
+    x, y = args[0], args[1]
+    ts = [a for a in (x, y) if hasattr(a, "shape")]
+    w = np.dtype(at["dt"]) if at.get("dt") is not None else np.result_type(*[t.dtype for t in ts])
+    if w not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise Unsupported("integer floor division (a zero divisor must raise)")
+    return [_finish(b, n, b.ew("floordiv", x, y, dtype=w))]

@@ -366,3 +366,27 @@ def test_float_floor_division_on_device(no_fallback):
     for f in (lambda a, b: a * 10 // b, lambda a, b: a // 3, lambda a, b: a // -2.5, lambda a, b: 7.0 // b,
               lambda a, b: (a * 10).div(b, rounding_mode="floor"), lambda a, b: a.double() // b.double()):
         np.testing.assert_array_equal(_np(f(e, e2)), f(t, t2).numpy())
+
+
+def test_integer_index_writes_last_duplicate_wins(no_fallback):
+    e, t = _pair((6, 7), seed=5)
+    writes = [(lambda lib, d: lib.tensor([3, 0, 5], device=d), lambda lib, d, a: 1.5),
+              (lambda lib, d: lib.tensor([3, 0, 3, -1], device=d), lambda lib, d, a: a[:4] * 2),
+              (lambda lib, d: lib.tensor([1, 1], device=d), lambda lib, d, a: lib.arange(7.0, device=d))]
+    for make_idx, make_val in writes:
+        c, tc = e.clone(), t.clone()
+        c[make_idx(ember, DEV)] = make_val(ember, DEV, e)
+        tc[make_idx(torch, "cpu")] = make_val(torch, "cpu", t)
+        np.testing.assert_array_equal(_np(c), tc.numpy())
+    ci = ember.arange(10, device=DEV)
+    ci.index_put_((ember.tensor([2, 2, 9], device=DEV),), ember.tensor([7, 8, 9], device=DEV))
+    assert _np(ci).tolist() == [0, 1, 8, 3, 4, 5, 6, 7, 8, 9]
+    with pytest.raises(IndexError, match="index 6 is out of bounds for dimension 0 with size 6"):
+        e.clone()[ember.tensor([6], device=DEV)] = 1.0
+    x, tx = e.clone().requires_grad_(), t.clone().requires_grad_()
+    y, ty = x * 1, tx * 1
+    y[ember.tensor([2, 2], device=DEV)] = e[:2]
+    ty[torch.tensor([2, 2])] = t[:2]
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), tx.grad.numpy())

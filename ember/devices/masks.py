@@ -1,5 +1,6 @@
 """Ops whose result size depends on values, on the OpenCL device: ``nonzero``, ``masked_select`` and
-indexing with a boolean mask (``x[mask]``, ``x[:, mask]``).
+indexing with a boolean mask (``x[mask]``, ``x[:, mask]``); and ``x[idx] = v`` with one integer index
+(``_put_rows``: the last duplicate wins, as on the CPU).
 
 A result size that depends on the values needs one read-back, as on any GPU: the mask (as int64) is
 summed with the device's ``cumsum`` and the last prefix sum -- the count -- is read (8 bytes). The rest
@@ -126,14 +127,48 @@ def _index(op, args, attrs):
 
 def _index_put(op, args, attrs):
     """``index_put`` with a mask index and ``accumulate`` (the gradient of ``x[mask]``): the generated
-    scatter-add with the mask's coordinates (a write without accumulate keeps the host's rules)."""
+    scatter-add with the mask's coordinates; ``x[idx] = v`` with one integer index: :func:`_put_rows`."""
     x, v, idx = args[0], args[1], args[2:]
-    if not attrs["accumulate"] or type(x) is not _cl.DeviceArray or type(v) is not _cl.DeviceArray:
+    if type(x) is not _cl.DeviceArray:
         return None
+    if type(v) is np.ndarray and v.ndim == 0:           # a 0-dim CPU value (a scalar, as in torch)
+        v = _cl.from_numpy(v, x.device, op=op.name)
+    if type(v) is not _cl.DeviceArray:
+        return None
+    if not attrs["accumulate"]:
+        return _put_rows(x, v, idx, attrs["pos"])
     coords = _coordinates(op, idx, attrs["pos"])
     if coords is None or 0 in x.shape:
         return None
     return _generated(op, [x, v, *coords[0]], {"pos": tuple(coords[1]), "accumulate": True})
+
+
+def _put_rows(x, v, idx, pos):
+    """``x[idx] = v`` for one 1-D integer index on dim 0, the last duplicate winning as on the CPU: each
+    row's winner (the largest position writing it, by a scatter-reduce amax), then every row is its
+    winner's value or its old one. The index bounds are read back once (torch's IndexError)."""
+    if len(idx) != 1 or tuple(pos) != (0,) or idx[0].ndim != 1 or idx[0].dtype.kind not in "iu" \
+            or type(idx[0]) is not _cl.DeviceArray or not x.ndim or x.dtype != v.dtype:
+        return None
+    from ..autograd.grad_mode import no_grad
+    from ..ops.shape_join import stack
+    from ..ops.creation import arange, full
+    n, m = x.shape[0], idx[0].shape[0]
+    with no_grad():
+        i = _as_tensor(idx[0]).long()
+        if m:
+            lo, hi = (int(a) for a in stack([i.min(), i.max()]).tolist())
+            bad = lo if lo < -n else hi if hi >= n else None
+            if bad is not None:
+                raise IndexError(f"index {bad} is out of bounds for dimension 0 with size {n}")
+        xt = _as_tensor(x)
+        if not m or not n:
+            return xt.clone()._data
+        i = i.where(i >= 0, i + n)
+        winner = full((n,), -1, device=xt.device).scatter_reduce(0, i, arange(m, device=xt.device), "amax")
+        rows = _as_tensor(v).expand((m,) + x.shape[1:]).index_select(0, winner.clamp(min=0))
+        hit = (winner >= 0).reshape((n,) + (1,) * (x.ndim - 1))
+        return rows.where(hit, xt).contiguous()._data
 
 
 def _masked_select(op, args, attrs):

@@ -22,7 +22,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..autograd.grad_mode import GRAD
 from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
-from . import user_api as _user_api
+from . import user_api as _user_api, python_guards as _python_guards
 from .runtime import Interpreter, GuardFailure, check_extra_guards, replay_eager
 from . import logs
 from .._layout import SparseLayoutError
@@ -292,6 +292,11 @@ class CompiledFunction:
         dims, ranges = self._symbolic_dims(sig, args, kwargs)
         if dims:
             tracer.sym = SymState(dims, ranges)
+        if self.module is not None:
+            tracer._module_called(self.module, ())     # (its forward is called directly: no module hook)
+        py_guard = _python_guards.function_guard(self.fn)
+        if py_guard is not None:
+            tracer.extra_guards.append(py_guard)
         with _profile_range("capture", self.__name__):
             with tracer:
                 for path_t in _paths(args, kwargs):

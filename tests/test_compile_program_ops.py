@@ -1,0 +1,62 @@
+"""Ops that real programs call inside compiled code and that made the whole call run eagerly (a counted
+fallback): one_hot (its kernel wrote NumPy directly) and the derivative of an einsum whose operand has a
+letter summed only in it (a vector of ones made outside ember's ops). Compiled against eager ember and
+torch, with the fallback counter read."""
+import numpy as np
+import torch
+
+import ember
+from compile_support import _reset, _compare_call  # noqa: F401  (fresh compiler state per test)
+
+
+def _x(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_one_hot_is_captured():
+    def f(lib, idx, w):
+        F = lib.nn.functional
+        return F.one_hot(idx, 6).float() @ w, F.one_hot(idx, num_classes=-1).sum(0)
+
+    def ours(idx, w):
+        return f(ember, idx, w)
+    cf = ember.compile(ours)
+    w = _x(6, 3)
+    for call, labels in enumerate(([1, 3, 0, 5, 3], [2, 2, 4, 0, 1], [2, 2, 4, 0, 1])):
+        got = cf(ember.tensor(labels), ember.from_numpy(w))
+        want = f(torch, torch.tensor(labels), torch.from_numpy(w))
+        for g, t in zip(got, want):
+            assert g.dtype.__repr__().split(".")[-1] == str(t.dtype).split(".")[-1]
+            np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-6, err_msg=f"call {call}")
+    c = ember.compiler.counters
+    assert c["fallbacks"] == 0, c["fallback_reasons"]
+    assert c["replays"] >= 1                  # the third call replays (the class count is a guarded read)
+
+
+def test_one_hot_checks_still_raise_torchs_errors():
+    F = ember.nn.functional
+    for bad, msg in ((ember.tensor([3]), "smaller than num_classes"), (ember.tensor([-1, 0]), "non-negative")):
+        try:
+            F.one_hot(bad, 2 if msg.startswith("smaller") else 3)
+        except RuntimeError as e:
+            assert msg in str(e)
+        else:
+            raise AssertionError("no error")
+
+
+def test_einsum_with_a_letter_summed_in_one_operand_has_a_captured_backward():
+    def f(a, b):
+        return (ember.einsum("bii->b", a @ a.transpose(1, 2)) * 2, ember.einsum("bij,bjk->bik", a, b),
+                ember.einsum("ij->j", a[0]))
+    cf = ember.compile(f)
+    arrays = [_x(2, 3, 3), _x(2, 3, 3, seed=1)]
+    for call in range(3):
+        _compare_call(f, cf, call, arrays, rtol=1e-5, atol=1e-6)
+    c = ember.compiler.counters
+    assert c["fallbacks"] == 0, c["fallback_reasons"]
+    assert c["replays"] >= 2
+    ta = torch.from_numpy(arrays[0]).requires_grad_(True)
+    torch.einsum("bii->b", ta @ ta.transpose(1, 2)).sum().backward()
+    ea = ember.from_numpy(arrays[0]).requires_grad_(True)
+    cf(ea, ember.from_numpy(arrays[1]))[0].sum().backward()
+    np.testing.assert_allclose(ea.grad.numpy(), 2 * ta.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -458,9 +458,18 @@ class CompiledFunction:
                 placeholders.append(bt._new_value("grad_in", g))
                 if bt.sym is not None:
                     placeholders[-1].sym = getattr(tracer.t2v[id(t)], "sym", None)
-            with _targets_unhooked(target_tensors):
-                grads = _grad(diff, target_tensors, grad_outputs=[bt.keep[-len(diff) + i] for i in range(len(diff))],
-                              retain_graph=True, allow_unused=True)
+            try:
+                with _targets_unhooked(target_tensors):
+                    grads = _grad(diff, target_tensors,
+                                  grad_outputs=[bt.keep[-len(diff) + i] for i in range(len(diff))],
+                                  retain_graph=True, allow_unused=True)
+            except RuntimeError as e:
+                # an output made from a tensor whose graph a backward inside the function freed
+                # (loss.backward(); return loss * n): eagerly its backward raises this too, so no
+                # backward is captured (as for the freed outputs themselves)
+                if "backward through the graph a second time" not in str(e):
+                    raise
+                return
             bt.check_mutations()
         if bt.unsupported is not None or any(g.ended_by is not None for g in bt.graphs):
             # a backward that cannot be replayed makes the whole call eager (outputs keep eager autograd)

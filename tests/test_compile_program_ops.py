@@ -119,3 +119,38 @@ def test_output_made_from_a_freed_graph_has_no_captured_backward():
     np.testing.assert_allclose(m.weight.detach().numpy(), ref.weight.detach().numpy(), rtol=1e-5)
     c = ember.compiler.counters
     assert c["fallbacks"] == 0 and c["replays"] == 2
+
+
+def _clipped_training(compiled, clip):
+    ember.compiler.reset()
+    m = ember.nn.Linear(3, 2)
+    with ember.no_grad():
+        m.weight.copy_(ember.from_numpy(_x(2, 3, seed=3)))
+        m.bias.zero_()
+    opt = ember.optim.SGD(m.parameters(), lr=0.5)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        norm = clip(m.parameters())
+        opt.step()
+        return loss.detach(), (loss.detach() if norm is None else norm)
+    st = ember.compile(step) if compiled else step
+    outs = [[None if t is None else t.item() for t in st(ember.from_numpy(_x(4, 3, seed=i)) * (i + 1))]
+            for i in range(4)]
+    return outs, m.weight.detach().numpy().copy()
+
+
+def test_gradient_clipping_inside_a_compiled_step():
+    """clip_grad_norm_ worked on the NumPy buffers (the step fell back to eager) and clip_grad_value_
+    wrote them unseen (a replay would not have clipped): both are ember ops while captured."""
+    clips = {"norm": lambda ps: ember.nn.utils.clip_grad_norm_(ps, 0.01),
+             "norm_inf": lambda ps: ember.nn.utils.clip_grad_norm_(ps, 0.02, norm_type=float("inf")),
+             "value": lambda ps: ember.nn.utils.clip_grad_value_(ps, 0.001)}
+    for name, clip in clips.items():
+        (le, we), (lc, wc) = _clipped_training(False, clip), _clipped_training(True, clip)
+        c = ember.compiler.counters
+        assert c["fallbacks"] == 0 and c["replays"] == 3, (name, c["fallback_reasons"])
+        np.testing.assert_allclose(np.array(lc, dtype=float), np.array(le, dtype=float), rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(wc, we, rtol=1e-5, atol=1e-7, err_msg=name)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
+from ...autograd.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 
@@ -58,16 +59,43 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         if not t._dtype.is_floating_point:
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_dt_name(t._dtype)}")
+    if _capturing():
+        return _total_norm_ops(tensors, norm_type, error_if_nonfinite)
+    for t in tensors:
         # each per-tensor norm is a tensor of that tensor's dtype in torch: round it the same way
         norms.append(t._dtype.np.type(_vector_norm(t._data, norm_type)))
         dtype = t._dtype if dtype is None else _dt.promote_types(dtype, t._dtype)
     stacked = np.array(norms, dtype=dtype.np)
     total = np.asarray(_vector_norm(stacked, norm_type)).astype(dtype.np)
     if error_if_nonfinite and not np.isfinite(total):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
-                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
-                           "norm anyway, set `error_if_nonfinite=False`")
+        raise RuntimeError(_NONFINITE.format(norm_type))
     return wrap(np.array(total, dtype=dtype.np), dtype)
+
+
+_NONFINITE = ("The total norm of order {} for gradients from `parameters` is non-finite, so it cannot be "
+              "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+              "`error_if_nonfinite=False`")
+
+
+def _capturing() -> bool:
+    """ember.compile is recording (its tracer watches the random generator only then): the clipping runs
+    as ember ops, which a compiled replay repeats; eagerly it works on the NumPy buffers."""
+    from ...random import _GEN_HOOK
+    return _GEN_HOOK[0] is not None
+
+
+def _total_norm_ops(tensors, norm_type, error_if_nonfinite) -> Tensor:
+    from ...linalg import vector_norm
+    from ...ops.shape_join import stack
+    with no_grad():
+        norms = [vector_norm(t, norm_type) for t in tensors]       # each in its tensor's dtype, as torch
+        dtype = norms[0]._dtype
+        for n in norms[1:]:
+            dtype = _dt.promote_types(dtype, n._dtype)
+        total = vector_norm(stack([n.to(dtype) for n in norms]), norm_type)
+    if error_if_nonfinite and not bool(total.isfinite()):          # (a guarded read while captured)
+        raise RuntimeError(_NONFINITE.format(norm_type))
+    return total
 
 
 def _dt_name(d) -> str:
@@ -80,6 +108,12 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     max_norm = float(max_norm)
     if len(grads) == 0:
+        return
+    if isinstance(total_norm, Tensor) and _capturing():
+        with no_grad():
+            coef = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(coef.to(g._dtype))
         return
     if isinstance(total_norm, Tensor):
         tn = total_norm._data.reshape(())[()]
@@ -124,6 +158,5 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     for p in _as_list(parameters):
         g = p.grad
         if g is not None:
-            d = g._data
-            np.clip(d, -clip_value, clip_value, out=d)
-            g._bump()
+            with no_grad():     # an in-place op (not a write to the array), so ember.compile records it
+                g.clamp_(-clip_value, clip_value)

@@ -154,3 +154,21 @@ def test_gradient_clipping_inside_a_compiled_step():
         assert c["fallbacks"] == 0 and c["replays"] == 3, (name, c["fallback_reasons"])
         np.testing.assert_allclose(np.array(lc, dtype=float), np.array(le, dtype=float), rtol=1e-5, err_msg=name)
         np.testing.assert_allclose(wc, we, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def test_detach_of_an_argument_or_a_parameter_is_captured():
+    """``x.detach()`` / ``weight.detach()`` re-wrap the tensor's own buffer, which the capture took for
+    an array computed outside ember's ops (the call ran eagerly): stop-gradient uses of inputs and
+    parameters (soft_margin_loss(x, sign(x.detach())), a weight read without gradient)."""
+    m = ember.nn.Linear(4, 4)
+
+    def f(x):
+        F = ember.nn.functional
+        return ((x * ember.sign(x.detach())).sum() + (m(x) * m.weight.detach().sum()).sum()
+                + F.soft_margin_loss(x, ember.sign(x.detach())))
+    cf = ember.compile(f)
+    for call in range(3):
+        _compare_call(f, cf, call, [_x(5, 4, seed=call)], rtol=1e-5, atol=1e-5, params=list(m.parameters()))
+    c = ember.compiler.counters
+    assert c["fallbacks"] == 0, c["fallback_reasons"]
+    assert c["replays"] >= 2

@@ -26,7 +26,7 @@ from ..ops import inplace as _inplace
 from ..autograd import engine as _engine
 from ..autograd.grad_mode import no_grad, GRAD as _GRAD
 from .. import random as _random
-from ..nn.parameter import is_lazy
+from ..nn.parameter import is_lazy, Parameter as _Parameter
 from ..devices.opencl import DeviceArray as _DeviceArray
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
 from . import symbolic as _symbolic, dynamic_capture as _dyn, python_guards as _python_guards
@@ -256,6 +256,16 @@ class Tracer:
             if pv is not None:
                 v = self._new_value("fwd", t, pv.id)
                 self.fwd_refs.append(v)
+                return v
+        src = getattr(t, "_storage_src", None)
+        if src is not None and src._data is t._data and src is not t and self.parent is None:
+            # x.detach() of an argument or a parameter re-wraps its buffer (the wrap looked like a new
+            # array): the same value, used without history (see _alias)
+            if id(src) in self.t2v:
+                return self.t2v[id(src)]
+            if isinstance(src, _Parameter):
+                v = self._new_value("lifted", src, src)
+                self.lifted.append(v)
                 return v
         base = t._data
         made_here = any(id(a) in self.created_arrays for a in _array_chain(base))

@@ -70,6 +70,6 @@ from .memory import OutOfMemoryError  # noqa: E402,F401
 from .events import Event, Stream, synchronize  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401
-from . import _dynamo  # noqa: E402,F401
+from . import _dynamo, _inductor  # noqa: E402,F401
 from . import onnx  # noqa: E402,F401  (ember.onnx.export; the onnx package itself is imported only when exporting)
 from . import opencl  # noqa: E402,F401  (the OpenCL device: torch.mps's API; pyopencl is imported on first use)

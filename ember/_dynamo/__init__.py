@@ -1,23 +1,17 @@
 """``ember._dynamo``: the names code written for ``torch._dynamo`` reaches for (marks on sizes, reset,
-explain), re-exported from ``ember.compiler``."""
-from ..compiler import reset, explain  # noqa: F401
+explain, disable, graph_break, config), re-exported from ``ember.compiler``."""
+from ..compiler import reset, explain, OptimizedModule  # noqa: F401
 from ..compiler.dynamic import mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401
+from ..compiler.user_api import (disable, is_compiling, graph_break, allow_in_graph,  # noqa: F401
+                                 assume_constant_result, list_backends, set_stance)
 from . import exc  # noqa: F401
+from .config import config  # noqa: F401
 from ..compiler import api as _api
 
 
-class _Config:
-    """``ember._dynamo.config``: ``recompile_limit`` (alias ``cache_size_limit``) of ember.compile."""
-
-    def __getattr__(self, name):
-        if name in ("recompile_limit", "cache_size_limit"):
-            return _api.recompile_limit
-        raise AttributeError(f"ember._dynamo.config has no setting {name!r}")
-
-    def __setattr__(self, name, value):
-        if name not in ("recompile_limit", "cache_size_limit"):
-            raise AttributeError(f"ember._dynamo.config has no setting {name!r}")
-        _api.recompile_limit = int(value)
-
-
-config = _Config()
+def optimize(backend="inductor", *, nopython: bool = False, dynamic=None, disable: bool = False):
+    """The older spelling of ``compile``: ``ember._dynamo.optimize("inductor")(fn)``; ``nopython=True`` is
+    ``fullgraph=True``."""
+    def wrap(fn):
+        return _api.compile(fn, backend=backend, fullgraph=nopython, dynamic=dynamic, disable=disable)
+    return wrap

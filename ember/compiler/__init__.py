@@ -11,6 +11,9 @@ from .explain import explain  # noqa: F401
 from . import api as _api
 from .logs import set_logs  # noqa: F401
 from .dynamic import mark_dynamic, mark_static, maybe_mark_dynamic, ConstraintViolationError  # noqa: F401
+from .user_api import (disable, is_compiling, is_dynamo_compiling, is_exporting, graph_break,  # noqa: F401
+                       allow_in_graph, assume_constant_result, cudagraph_mark_step_begin, list_backends,
+                       set_stance)
 
 
 def __getattr__(name):

@@ -14,6 +14,7 @@ import inspect
 import threading
 import time
 import warnings
+import contextlib
 import weakref
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..autograd.grad_mode import GRAD
 from .capture import Tracer, UnsupportedTrace, GraphBreakError, _map_struct
+from . import user_api as _user_api, python_guards as _python_guards
 from .runtime import Interpreter, GuardFailure, check_extra_guards, replay_eager
 from . import logs
 from .._layout import SparseLayoutError
@@ -200,6 +202,10 @@ class CompiledFunction:
 
     # ---- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if Tracer.active is not None or _user_api.STANCE[0] == "force_eager":
+            # called while another compiled function traces: its ops join that trace (torch inlines a
+            # compiled callee into the caller's graph); set_stance("force_eager"): run as written
+            return self.fn(*args, **kwargs)
         try:
             sig, tensors = self._signature(args, kwargs)
         except (NotImplementedError, ValueError) as e:
@@ -286,6 +292,11 @@ class CompiledFunction:
         dims, ranges = self._symbolic_dims(sig, args, kwargs)
         if dims:
             tracer.sym = SymState(dims, ranges)
+        if self.module is not None:
+            tracer._module_called(self.module, ())     # (its forward is called directly: no module hook)
+        py_guard = _python_guards.function_guard(self.fn)
+        if py_guard is not None:
+            tracer.extra_guards.append(py_guard)
         with _profile_range("capture", self.__name__):
             with tracer:
                 for path_t in _paths(args, kwargs):
@@ -447,8 +458,18 @@ class CompiledFunction:
                 placeholders.append(bt._new_value("grad_in", g))
                 if bt.sym is not None:
                     placeholders[-1].sym = getattr(tracer.t2v[id(t)], "sym", None)
-            grads = _grad(diff, target_tensors, grad_outputs=[bt.keep[-len(diff) + i] for i in range(len(diff))],
-                          retain_graph=True, allow_unused=True)
+            try:
+                with _targets_unhooked(target_tensors):
+                    grads = _grad(diff, target_tensors,
+                                  grad_outputs=[bt.keep[-len(diff) + i] for i in range(len(diff))],
+                                  retain_graph=True, allow_unused=True)
+            except RuntimeError as e:
+                # an output made from a tensor whose graph a backward inside the function freed
+                # (loss.backward(); return loss * n): eagerly its backward raises this too, so no
+                # backward is captured (as for the freed outputs themselves)
+                if "backward through the graph a second time" not in str(e):
+                    raise
+                return
             bt.check_mutations()
         if bt.unsupported is not None or any(g.ended_by is not None for g in bt.graphs):
             # a backward that cannot be replayed makes the whole call eager (outputs keep eager autograd)
@@ -496,6 +517,30 @@ class CompiledFunction:
         self.auto_dims = set()
         self.dyn_failed = False
         self.dyn_failures = 0
+
+
+@contextlib.contextmanager
+def _targets_unhooked(targets):
+    """The AOT backward stops at the inputs and parameters: their own gradient hooks (register_hook,
+    retain_grad) run when the engine hands the compiled backward's results on to them at replay, so they
+    must not be traced into the backward as well (they would apply twice)."""
+    saved = []
+    for t in targets:
+        fn = t.grad_fn
+        if fn is None:
+            if t._hooks:
+                saved.append((t, "_hooks", t._hooks))
+                t._hooks = None
+        elif fn.tensor_hooks and t._output_nr in fn.tensor_hooks:
+            saved.append((fn, t._output_nr, fn.tensor_hooks.pop(t._output_nr)))
+    try:
+        yield
+    finally:
+        for owner, key, hooks in saved:
+            if key == "_hooks":
+                owner._hooks = hooks
+            else:
+                owner.tensor_hooks[key] = hooks
 
 
 def _arg_by_value(tracer, v):

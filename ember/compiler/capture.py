@@ -26,10 +26,10 @@ from ..ops import inplace as _inplace
 from ..autograd import engine as _engine
 from ..autograd.grad_mode import no_grad, GRAD as _GRAD
 from .. import random as _random
-from ..nn.parameter import is_lazy
+from ..nn.parameter import is_lazy, Parameter as _Parameter
 from ..devices.opencl import DeviceArray as _DeviceArray
 _tensor_mod = sys.modules["ember.tensor"]   # (ember.tensor the name is the factory function)
-from . import symbolic as _symbolic, dynamic_capture as _dyn
+from . import symbolic as _symbolic, dynamic_capture as _dyn, python_guards as _python_guards
 from .ir import paused_gc, map_struct, AttrRef, Value, OpNode, WriteNode, SetGradNode, ReadNode, Graph, Program, BreakReason
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,6 +128,7 @@ class Tracer:
         self.grad_rebinds: list = []     # (lifted Value, weakref to owner): the Value is owner._grad per replay
         self.modules_seen: list = []     # (weakref to a module called while tracing, its training flag then)
         self.module_ids: set = set()
+        self.module_states: list = []    # python_guards.module_state of each module called
         self.device = None               # the OpenCL device index of the device values, if any
         self.d2v: dict = {}              # (block, offset, shape, strides, dtype) -> Value of device arrays
         self.op_outs: list = []          # (OpNode, its output tensors) of the last op: views are marked next
@@ -255,6 +256,16 @@ class Tracer:
             if pv is not None:
                 v = self._new_value("fwd", t, pv.id)
                 self.fwd_refs.append(v)
+                return v
+        src = getattr(t, "_storage_src", None)
+        if src is not None and src._data is t._data and src is not t and self.parent is None:
+            # x.detach() of an argument or a parameter re-wraps its buffer (the wrap looked like a new
+            # array): the same value, used without history (see _alias)
+            if id(src) in self.t2v:
+                return self.t2v[id(src)]
+            if isinstance(src, _Parameter):
+                v = self._new_value("lifted", src, src)
+                self.lifted.append(v)
                 return v
         base = t._data
         made_here = any(id(a) in self.created_arrays for a in _array_chain(base))
@@ -693,6 +704,8 @@ class Tracer:
             p.extra_guards = list(p.extra_guards) + [(
                 f"the training flags of the {len(refs)} module(s) called are as traced",
                 lambda refs=refs: tuple(None if r() is None else r().training for r in refs), seen)]
+        if self.module_states:
+            p.extra_guards = list(p.extra_guards) + [_python_guards.modules_guard(self.module_states)]
         return p
 
     def _module_called(self, module, args):
@@ -703,6 +716,7 @@ class Tracer:
             self.module_ids.add(id(module))
             self.keep.append(module)
             self.modules_seen.append((weakref.ref(module), module.training))
+            self.module_states.append(_python_guards.module_state(module))
 
 
 def _where(d) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import wrap
+from ..random import _gen
 from ..autograd.grad_mode import no_grad
 from . import opencl as _cl
 
@@ -23,7 +24,7 @@ def _bernoulli(op, args, attrs):
     p = args[0]
     if type(p) is not _cl.DeviceArray or p.dtype not in (np.float32, np.float64):
         return None
-    u = attrs["gen"].random(p.shape)                       # the CPU kernel's draw (float64), in its order
+    u = _gen(attrs["gen"]).random(p.shape)                       # the CPU kernel's draw (float64), in its order
     if p.dtype == np.float32:
         # u < P for a float32 P exactly when floor32(u) < P (floor32: the largest float32 <= u)
         w = u.astype(np.float32)
@@ -40,7 +41,7 @@ def _bernoulli_p(op, args, attrs):
     x, p = args[0], args[1]
     if type(x) is not _cl.DeviceArray:
         return None
-    r = (attrs["gen"].random(x.shape) < p).astype(x.dtype)
+    r = (_gen(attrs["gen"]).random(x.shape) < p).astype(x.dtype)
     return _cl.from_numpy(r, x.device, op=op.name)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from .registry import register, apply, attach, dtype_name
+from .registry import register, apply, attach, dtype_name, FACTORY
 from ..amp.state import AUTOCAST as _AUTOCAST, cast_args as _autocast_args
 from .linalg import _const, _eye, _not_impl, _prod
 from .linalg_products import _NP_NATIVE
@@ -98,6 +98,14 @@ def _einsum_kernel(*xs, subs, out):
     return r.astype(dt, copy=False)
 
 
+def _ones(n: int, dtype) -> Tensor:
+    """A vector of ones: like ``_eye``, a constant of the shape only (a capturing compiler keeps it)."""
+    t = _const(np.ones(n), dtype)
+    if FACTORY[0] is not None:
+        FACTORY[0](t._data)
+    return t
+
+
 def _einsum_bw(ctx, g):
     xs = ctx.inputs
     subs, out = ctx.attrs["subs"], ctx.attrs["out"]
@@ -127,7 +135,7 @@ def _einsum_bw(ctx, g):
             seen.add(c)
             if c not in avail:
                 # a letter summed only in this operand: its gradient is broadcast along it
-                ops.append(_const(np.ones(n), g._dtype))
+                ops.append(_ones(n, g._dtype))
                 osubs.append(c)
                 avail.add(c)
             target.append(c)

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap, _check_device, _on_device
-from ..random import _gen
+from ..random import _gen, _GEN_HOOK
 from ..memory import _alloc, _check_new
 from .registry import register, apply, attach, dtype_name, FACTORY
 from ._util import shape_arg, fmt_shape, SCALAR_C_NAMES, VALUE_RANGE
@@ -74,6 +74,8 @@ def _draw_kernel(gen, kind, shape, dt, a=None, b=None):
         r = gen.permutation(a)
     elif kind == "keep":            # dropout's keep mask: 1 with probability 1 - a, else 0
         r = gen.random(shape, dtype=np.float64) >= a
+    elif kind == "below":           # bernoulli_(p): 1 with probability a (bernoulli_'s own comparison)
+        r = gen.random(shape, dtype=np.float64) < a
     else:
         raise ValueError(f"random_draw: unknown kind {kind!r}")
     return np.asarray(r).astype(dt.np, copy=False)
@@ -305,7 +307,9 @@ def _zero_grads(ctx, g):
 
 
 def _normal_kernel(mean, std, gen, shape, dt):
-    z = gen.standard_normal(shape, dtype=np.float64 if dt == np.float64 else np.float32)
+    # (gen: an ember Generator or None, looked up at each call as in _draw_kernel, so a compiled replay
+    # draws from the generator's current state)
+    z = _gen(gen).standard_normal(shape, dtype=np.float64 if dt == np.float64 else np.float32)
     return (np.asarray(mean, dtype=dt) + np.asarray(std, dtype=dt) * z.astype(dt)).astype(dt, copy=False)
 
 
@@ -328,8 +332,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         _need_float(dt, "normal_kernel_cpu")
         if not std >= 0:        # (NaN too)
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
-        arr = mean + std * _standard_normal(_gen(generator), shape, dt)
-        return _result(arr, dt, requires_grad, device, out)
+        z = draw(generator, "normal", shape, dt)      # (an op: ember.compile records the draw)
+        if std != 1:
+            z = z * std
+        if mean != 0:
+            z = z + mean
+        return _result(z, dt, requires_grad, device, out)
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments - got (Tensor, Tensor, tuple): "
                         "size= is only accepted with float mean and std")
@@ -348,7 +356,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         shape = np.broadcast_shapes(ms, ss)
     except ValueError:
         raise RuntimeError(_size_mismatch(ms, ss)) from None
-    r = apply(NORMAL, (mean, std), {"gen": _gen(generator), "shape": shape, "dt": dt.np})
+    r = apply(NORMAL, (mean, std), {"gen": generator, "shape": shape, "dt": dt.np})
     return r if out is None else _copy_out(r, out)
 
 
@@ -356,7 +364,7 @@ attach("normal", normal, method=False)
 
 
 def _bernoulli_kernel(p, gen, dt):
-    u = gen.random(np.shape(p))
+    u = _gen(gen).random(np.shape(p))
     return (u < p).astype(dt)
 
 
@@ -368,7 +376,7 @@ def _bernoulli_scalar_bw(ctx, g):
 
 
 # bernoulli(input, p): the result does not depend on input's values; torch has no derivative for it
-BERNOULLI_P = register("bernoulli_p", lambda x, p, gen: (gen.random(x.shape) < p).astype(x.dtype),
+BERNOULLI_P = register("bernoulli_p", lambda x, p, gen: (_gen(gen).random(x.shape) < p).astype(x.dtype),
                        _bernoulli_scalar_bw)
 BERNOULLI_P.node_name = "torch::autograd::NotImplemented"
 
@@ -379,7 +387,7 @@ _P_RANGE_MSG = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Co
 
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     """Draw 0/1 values: with probability ``input[i]`` each, or with probability ``p`` (shape of ``input``)."""
-    g = _gen(generator)
+    g = generator                               # (the kernels look the generator up as they draw)
     if p is None:
         if not input._dtype.is_floating_point:
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{dtype_name(input._dtype)}'")
@@ -401,7 +409,7 @@ attach("bernoulli", bernoulli)
 
 
 def _poisson_kernel(rates, gen):
-    return gen.poisson(rates.astype(np.float64)).astype(rates.dtype)
+    return _gen(gen).poisson(rates.astype(np.float64)).astype(rates.dtype)
 
 
 POISSON = register("poisson", _poisson_kernel, _zero_grads)
@@ -414,7 +422,7 @@ def poisson(input, generator=None) -> Tensor:
     d = input._data
     if d.size and not (d >= 0).all():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    return apply(POISSON, (input,), {"gen": _gen(generator)})
+    return apply(POISSON, (input,), {"gen": generator})
 
 
 attach("poisson", poisson, method=False)
@@ -526,6 +534,10 @@ def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Ten
 
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     """Fill with 0/1 draws with probability ``p`` (a number or a tensor broadcastable to ``self``)."""
+    if _GEN_HOOK[0] is not None and not isinstance(p, Tensor) and 0 <= float(p) <= 1:
+        # being captured (ember.compile): the same draw as an op the trace records (drop-path's
+        # x.new_empty(shape).bernoulli_(keep) in a compiled forward), written with copy_
+        return overwrite(self, draw(generator, "below", self._data.shape, self._dtype, a=float(p)), "bernoulli_")
     g = _gen(generator)
     if isinstance(p, Tensor):
         pd = p.expand(self._data.shape)._data

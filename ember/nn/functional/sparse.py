@@ -14,7 +14,6 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
-from ...memory import _alloc
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops._along import first_out_of_range
 
@@ -265,7 +264,7 @@ def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's key
     if num_classes == -1:
         if a.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        num_classes = int(a.max()) + 1
+        num_classes = int(input.max()) + 1      # (a Tensor read: ember.compile guards the value)
     elif num_classes < -1:
         raise RuntimeError("num_classes should be positive")
     if a.size:
@@ -273,10 +272,9 @@ def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's key
             raise RuntimeError("Class values must be non-negative.")
         if a.max() >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    shape = a.shape + (num_classes,)
-    out = _alloc(shape, np.int64, np.zeros, shape, np.int64)     # sized (and limit-checked) first
-    np.put_along_axis(out, a[..., None], 1, axis=-1)
-    return wrap(out, _dt.int64)
+    # as ops (compare with the class numbers), so ember.compile records it like any other op
+    from ...ops.creation import arange
+    return (input.unsqueeze(-1) == arange(num_classes)).to(_dt.int64)
 
 
 def _one_hot_device(input, num_classes: int) -> Tensor:

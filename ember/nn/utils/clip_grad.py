@@ -1,6 +1,8 @@
 """Gradient clipping: clip_grad_norm_, clip_grad_value_, get_total_norm, clip_grads_with_norm_.
 
-The work runs on the gradients' NumPy buffers in place (no autograd), as torch runs it under no_grad.
+Eagerly on the CPU the work runs on the gradients' NumPy buffers in place (no autograd), as torch runs it
+under no_grad; on a device, or while ember.compile captures, it runs as ember ops (``_total_norm_ops``,
+``_scale_ops``), so the norm stays on the device and a compiled replay repeats the clipping.
 Norms are computed per tensor and then combined as the norm of those norms, exactly as torch does
 (which matters for the 0-"norm", a count of non-zero per-tensor norms).
 """
@@ -13,6 +15,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
+from ...autograd.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 
@@ -50,8 +53,6 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return wrap(np.array(0.0, dtype=_dt.get_default_dtype().np))
-    if any(type(t._data).__name__ == "DeviceArray" for t in tensors if isinstance(t, Tensor)):
-        return _device_total_norm(tensors, norm_type, error_if_nonfinite)
     norms = []
     dtype = None
     for t in tensors:
@@ -60,41 +61,54 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         if not t._dtype.is_floating_point:
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_dt_name(t._dtype)}")
+    if _capturing() or _on_device(tensors[0]):
+        return _total_norm_ops(tensors, norm_type, error_if_nonfinite)
+    for t in tensors:
         # each per-tensor norm is a tensor of that tensor's dtype in torch: round it the same way
         norms.append(t._dtype.np.type(_vector_norm(t._data, norm_type)))
         dtype = t._dtype if dtype is None else _dt.promote_types(dtype, t._dtype)
     stacked = np.array(norms, dtype=dtype.np)
     total = np.asarray(_vector_norm(stacked, norm_type)).astype(dtype.np)
     if error_if_nonfinite and not np.isfinite(total):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
-                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
-                           "norm anyway, set `error_if_nonfinite=False`")
+        raise RuntimeError(_NONFINITE.format(norm_type))
     return wrap(np.array(total, dtype=dtype.np), dtype)
 
 
-def _device_total_norm(tensors, norm_type: float, error_if_nonfinite: bool) -> Tensor:
-    """``get_total_norm`` of device tensors with ember ops, so the norm stays on the device (a 0-dim
-    device tensor, as torch's on cuda/mps); only ``error_if_nonfinite`` reads it back."""
-    import ember
-    from ...autograd.grad_mode import no_grad
+_NONFINITE = ("The total norm of order {} for gradients from `parameters` is non-finite, so it cannot be "
+              "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+              "`error_if_nonfinite=False`")
+
+
+def _capturing() -> bool:
+    """ember.compile is recording (its tracer watches the random generator only then): the clipping runs
+    as ember ops, which a compiled replay repeats; eagerly it works on the NumPy buffers."""
+    from ...random import _GEN_HOOK
+    return _GEN_HOOK[0] is not None
+
+
+def _on_device(t: Tensor) -> bool:
+    """``t`` lives on an accelerator: the work runs as ember ops there (no read-back of the norm)."""
+    return type(t._data).__name__ == "DeviceArray"
+
+
+def _total_norm_ops(tensors, norm_type, error_if_nonfinite) -> Tensor:
+    """``get_total_norm`` as ember ops: a 0-dim tensor on the tensors' device (as torch's on cuda/mps),
+    recorded by ember.compile while capturing; only ``error_if_nonfinite`` reads it back."""
+    from ...linalg import vector_norm
+    from ...ops.shape_join import stack
     dev = tensors[0].device
     for t in tensors:
         if t.device != dev:
             raise RuntimeError(f"get_total_norm: Expected all tensors to be on the same device, but found at least "
                                f"two devices, {dev} and {t.device}!")
-        if not t._dtype.is_floating_point:
-            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                               f"{_dt_name(t._dtype)}")
     with no_grad():
-        norms = [ember.linalg.vector_norm(t, norm_type) for t in tensors]
-        dtype = norms[0].dtype
+        norms = [vector_norm(t, norm_type) for t in tensors]       # each in its tensor's dtype, as torch
+        dtype = norms[0]._dtype
         for n in norms[1:]:
-            dtype = _dt.promote_types(dtype, n.dtype)
-        total = ember.linalg.vector_norm(ember.stack([n.to(dtype) for n in norms]), norm_type)
-    if error_if_nonfinite and not bool(ember.isfinite(total).item()):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
-                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
-                           "norm anyway, set `error_if_nonfinite=False`")
+            dtype = _dt.promote_types(dtype, n._dtype)
+        total = vector_norm(stack([n.to(dtype) for n in norms]), norm_type)
+    if error_if_nonfinite and not bool(total.isfinite()):          # (a guarded read while captured)
+        raise RuntimeError(_NONFINITE.format(norm_type))
     return total
 
 
@@ -109,8 +123,8 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     max_norm = float(max_norm)
     if len(grads) == 0:
         return
-    if type(grads[0]._data).__name__ == "DeviceArray":
-        _device_scale(grads, max_norm, total_norm)
+    if _on_device(grads[0]) or (isinstance(total_norm, Tensor) and _capturing()):
+        _scale_ops(grads, max_norm, total_norm)
         return
     if isinstance(total_norm, Tensor):
         tn = total_norm._data.reshape(())[()]
@@ -124,9 +138,9 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
         g._bump()
 
 
-def _device_scale(grads, max_norm: float, total_norm) -> None:
-    """The device form of the scaling: ``coef`` stays a device tensor (no read-back), grads scaled in place."""
-    from ...autograd.grad_mode import no_grad
+def _scale_ops(grads, max_norm: float, total_norm) -> None:
+    """The scaling as ember in-place ops (on a device: ``coef`` stays there, no read-back; while capturing:
+    recorded by ember.compile)."""
     with no_grad():
         if not isinstance(total_norm, Tensor):
             total_norm = wrap(np.array(total_norm, dtype=np.float32)).to(grads[0].device)
@@ -165,11 +179,6 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     clip_value = float(clip_value)
     for p in _as_list(parameters):
         g = p.grad
-        if g is not None and type(g._data).__name__ == "DeviceArray":
-            from ...autograd.grad_mode import no_grad
-            with no_grad():
+        if g is not None:
+            with no_grad():     # an in-place op (not a write to the array), so ember.compile records it
                 g.clamp_(-clip_value, clip_value)
-        elif g is not None:
-            d = g._data
-            np.clip(d, -clip_value, clip_value, out=d)
-            g._bump()

@@ -309,11 +309,54 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
                 heapq.heappush(ready, (-node.seq, nid, node))
             else:
                 finish(node)
+        # the usual pass (backward() without inputs=, no profiler, no anomaly mode, no dynamic capture):
+        # a node with one output and no hooks runs inline below, its gradients passed straight into
+        # its children's buffers; anything else goes through _run_node
+        plain = (targets is None and not NODE_HOOKS and _validate is _ENGINE_VALIDATE
+                 and not _anomaly.ENABLED[0])
+        heappop = heapq.heappop
         while ready:
-            _, nid, node = heapq.heappop(ready)
+            _, nid, node = heappop(ready)
             grads = buffers.pop(nid)
-            _run_node(node, grads, send, target_index, results, keep_graph,
-                      executed is None or nid in executed)
+            if not plain or node.nout != 1 or node.tensor_hooks is not None or node.pre_hooks is not None \
+                    or node.hooks is not None or node.released:
+                _run_node(node, grads, send, target_index, results, keep_graph,
+                          executed is None or nid in executed)
+                finish(node)
+                continue
+            gi = node.op.backward(node, grads[0])
+            del grads
+            if type(gi) is not tuple:
+                gi = (gi,) if not isinstance(gi, list) else tuple(gi)
+            n = len(gi)
+            meta = node.in_meta
+            g = None
+            i = -1
+            for e in node.edges:
+                i += 1
+                if e is None or i >= n:
+                    continue
+                g = gi[i]
+                if g is None:
+                    continue
+                if type(g) is not Tensor:
+                    _check_grad_type(node, g, i)
+                shape, dt = meta[i]
+                if g._data.shape != shape or g._dtype is not dt:
+                    g = _fit(node, i, g, shape, dt)
+                if type(e) is tuple:
+                    child, nr = e
+                    cid = id(child)
+                    buf = buffers.get(cid)
+                    if buf is None:
+                        buf = buffers[cid] = [None] * child.nout
+                    prev = buf[nr]
+                    buf[nr] = g if prev is None else prev + g
+                else:
+                    send(e, g)
+            gi = g = None      # (no reference left here: _accumulate may take a leaf's array over)
+            if not keep_graph:
+                node.release()
             finish(node)
         if accumulate and targets is not None:
             # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad as well
@@ -587,11 +630,17 @@ def _on_device_of(like, t):
     return to_device(t, like.device)
 
 
+_FACTORY: list = []    # ember.ops.registry.FACTORY, looked up once (the ops import after this module)
+
+
 def _factory(t):
     """Tell a capturing compiler that ``t`` is a constant made here (ones/zeros), not derived from values."""
-    from ..ops.registry import FACTORY
-    if FACTORY[0] is not None:
-        FACTORY[0](t._data)
+    if not _FACTORY:
+        from ..ops.registry import FACTORY
+        _FACTORY.append(FACTORY)
+    f = _FACTORY[0][0]
+    if f is not None:
+        f(t._data)
     return t
 
 

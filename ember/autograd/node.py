@@ -47,52 +47,41 @@ class Node:
     def record(op, args, attrs, outs) -> "Node":
         """Make a node for ``outs = op(*args)`` and link outputs to it."""
         # node_cls is the op's Node subclass, or for ops whose name depends on the call, a function
-        # picking the subclass (see OpDef.node_name): either way one call, no branch here
-        node = op.node_cls(op, args, attrs, len(outs))
+        # picking the subclass (see OpDef.node_name). A class made by ``node_class`` has no __init__ of
+        # its own: its fields are stored here, without the Python call into Node.__init__.
+        nc = op.node_cls
+        save = op.save
+        if nc in _PLAIN:
+            node = _new(nc)
+            node.op = op
+            node.args = args if save else None
+            node.attrs = attrs
+            node.nout = len(outs)
+            seq = _seq[0] + 1
+            _seq[0] = seq
+            node.seq = seq
+        else:
+            node = nc(op, args, attrs, len(outs))
         edges = []
         meta = []
-        save = op.save
-        # one pass over the arguments: edges, input metadata and (save "i") each tensor's version
-        versions = [] if save else None
-        save_in = save and "i" in save
-        for a in args:
-            if isinstance(a, Tensor):
-                if a._rg:
+        if not save:
+            # (the usual case: nothing saved, no versions) one pass for edges and input metadata
+            for a in args:
+                if isinstance(a, Tensor) and a._rg:
                     fn = a.grad_fn
                     edges.append((fn, a._output_nr) if fn is not None else a)
                     meta.append((a._data.shape, a._dtype))
                 else:
                     edges.append(None)
                     meta.append(None)
-                if save_in:
-                    vc = a._vc
-                    if vc is None:
-                        vc = a._vc = [0]
-                    versions.append((a, vc, vc[0]))
-            else:
-                edges.append(None)
-                meta.append(None)
-        node.edges = edges
-        node.in_meta = meta
-        if save:
-            if not save_in:
-                for ch in save:
-                    if ch.isdigit():
-                        a = args[int(ch)]
-                        if isinstance(a, Tensor):
-                            vc = a._get_vc()
-                            versions.append((a, vc, vc[0]))
-            if "o" in save:
-                so = []
-                for t in outs:
-                    vc = t._get_vc()
-                    so.append((t._data, t._dtype, vc, vc[0]))
-                node.saved_out = so
-            node.versions = versions
+            node.edges = edges
+            node.in_meta = meta
+        else:
+            _record_saved(node, op, save, args, outs, edges, meta)
         nondiff = op.nondiff_outputs
         if len(outs) == 1:
             t = outs[0]
-            if t._dtype.grad_ok and 0 not in nondiff:
+            if t._dtype.grad_ok and (not nondiff or 0 not in nondiff):
                 t._rg = True
                 t.grad_fn = node
         else:
@@ -260,7 +249,50 @@ class Node:
         return f"<{self.name().rsplit('::', 1)[-1]} object at {hex(id(self))}>"
 
 
+def _record_saved(node, op, save, args, outs, edges, meta):
+    """``Node.record``'s edges, input metadata and saved values for an op whose derivative reads some
+    (``save``: "i" every input, digits the inputs at those positions, "o" the outputs), with the version
+    of each saved tensor."""
+    versions = []
+    save_in = "i" in save
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._rg:
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else a)
+                meta.append((a._data.shape, a._dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
+            if save_in:
+                vc = a._vc
+                if vc is None:
+                    vc = a._vc = [0]
+                versions.append((a, vc, vc[0]))
+        else:
+            edges.append(None)
+            meta.append(None)
+    node.edges = edges
+    node.in_meta = meta
+    if not save_in:
+        for ch in save:
+            if ch.isdigit():
+                a = args[int(ch)]
+                if isinstance(a, Tensor):
+                    vc = a._get_vc()
+                    versions.append((a, vc, vc[0]))
+    if "o" in save:
+        so = []
+        for t in outs:
+            vc = t._get_vc()
+            so.append((t._data, t._dtype, vc, vc[0]))
+        node.saved_out = so
+    node.versions = versions
+
+
 _CLASSES: dict = {}
+_PLAIN: set = set()     # the classes node_class made (Node.record fills their fields itself)
+_new = object.__new__
 
 
 def node_class(name: str) -> type:
@@ -275,6 +307,7 @@ def node_class(name: str) -> type:
         cls = type(short, (Node,), {"__slots__": (), "_full_name": name, "__module__": __name__,
                                     "__qualname__": short})
         _CLASSES[name] = cls
+        _PLAIN.add(cls)
     return cls
 
 

@@ -490,8 +490,8 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see ``autograd.backward``)."""
-        from .autograd.engine import backward
-        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
+        run = _BACKWARD[0] if _BACKWARD else _backward_fn()
+        run((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs=inputs)
 
     @property
     def data(self) -> "Tensor":
@@ -639,6 +639,15 @@ class Tensor:
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
+
+
+_BACKWARD: list = []    # ember.autograd.engine.backward, imported on the first backward()
+
+
+def _backward_fn():
+    from .autograd.engine import backward
+    _BACKWARD.append(backward)
+    return backward
 
 
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",

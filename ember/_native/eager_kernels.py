@@ -26,7 +26,7 @@ _F32 = np.dtype(np.float32)
 _NDARRAY = np.ndarray
 PARALLEL_MIN = 1 << 18
 
-_P, _L, _I, _F = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
+_P, _L, _I, _F, _O = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float, ctypes.py_object
 _SIGNATURES = {
     "gelu": ((_P, _P, _L, _I, _I), None),
     "gelu_backward": ((_P, _P, _P, _L, _I, _I), None),
@@ -48,6 +48,9 @@ _SIGNATURES = {
     "sgd": ((_P, _P, _P, _L, _F, _F, _F, _I, _F, _I, _I), None),
     "adam_many": ((_L, _P, _P, _P, _P) + (_F,) * 6 + (_I, _L, _I), None),
     "sgd_many": ((_L, _P, _P, _P, _F, _F, _I, _F, _I, _L, _I), None),
+    # (ndarray objects in: eager_source_select.py; used only when its layout check passed)
+    "gather_dim": ((_O, _O, _O, _I, _I), _L),
+    "topk_last": ((_O, _O, _O, _L, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
@@ -65,7 +68,9 @@ def _bind(lib) -> dict:
     for name, (argtypes, restype) in _SIGNATURES.items():
         fns[name] = lib.get("ember_eager_" + name, argtypes, restype)
     from ..compiler import build
+    from .eager_source_select import layout
     fns["_ptr"] = build._data_pointer
+    fns["_objects"] = layout() is not None      # (the select kernels read the array structs)
     return fns
 
 
@@ -533,3 +538,37 @@ def sgd_many(ptrs, sizes, ws, wd, momentum, nesterov, neg_lr, maximize) -> None:
     b, n, w = _arrays(ptrs, sizes, ws)
     fns["sgd_many"](len(n), p(b), p(n), p(w), wd, momentum, nesterov, neg_lr, maximize, PARALLEL_MIN,
                     _THREADS["intra"])
+
+
+# ---- gather along a dim / topk over the last dim (eager_source_select.py: ndarray objects in) ---------------
+
+_GATHER_SIZES = (1, 2, 4, 8)
+
+
+def gather_dim(x, idx, dim: int):
+    """``(out, bad)``: x at the int64 indices ``idx`` along ``dim`` (x and idx of one rank >= 1, idx no
+    larger than x off ``dim``, any strides) and -1, or ``(None, flat position of the first index out of
+    range)``; None where NumPy runs."""
+    fns = _STATE[0] or _fns()
+    if not fns or not fns["_objects"] or type(x) is not _NDARRAY or type(idx) is not _NDARRAY \
+            or idx.dtype != _I64 or x.itemsize not in _GATHER_SIZES or x.dtype.hasobject:
+        return None
+    out = np.empty(idx.shape, x.dtype)
+    bad = fns["gather_dim"](x, idx, out, dim, x.itemsize)
+    if bad == -2:
+        return None
+    return (out, -1) if bad < 0 else (None, bad)
+
+
+def topk_last(x, k: int, largest: bool):
+    """``(values, int64 indices)`` of the ``k`` largest (smallest) of each row of a C-contiguous float32
+    array over its last dim, in order (stable, NaN largest); None where NumPy runs (k above 64: the
+    insertion is O(n k))."""
+    fns = _STATE[0] or _fns()
+    if not fns or not fns["_objects"] or k > 64 or not _ok(x) or x.ndim == 0:
+        return None
+    shape = x.shape[:-1] + (k,)
+    vals = np.empty(shape, _F32)
+    inds = np.empty(shape, _I64)
+    fns["topk_last"](x, vals, inds, k, largest)
+    return vals, inds

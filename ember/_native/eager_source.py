@@ -37,7 +37,8 @@ Kernels (all exported names start with ``ember_eager_``):
   ``(softmax - onehot) * scale``;
 - the gradient mask of piecewise-linear activations (``eager_source_mask.py``);
 - the 2-d window kernels of convolution and max pooling (``eager_source_window.py``);
-- the fused Adam/AdamW and SGD parameter updates (``eager_source_optim.py``).
+- the fused Adam/AdamW and SGD parameter updates (``eager_source_optim.py``);
+- gather along a dim and topk over the last dim, called with the ndarray objects (``eager_source_select.py``).
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ from ..compiler.prims import C_PRELUDE, _EXP
 from .eager_source_mask import BODY as MASK_BODY
 from .eager_source_optim import BODY as OPTIM_BODY
 from .eager_source_window import BODY as WINDOW_BODY
+from . import eager_source_select as _select
 
 # elements of an elementwise item; rows of a row item are chosen so an item is about this much work
 ITEM = 1 << 14
@@ -102,7 +104,9 @@ def source() -> str:
         "  return x > 0.0f ? 1.0f - e : e;\n"
         "}\n")
     sizes = f"#define EM_LANES {LANES}\n#define EM_ITEM {ITEM}\n#define EM_BLOCK {BLOCK}\n"
-    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, MASK_BODY, WINDOW_BODY, OPTIM_BODY))
+    select = _select.body(*(_select.layout() or (0, 0, 0, 0)))
+    return "\n".join((C_PRELUDE, POOL_C, sizes + defines, _exp_small(), phi, _BODY, MASK_BODY, WINDOW_BODY, OPTIM_BODY,
+                      select))
 
 
 _BODY = r"""

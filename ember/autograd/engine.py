@@ -54,6 +54,18 @@ def _shp(s):
     return "ember.Size([" + ", ".join(map(str, s)) + "])"
 
 
+_ONE: dict = {}     # NumPy dtype -> a 0-d one (copied: cheaper than np.ones for the usual scalar loss)
+
+
+def _ones(shape, npdt) -> np.ndarray:
+    if shape:
+        return np.ones(shape, dtype=npdt)
+    one = _ONE.get(npdt)
+    if one is None:
+        one = _ONE[npdt] = np.ones((), dtype=npdt)
+    return one.copy()
+
+
 def _make_seeds(outputs, grad_outputs, fn_name):
     """Pair each output with its seed gradient (ones for scalars), checking shapes like torch."""
     seeds = []
@@ -75,7 +87,7 @@ def _make_seeds(outputs, grad_outputs, fn_name):
                 g = _device_empty(t._data.shape, t._dtype, -1 - t._data.device, False, 1)
             if g is None:
                 # (marked a constant before the move, so a capture makes it a device constant)
-                g = _on_device_of(t, _factory(wrap(np.ones(t._data.shape, dtype=t._dtype.np), t._dtype)))
+                g = _on_device_of(t, _factory(wrap(_ones(t._data.shape, t._dtype.np), t._dtype)))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         else:
@@ -357,7 +369,25 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
             gi = g = None      # (no reference left here: _accumulate may take a leaf's array over)
             if not keep_graph:
                 node.release()
-            finish(node)
+            for e in node.edges:        # (finish(node), inline)
+                if e is None:
+                    continue
+                if type(e) is tuple:
+                    child = e[0]
+                    cid = id(child)
+                    d = deps[cid] - 1
+                    deps[cid] = d
+                    if d == 0:
+                        if cid in buffers:
+                            heappush(ready, (-child.seq, cid, child))
+                        else:
+                            finish(child)       # no gradient reached it: skipped, its edges counted done
+                else:
+                    lid = id(e)
+                    d = deps[lid] - 1
+                    deps[lid] = d
+                    if d == 0:
+                        flush_leaf(lid)
         if accumulate and targets is not None:
             # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad as well
             for t, g in zip(targets, results):

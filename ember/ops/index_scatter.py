@@ -18,6 +18,7 @@ from .registry import register, apply, attach, dtype_name, node_class, rename
 from ._reduce_util import numpy_names, dim_from_axis
 from ._util import wrap_dim, fmt_shape
 from ._along import take_along, _MAX
+from .._native import eager_kernels as _native
 
 _I64, _U64 = np.dtype(np.int64), np.dtype(np.uint64)
 from .shape import getitem_basic
@@ -90,11 +91,33 @@ def _scatter_checks(self, dim, index, src):
 
 
 def _gather_kernel(x, index, dim):
+    """Checks the indices (gather() leaves that to the kernel for CPU arrays): one native pass, or one
+    unsigned reduction before NumPy's fancy index."""
     if x.ndim and index.ndim:
+        if x.ndim == index.ndim:
+            r = _native.gather_dim(x, index, dim)
+            if r is not None:
+                if r[1] >= 0:
+                    _out_of_range(int(index.reshape(-1)[r[1]]), dim, x.shape[dim])
+                return r[0]
+        _check_bounds(index, dim, x.shape[dim])
         return take_along(x, index, dim)
+    _check_bounds(index, dim, x.shape[dim] if x.ndim else 1)
     xa = np.atleast_1d(x)
     ia = np.atleast_1d(index)
     return xa[_coords(ia.astype(np.intp, copy=False), dim)].reshape(index.shape)
+
+
+def _check_bounds(idx, d: int, size: int) -> None:
+    # (the usual int64 index: one unsigned max, where a negative index wraps to a huge value)
+    if type(idx) is not np.ndarray or idx.dtype != _I64 or (idx.size and int(_MAX(idx.view(_U64), axis=None)) >= size):
+        bad = _first_bad(idx, size, False)
+        if bad is not None:
+            _out_of_range(bad, d, size)
+
+
+def _out_of_range(bad: int, d: int, size: int):
+    raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
 
 def _gather_bw(ctx, g):
@@ -124,11 +147,8 @@ def gather(input, dim=None, index=None, *, sparse_grad: bool = False, out=None, 
                 raise RuntimeError(f"Size does not match at dimension {k} expected index "
                                    f"{fmt_shape(index._data.shape)} to be no larger than self "
                                    f"{fmt_shape(input._data.shape)} apart from dimension {d}")
-        # (the usual int64 index inline: one unsigned max, where a negative index wraps to a huge value)
-        if type(idx) is not np.ndarray or idx.dtype != _I64 or int(_MAX(idx.view(_U64), axis=None)) >= sshape[d]:
-            bad = _first_bad(idx, sshape[d], False)
-            if bad is not None:
-                raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {sshape[d]}")
+        if type(idx) is not np.ndarray or type(input._data) is not np.ndarray:
+            _check_bounds(idx, d, sshape[d])      # (the CPU kernel checks its indices itself)
     r = apply(GATHER, (input, index), {"dim": d})
     return r if out is None else copy_out(r, out)
 
@@ -498,13 +518,16 @@ def take_along_dim(input, indices, dim=None, *, out=None, axis=None) -> Tensor:
 
 
 def _gather_neg(x: Tensor, d: int, index: Tensor) -> Tensor:
-    """``gather`` whose negative indices count from the end. The gather op reads them so itself (as NumPy
-    does), so they are not rewritten in Python; the message names the index wrapped once, as torch's."""
+    """``gather`` whose negative indices count from the end: brought into ``[0, size)`` by an ember op
+    (``index % size``, so a compiled replay wraps each call's own indices), as the gather op takes only
+    those; the message names the index wrapped once, as torch's."""
     size = x._data.shape[d]
     bad = _first_bad(index._data, size, True) if index._data.size else None
     if bad is not None:
         raise RuntimeError(f"index {bad + size if bad < 0 else bad} is out of bounds for dimension {d} with "
                            f"size {size}")
+    if size and index._data.size:
+        index = index % size
     return apply(GATHER, (x, index), {"dim": d})
 
 

@@ -51,6 +51,10 @@ _SIGNATURES = {
     # (ndarray objects in: eager_source_select.py; used only when its layout check passed)
     "gather_dim": ((_O, _O, _O, _I, _I), _L),
     "topk_last": ((_O, _O, _O, _L, _I), None),
+    "softmax_o": ((_O, _O, _I, _I), None),
+    "softmax_backward_o": ((_O, _O, _O, _I, _I), None),
+    "gelu_o": ((_O, _O, _I, _I), None),
+    "gelu_backward_o": ((_O, _O, _O, _I, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
@@ -215,6 +219,9 @@ def gelu(x, approximate: str):
     if x is None:
         return None
     y = np.empty_like(x)
+    if fns["_objects"]:
+        fns["gelu_o"](x, y, approximate == "tanh", _threads(x.size))
+        return y
     p = fns["_ptr"]
     fns["gelu"](p(x), p(y), x.size, approximate == "tanh", _threads(x.size))
     return y
@@ -229,6 +236,9 @@ def gelu_backward(g, x, approximate: str):
     if g is None or x is None:
         return None
     gx = np.empty_like(x)
+    if fns["_objects"]:
+        fns["gelu_backward_o"](g, x, gx, approximate == "tanh", _threads(x.size))
+        return gx
     p = fns["_ptr"]
     fns["gelu_backward"](p(g), p(x), p(gx), x.size, approximate == "tanh", _threads(x.size))
     return gx
@@ -242,6 +252,9 @@ def softmax(x, axis: int, log: bool):
     if not fns or x.ndim == 0 or axis != x.ndim - 1 or not _ok(x) or x.size == 0:
         return None
     y = np.empty_like(x)
+    if fns["_objects"]:
+        fns["softmax_o"](x, y, log, _threads(x.size))
+        return y
     d = x.shape[-1]
     p = fns["_ptr"]
     fns["softmax"](p(x), p(y), x.size // d, d, log, _threads(x.size))
@@ -258,6 +271,9 @@ def softmax_backward(g, y, axis: int, log: bool):
     if g is None or y is None:
         return None
     gx = np.empty_like(y)
+    if fns["_objects"]:
+        fns["softmax_backward_o"](g, y, gx, log, _threads(y.size))
+        return gx
     d = y.shape[-1]
     p = fns["_ptr"]
     fns["softmax_backward"](p(g), p(y), p(gx), y.size // d, d, log, _threads(y.size))

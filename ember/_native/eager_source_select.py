@@ -12,6 +12,9 @@ pointer or shape arguments.
   ``dim`` for elements of ``esize`` bytes (1, 2, 4, 8); x and idx (int64) of one rank, any strides.
   Returns -1, or the flat position (C order of idx) of the first index outside ``[0, x.shape[dim])``
   (then ``out`` is partly written and the caller raises).
+- ``softmax_o`` / ``softmax_backward_o`` / ``gelu_o`` / ``gelu_backward_o``: the softmax and GELU
+  kernels of ``eager_source.py`` called with the arrays themselves (sizes read from them): the
+  pointer and size arguments cost more than a 16x16 softmax.
 - ``topk_last(x, vals, inds, k, largest)``: the ``k`` largest (smallest) float32 values of each row
   of a C-contiguous array over its last dim, in order, with their int64 indices: an insertion into
   the k kept so far, stable (equal values keep their index order) with NaN counted as the largest,
@@ -104,6 +107,39 @@ long ember_eager_gather_dim(const void *xo, const void *io, void *oo, int dim, i
     }
   }
   return -1;
+}
+
+static long em_nd_size(const void *o) {
+  const int nd = EM_ND_NDIM(o);
+  const long *sh = EM_ND_DIMS(o);
+  long n = 1;
+  for (int i = 0; i < nd; i++) n *= sh[i];
+  return n;
+}
+
+static long em_nd_last(const void *o) {
+  const int nd = EM_ND_NDIM(o);
+  return nd ? EM_ND_DIMS(o)[nd - 1] : 1;
+}
+
+void ember_eager_softmax_o(const void *xo, void *yo, int log_form, int nt) {
+  const long d = em_nd_last(xo);
+  ember_eager_softmax((const float *)EM_ND_DATA(xo), (float *)EM_ND_DATA(yo), em_nd_size(xo) / d, d, log_form, nt);
+}
+
+void ember_eager_softmax_backward_o(const void *go, const void *yo, void *gxo, int log_form, int nt) {
+  const long d = em_nd_last(yo);
+  ember_eager_softmax_backward((const float *)EM_ND_DATA(go), (const float *)EM_ND_DATA(yo),
+                               (float *)EM_ND_DATA(gxo), em_nd_size(yo) / d, d, log_form, nt);
+}
+
+void ember_eager_gelu_o(const void *xo, void *yo, int tanh_form, int nt) {
+  ember_eager_gelu((const float *)EM_ND_DATA(xo), (float *)EM_ND_DATA(yo), em_nd_size(xo), tanh_form, nt);
+}
+
+void ember_eager_gelu_backward_o(const void *go, const void *xo, void *gxo, int tanh_form, int nt) {
+  ember_eager_gelu_backward((const float *)EM_ND_DATA(go), (const float *)EM_ND_DATA(xo),
+                            (float *)EM_ND_DATA(gxo), em_nd_size(xo), tanh_form, nt);
 }
 
 /* a goes before b: larger (smaller) first, NaN the largest */

@@ -55,6 +55,8 @@ _SIGNATURES = {
     "softmax_backward_o": ((_O, _O, _O, _I, _I), None),
     "gelu_o": ((_O, _O, _I, _I), None),
     "gelu_backward_o": ((_O, _O, _O, _I, _I), None),
+    "cross_entropy_o": ((_O, _O, _O, _O, _O, _I, _L, _I), _L),
+    "layer_norm_forward_o": ((_O, _O, _O, _O, _O, _O, _I, _F, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
@@ -323,6 +325,10 @@ def layer_norm_forward(x2, w, b, eps: float):
     mean = np.empty((m, 1), _F32)
     var = np.empty((m, 1), _F32)
     y = np.empty_like(x2)
+    if fns["_objects"] and x2.ndim == 2:
+        fns["layer_norm_forward_o"](x2, x2 if w is None else w, x2 if b is None else b, mean, var, y,
+                                    (w is not None) | (b is not None) << 1, eps, _threads(x2.size))
+        return y, mean, var
     p = fns["_ptr"]
     fns["layer_norm_forward"](p(x2), _opt(p, w), _opt(p, b), p(mean), p(var), p(y), m, x2.shape[1], eps,
                               _threads(x2.size))
@@ -364,9 +370,13 @@ def cross_entropy(x, t, ignore_index: int, per_row: bool):
     logp = np.empty_like(x)
     losses = np.empty(rows, _F32) if per_row else None
     sums = np.empty(2, np.float64)
-    p = fns["_ptr"]
-    bad = fns["cross_entropy"](p(x), p(t), p(logp), _opt(p, losses), p(sums), rows, d, ignore_index,
-                               _threads(x.size))
+    if fns["_objects"]:
+        bad = fns["cross_entropy_o"](x, t, logp, logp if losses is None else losses, sums, losses is not None,
+                                     ignore_index, _threads(x.size))
+    else:
+        p = fns["_ptr"]
+        bad = fns["cross_entropy"](p(x), p(t), p(logp), _opt(p, losses), p(sums), rows, d, ignore_index,
+                                   _threads(x.size))
     if bad == -2:
         raise MemoryError(f"cross_entropy: could not allocate the partial sums of {rows} rows")
     return logp, losses, float(sums[0]), float(sums[1]), bad

@@ -12,9 +12,10 @@ pointer or shape arguments.
   ``dim`` for elements of ``esize`` bytes (1, 2, 4, 8); x and idx (int64) of one rank, any strides.
   Returns -1, or the flat position (C order of idx) of the first index outside ``[0, x.shape[dim])``
   (then ``out`` is partly written and the caller raises).
-- ``softmax_o`` / ``softmax_backward_o`` / ``gelu_o`` / ``gelu_backward_o``: the softmax and GELU
-  kernels of ``eager_source.py`` called with the arrays themselves (sizes read from them): the
-  pointer and size arguments cost more than a 16x16 softmax.
+- ``softmax_o`` / ``softmax_backward_o`` / ``gelu_o`` / ``gelu_backward_o`` / ``cross_entropy_o`` /
+  ``layer_norm_forward_o``: those kernels of ``eager_source.py`` called with the arrays themselves
+  (sizes read from them; ``has`` flags the optional arrays, bit 0 the first): the pointer and size
+  arguments cost more than a 16x16 softmax.
 - ``topk_last(x, vals, inds, k, largest)``: the ``k`` largest (smallest) float32 values of each row
   of a C-contiguous array over its last dim, in order, with their int64 indices: an insertion into
   the k kept so far, stable (equal values keep their index order) with NaN counted as the largest,
@@ -140,6 +141,22 @@ void ember_eager_gelu_o(const void *xo, void *yo, int tanh_form, int nt) {
 void ember_eager_gelu_backward_o(const void *go, const void *xo, void *gxo, int tanh_form, int nt) {
   ember_eager_gelu_backward((const float *)EM_ND_DATA(go), (const float *)EM_ND_DATA(xo),
                             (float *)EM_ND_DATA(gxo), em_nd_size(xo), tanh_form, nt);
+}
+
+long ember_eager_cross_entropy_o(const void *xo, const void *to, void *logpo, void *losso, void *sumso,
+                                 int has, long ignore, int nt) {
+  const long *sh = EM_ND_DIMS(xo);
+  return ember_eager_cross_entropy((const float *)EM_ND_DATA(xo), (const long *)EM_ND_DATA(to),
+                                   (float *)EM_ND_DATA(logpo), (has & 1) ? (float *)EM_ND_DATA(losso) : 0,
+                                   (double *)EM_ND_DATA(sumso), sh[0], sh[1], ignore, nt);
+}
+
+void ember_eager_layer_norm_forward_o(const void *xo, const void *wo, const void *bo, void *meano, void *varo,
+                                      void *yo, int has, float eps, int nt) {
+  const long *sh = EM_ND_DIMS(xo);
+  ember_eager_layer_norm_forward((const float *)EM_ND_DATA(xo), (has & 1) ? (const float *)EM_ND_DATA(wo) : 0,
+                                 (has & 2) ? (const float *)EM_ND_DATA(bo) : 0, (float *)EM_ND_DATA(meano),
+                                 (float *)EM_ND_DATA(varo), (float *)EM_ND_DATA(yo), sh[0], sh[1], eps, nt);
 }
 
 /* a goes before b: larger (smaller) first, NaN the largest */

@@ -322,8 +322,7 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
             else:
                 finish(node)
         # the usual pass (backward() without inputs=, no profiler, no anomaly mode, no dynamic capture):
-        # a node with one output and no hooks runs inline below, its gradients passed straight into
-        # its children's buffers; anything else goes through _run_node
+        # a node with one output and no hooks runs inline below; anything else goes through _run_node
         plain = (targets is None and not NODE_HOOKS and _validate is _ENGINE_VALIDATE
                  and not _anomaly.ENABLED[0])
         heappop = heapq.heappop
@@ -340,54 +339,11 @@ def _run(seeds, keep_graph, create_graph, targets, accumulate):
             del grads
             if type(gi) is not tuple:
                 gi = (gi,) if not isinstance(gi, list) else tuple(gi)
-            n = len(gi)
-            meta = node.in_meta
-            g = None
-            i = -1
-            for e in node.edges:
-                i += 1
-                if e is None or i >= n:
-                    continue
-                g = gi[i]
-                if g is None:
-                    continue
-                if type(g) is not Tensor:
-                    _check_grad_type(node, g, i)
-                shape, dt = meta[i]
-                if g._data.shape != shape or g._dtype is not dt:
-                    g = _fit(node, i, g, shape, dt)
-                if type(e) is tuple:
-                    child, nr = e
-                    cid = id(child)
-                    buf = buffers.get(cid)
-                    if buf is None:
-                        buf = buffers[cid] = [None] * child.nout
-                    prev = buf[nr]
-                    buf[nr] = g if prev is None else prev + g
-                else:
-                    send(e, g)
-            gi = g = None      # (no reference left here: _accumulate may take a leaf's array over)
+            _validate(node, gi, send)
+            gi = None           # (no reference left here: _accumulate may take a leaf's array over)
             if not keep_graph:
                 node.release()
-            for e in node.edges:        # (finish(node), inline)
-                if e is None:
-                    continue
-                if type(e) is tuple:
-                    child = e[0]
-                    cid = id(child)
-                    d = deps[cid] - 1
-                    deps[cid] = d
-                    if d == 0:
-                        if cid in buffers:
-                            heappush(ready, (-child.seq, cid, child))
-                        else:
-                            finish(child)       # no gradient reached it: skipped, its edges counted done
-                else:
-                    lid = id(e)
-                    d = deps[lid] - 1
-                    deps[lid] = d
-                    if d == 0:
-                        flush_leaf(lid)
+            finish(node)
         if accumulate and targets is not None:
             # backward(inputs=[non_leaf]) accumulates into the non-leaf's .grad as well
             for t, g in zip(targets, results):

@@ -64,20 +64,18 @@ class Node:
             node = nc(op, args, attrs, len(outs))
         edges = []
         meta = []
-        if not save:
-            # (the usual case: nothing saved, no versions) one pass for edges and input metadata
-            for a in args:
-                if isinstance(a, Tensor) and a._rg:
-                    fn = a.grad_fn
-                    edges.append((fn, a._output_nr) if fn is not None else a)
-                    meta.append((a._data.shape, a._dtype))
-                else:
-                    edges.append(None)
-                    meta.append(None)
-            node.edges = edges
-            node.in_meta = meta
-        else:
-            _record_saved(node, op, save, args, outs, edges, meta)
+        for a in args:      # one pass for edges and input metadata
+            if isinstance(a, Tensor) and a._rg:
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else a)
+                meta.append((a._data.shape, a._dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
+        node.edges = edges
+        node.in_meta = meta
+        if save:
+            _record_saved(node, save, args, outs)
         nondiff = op.nondiff_outputs
         if len(outs) == 1:
             t = outs[0]
@@ -249,32 +247,18 @@ class Node:
         return f"<{self.name().rsplit('::', 1)[-1]} object at {hex(id(self))}>"
 
 
-def _record_saved(node, op, save, args, outs, edges, meta):
-    """``Node.record``'s edges, input metadata and saved values for an op whose derivative reads some
-    (``save``: "i" every input, digits the inputs at those positions, "o" the outputs), with the version
-    of each saved tensor."""
+def _record_saved(node, save, args, outs):
+    """``Node.record``'s saved values for an op whose derivative reads some (``save``: "i" every input,
+    digits the inputs at those positions, "o" the outputs), with the version of each saved tensor."""
     versions = []
-    save_in = "i" in save
-    for a in args:
-        if isinstance(a, Tensor):
-            if a._rg:
-                fn = a.grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else a)
-                meta.append((a._data.shape, a._dtype))
-            else:
-                edges.append(None)
-                meta.append(None)
-            if save_in:
+    if "i" in save:
+        for a in args:
+            if isinstance(a, Tensor):
                 vc = a._vc
                 if vc is None:
                     vc = a._vc = [0]
                 versions.append((a, vc, vc[0]))
-        else:
-            edges.append(None)
-            meta.append(None)
-    node.edges = edges
-    node.in_meta = meta
-    if not save_in:
+    else:
         for ch in save:
             if ch.isdigit():
                 a = args[int(ch)]

@@ -57,6 +57,7 @@ _SIGNATURES = {
     "gelu_backward_o": ((_O, _O, _O, _I, _I), None),
     "cross_entropy_o": ((_O, _O, _O, _O, _O, _I, _L, _I), _L),
     "layer_norm_forward_o": ((_O, _O, _O, _O, _O, _O, _I, _F, _I), None),
+    "mask_grad_o": ((_O, _O, _O, _I, _F, _F, _F, _F, _I, _I), None),
 }
 
 # state: None = not tried yet, False = unavailable (disabled or the build failed), else the functions.
@@ -416,6 +417,9 @@ def mask_grad(g, x, mode: str, a=0.0, b=0.0, s_in=1.0, s_out=0.0):
         if type(v) not in _NUMBER:
             return None
     y = np.empty_like(g)
+    if fns["_objects"]:
+        fns["mask_grad_o"](g, x, y, code, a, b, s_in, s_out, s_out == 0, _threads(g.size))
+        return y
     p = fns["_ptr"]
     fns["mask_grad"](p(g), p(x), p(y), g.size, code, a, b, s_in, s_out, s_out == 0, _threads(g.size))
     return y

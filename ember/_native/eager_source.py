@@ -38,7 +38,8 @@ Kernels (all exported names start with ``ember_eager_``):
 - the gradient mask of piecewise-linear activations (``eager_source_mask.py``);
 - the 2-d window kernels of convolution and max pooling (``eager_source_window.py``);
 - the fused Adam/AdamW and SGD parameter updates (``eager_source_optim.py``);
-- gather along a dim and topk over the last dim, called with the ndarray objects (``eager_source_select.py``).
+- gather along a dim, topk over the last dim, and wrappers of the kernels above that take the ndarray
+  objects themselves (``eager_source_select.py``).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ pointer or shape arguments.
   Returns -1, or the flat position (C order of idx) of the first index outside ``[0, x.shape[dim])``
   (then ``out`` is partly written and the caller raises).
 - ``softmax_o`` / ``softmax_backward_o`` / ``gelu_o`` / ``gelu_backward_o`` / ``cross_entropy_o`` /
-  ``layer_norm_forward_o``: those kernels of ``eager_source.py`` called with the arrays themselves
+  ``layer_norm_forward_o`` / ``mask_grad_o``: those kernels of ``eager_source.py`` called with the arrays themselves
   (sizes read from them; ``has`` flags the optional arrays, bit 0 the first): the pointer and size
   arguments cost more than a 16x16 softmax.
 - ``topk_last(x, vals, inds, k, largest)``: the ``k`` largest (smallest) float32 values of each row
@@ -157,6 +157,12 @@ void ember_eager_layer_norm_forward_o(const void *xo, const void *wo, const void
   ember_eager_layer_norm_forward((const float *)EM_ND_DATA(xo), (has & 1) ? (const float *)EM_ND_DATA(wo) : 0,
                                  (has & 2) ? (const float *)EM_ND_DATA(bo) : 0, (float *)EM_ND_DATA(meano),
                                  (float *)EM_ND_DATA(varo), (float *)EM_ND_DATA(yo), sh[0], sh[1], eps, nt);
+}
+
+void ember_eager_mask_grad_o(const void *go, const void *xo, void *yo, int mode, float a, float b, float s_in,
+                             float s_out, int zero_out, int nt) {
+  ember_eager_mask_grad((const float *)EM_ND_DATA(go), (const float *)EM_ND_DATA(xo), (float *)EM_ND_DATA(yo),
+                        em_nd_size(go), mode, a, b, s_in, s_out, zero_out, nt);
 }
 
 /* a goes before b: larger (smaller) first, NaN the largest */

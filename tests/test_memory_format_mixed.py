@@ -75,3 +75,27 @@ def test_empty_memory_format_matches_torch(device):
 ])
 def test_factory_memory_format_errors_match_torch(call):
     same_error(call)
+
+
+def test_low_rank_mixed_layouts_take_the_first_operands_strides():
+    """``a.t() + b`` in 2-d and 3-d: torch lays the result out as its first operand (NumPy fell back to C
+    order); binary ops, comparisons, where, alpha-add, pow and broadcasts, and the gradients' values."""
+    def fn(L):
+        a, b = L.arange(12.).reshape(3, 4), L.arange(12.).reshape(4, 3)
+        c, d = L.arange(24.).reshape(2, 3, 4), L.arange(24.).reshape(2, 4, 3)
+        ops = [lambda x, y: x + y, lambda x, y: x * y, lambda x, y: x / (y + 1), lambda x, y: L.maximum(x, y),
+               lambda x, y: x > y, lambda x, y: L.where(x > 3, x, y), lambda x, y: L.add(x, y, alpha=2),
+               lambda x, y: L.atan2(x, y), lambda x, y: x == y]
+        pairs = [(a.t(), b), (b, a.t()), (c.transpose(1, 2), d), (d, c.transpose(1, 2)),
+                 (c.permute(2, 0, 1), L.ones(4, 2, 3)), (a[:, :2].t(), L.ones(2, 3)), (a.t().double(), b),
+                 (L.ones(1, 3), a.t()), (a.t(), L.ones(1, 3)), (c.transpose(0, 1), L.ones(3, 2, 4))]
+        out = []
+        for op in ops:
+            for x, y in pairs:
+                r = op(x, y)
+                out.append((r.stride(), r.tolist()))
+        w = a.t().detach().requires_grad_()
+        (w * b).sum().backward()
+        out.append((w.grad.stride(), w.grad.tolist()))
+        return out
+    assert fn(torch) == fn(ember)

@@ -26,3 +26,45 @@ def test_ctc_infeasible_sample_gradient_is_nan_as_torch(zero_infinity, take):
     np.testing.assert_allclose(el, tl, rtol=1e-5)
     assert np.array_equal(np.isnan(eg), np.isnan(tg))
     np.testing.assert_allclose(np.nan_to_num(eg), np.nan_to_num(tg), rtol=1e-4, atol=1e-6)
+
+
+_X4 = np.random.default_rng(0).normal(size=(2, 3, 5, 6)).astype(np.float32)
+_G4 = np.random.default_rng(1).uniform(-1.2, 1.2, size=(2, 4, 3, 2)).astype(np.float32)
+_X5 = np.random.default_rng(2).normal(size=(1, 2, 3, 4, 5)).astype(np.float32)
+_G5 = np.random.default_rng(3).uniform(-1.3, 1.3, size=(1, 2, 3, 4, 3)).astype(np.float32)
+
+
+def _sample(L, x, g, **kw):
+    x = L.tensor(x, requires_grad=True)
+    g = L.tensor(g, requires_grad=True)
+    y = L.nn.functional.grid_sample(x, g, **kw)
+    gx, gg = L.autograd.grad((y * y).sum(), [x, g])
+    return [t.detach().numpy() for t in (y, gx, gg)]
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bicubic_matches_torch(padding_mode, align_corners):
+    kw = dict(mode="bicubic", padding_mode=padding_mode, align_corners=align_corners)
+    for t, e in zip(_sample(torch, _X4, _G4, **kw), _sample(ember, _X4, _G4, **kw)):
+        np.testing.assert_allclose(e, t, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_volumetric_matches_torch(mode, padding_mode, align_corners):
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    for t, e in zip(_sample(torch, _X5, _G5, **kw), _sample(ember, _X5, _G5, **kw)):
+        np.testing.assert_allclose(e, t, rtol=2e-4, atol=2e-5)
+
+
+def test_grid_sample_volumetric_with_affine_grid_and_errors():
+    def f(L):
+        theta = L.tensor(np.random.default_rng(4).normal(size=(1, 3, 4)).astype(np.float32) * 0.5)
+        grid = L.nn.functional.affine_grid(theta, (1, 2, 3, 4, 5), align_corners=False)
+        return L.nn.functional.grid_sample(L.tensor(_X5), grid, align_corners=False).numpy()
+    np.testing.assert_allclose(f(ember), f(torch), rtol=2e-4, atol=2e-5)
+    for L in (torch, ember):
+        with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+            L.nn.functional.grid_sample(L.tensor(_X5), L.tensor(_G5), mode="bicubic", align_corners=False)

@@ -68,3 +68,17 @@ def test_grid_sample_volumetric_with_affine_grid_and_errors():
     for L in (torch, ember):
         with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
             L.nn.functional.grid_sample(L.tensor(_X5), L.tensor(_G5), mode="bicubic", align_corners=False)
+
+
+def test_binomial_entropy_and_enumerate_support_match_torch():
+    def f(L):
+        b = L.distributions.Binomial(10, probs=L.tensor([0.2, 0.7]))
+        c = L.distributions.Binomial(L.tensor([[3.], [3.]]), logits=L.tensor([[0.5, -1.0], [2.0, 0.0]]))
+        return [b.entropy(), b.enumerate_support(), b.enumerate_support(False), c.entropy(), c.enumerate_support()]
+    for t, e in zip(f(torch), f(ember)):
+        assert tuple(t.shape) == tuple(e.shape)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+    for L in (torch, ember):
+        assert L.distributions.Binomial(10, probs=L.tensor(0.5)).has_enumerate_support
+        with pytest.raises(NotImplementedError, match="Inhomogeneous total count"):
+            L.distributions.Binomial(L.tensor([2., 3.]), probs=L.tensor([0.5, 0.5])).entropy()

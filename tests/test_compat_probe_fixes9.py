@@ -82,3 +82,18 @@ def test_binomial_entropy_and_enumerate_support_match_torch():
         assert L.distributions.Binomial(10, probs=L.tensor(0.5)).has_enumerate_support
         with pytest.raises(NotImplementedError, match="Inhomogeneous total count"):
             L.distributions.Binomial(L.tensor([2., 3.]), probs=L.tensor([0.5, 0.5])).entropy()
+
+
+def test_multinomial_and_negative_binomial_expand():
+    def f(L):
+        m = L.distributions.Multinomial(5, probs=L.tensor([0.2, 0.3, 0.5])).expand((2,))
+        nb = L.distributions.NegativeBinomial(L.tensor(3.), L.tensor(0.4)).expand((3,))
+        nbl = L.distributions.NegativeBinomial(L.tensor([2.]), logits=L.tensor([0.3])).expand((2, 1))
+        return ([tuple(m.batch_shape), tuple(m.event_shape), m.total_count, tuple(m.sample().shape),
+                 tuple(nb.batch_shape), tuple(nbl.batch_shape)],
+                [m.log_prob(L.tensor([[1., 2., 2.], [0., 0., 5.]])), m.mean, nb.log_prob(L.tensor([1., 2., 3.])),
+                 nb.mean, nbl.log_prob(L.tensor([[1.], [4.]]))])
+    (ts, tv), (es, ev) = f(torch), f(ember)
+    assert ts == es
+    for t, e in zip(tv, ev):
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5)

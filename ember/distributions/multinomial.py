@@ -24,6 +24,13 @@ class Multinomial(_CategoricalParams, Distribution):
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        def fill(new, shape):
+            new.total_count = self.total_count
+            new._categorical = self._categorical.expand(shape)
+            new._binomial_args = None
+        return self._expand_into(Multinomial, batch_shape, _instance, fill)
+
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.independent(constraints.integer_interval(0, self.total_count), 1)

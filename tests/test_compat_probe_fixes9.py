@@ -97,3 +97,14 @@ def test_multinomial_and_negative_binomial_expand():
     assert ts == es
     for t, e in zip(tv, ev):
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5)
+
+
+def test_multinomial_entropy_matches_torch():
+    def f(L):
+        m = L.distributions.Multinomial(3, probs=L.tensor([[0.2, 0.8], [0.5, 0.5]]))
+        p = L.tensor([0.1, 0.2, 0.7], requires_grad=True)
+        e = L.distributions.Multinomial(6, probs=p).entropy()
+        g, = L.autograd.grad(e, p)
+        return [m.entropy(), m.perplexity(), e, g]
+    for t, e in zip(f(torch), f(ember)):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -108,3 +108,14 @@ def test_multinomial_entropy_matches_torch():
         return [m.entropy(), m.perplexity(), e, g]
     for t, e in zip(f(torch), f(ember)):
         np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sync_batchnorm_takes_bias_like_torch():
+    for L in (torch, ember):
+        m = L.nn.SyncBatchNorm(3, bias=False)
+        assert m.bias is None and sorted(m.state_dict()) == ["num_batches_tracked", "running_mean", "running_var",
+                                                             "weight"]
+        y = m(L.ones(2, 3, 4))
+        assert tuple(y.shape) == (2, 3, 4)
+        conv = L.nn.SyncBatchNorm.convert_sync_batchnorm(L.nn.Sequential(L.nn.BatchNorm2d(3, bias=False)))
+        assert conv[0].bias is None and isinstance(conv[0], L.nn.SyncBatchNorm)

@@ -99,3 +99,16 @@ def test_low_rank_mixed_layouts_take_the_first_operands_strides():
         out.append((w.grad.stride(), w.grad.tolist()))
         return out
     assert fn(torch) == fn(ember)
+
+
+def test_cat_and_stack_of_transposed_inputs_are_contiguous_as_torch():
+    """torch's cat/stack give a contiguous result unless the inputs are channels_last; NumPy followed the
+    transposed inputs' order, so ``cat([...]).view(-1)`` failed in ember where it works in torch."""
+    def fn(L):
+        a = L.arange(12.).reshape(3, 4).t()
+        c = L.arange(24.).reshape(2, 3, 4).transpose(1, 2)
+        y = L.arange(24.).reshape(1, 2, 3, 4).contiguous(memory_format=L.channels_last)
+        outs = [L.cat([a, a], 0), L.cat([c, c], 1), L.stack([a, a]), L.stack([c, c], 1), L.cat([y, y], 1),
+                L.cat([y, y], 0)]
+        return [(o.stride(), o.tolist()) for o in outs] + [L.cat([a, a]).view(-1).tolist()]
+    assert fn(torch) == fn(ember)

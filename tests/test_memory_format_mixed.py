@@ -112,3 +112,18 @@ def test_cat_and_stack_of_transposed_inputs_are_contiguous_as_torch():
                 L.cat([y, y], 0)]
         return [(o.stride(), o.tolist()) for o in outs] + [L.cat([a, a]).view(-1).tolist()]
     assert fn(torch) == fn(ember)
+
+
+def test_scans_of_strided_inputs_are_contiguous_as_torch():
+    """cumsum/cumprod/logcumsumexp/cummax/cummin give contiguous results in torch whatever the input's
+    layout (transposed, channels_last); NumPy's accumulate followed the input's order."""
+    def fn(L):
+        a = L.arange(12.).reshape(3, 4).t()
+        y = L.arange(120.).reshape(2, 3, 4, 5).contiguous(memory_format=L.channels_last) / 50
+        outs = [a.cumsum(0), a.cumprod(1), a.logcumsumexp(0), a.cummax(0).values, a.cummin(1).indices,
+                a.cumsum(0, dtype=L.float64), y.cumsum(1), y.logcumsumexp(1), y.cummax(2).values]
+        return [o.stride() for o in outs], [o.double().numpy() for o in outs]
+    (ts, tv), (es, ev) = fn(torch), fn(ember)
+    assert ts == es
+    for t, e in zip(tv, ev):
+        np.testing.assert_allclose(e, t, rtol=1e-6)

@@ -73,3 +73,5 @@ from .compiler import compile  # noqa: E402,F401
 from . import _dynamo, _inductor  # noqa: E402,F401
 from . import onnx  # noqa: E402,F401  (ember.onnx.export; the onnx package itself is imported only when exporting)
 from . import opencl  # noqa: E402,F401  (the OpenCL device: torch.mps's API; pyopencl is imported on first use)
+from . import _legacy_toplevel  # noqa: E402  (torch.range, set_default_tensor_type, frombuffer, svd/pca_lowrank, ...)
+_legacy_toplevel.install(globals())

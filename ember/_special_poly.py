@@ -1,7 +1,10 @@
 """torch.special's orthogonal polynomials (Chebyshev T/U/V/W and their shifted forms, Hermite H/He,
 Laguerre L, Legendre P), ``spherical_bessel_j0``, the Hurwitz ``zeta`` and the ``modified_bessel_i0/i1``
-names. The polynomials run their three-term recurrences in float64 (``n`` a number or a tensor, truncated
-to an integer; a negative degree gives 0) and, like torch's, carry no gradient. ``zeta(x, q)`` sums the
+names. The polynomials run torch's three-term recurrences in the result's dtype with torch's order of
+operations and its closed forms (trigonometric ones for Chebyshev polynomials of high degree inside (-1, 1),
+the values at the ends), so float32 results match torch's to the last bits rather than being more exact
+(``n`` a number or a tensor, truncated to an integer; a negative degree gives 0); like torch's, they carry
+no gradient. ``zeta(x, q)`` sums the
 first terms and closes with the Euler-Maclaurin tail (Bernoulli numbers), as Cephes does; ``x == 1``
 gives inf, ``x < 1`` NaN.
 """
@@ -20,37 +23,46 @@ __all__ = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polyno
 
 
 def _operands(x, n, name):
+    """``x`` and the truncated degrees as arrays in the result dtype torch picks (the promoted dtype of
+    ``x`` and ``n``, the default float dtype for integers), plus that dtype."""
     if not isinstance(x, Tensor) and not isinstance(n, Tensor):
         raise TypeError(f"special_{name}(): expected at least one Tensor argument")
-    xt = x if isinstance(x, Tensor) else None
-    dt = xt._dtype if xt is not None and xt._dtype.is_floating_point else _dt.get_default_dtype()
-    xa = (x._data if isinstance(x, Tensor) else np.asarray(x)).astype(np.float64)
+    dts = [t._dtype for t in (x, n) if isinstance(t, Tensor)]
+    floats = [d for d in dts if d.is_floating_point]
+    dt = floats[0] if floats else _dt.get_default_dtype()
+    if len(floats) == 2 and floats[1].itemsize > floats[0].itemsize:
+        dt = floats[1]
+    work = np.float64 if dt.np == np.float64 else np.float32
+    xa = (x._data if isinstance(x, Tensor) else np.asarray(x)).astype(work)
     with np.errstate(all="ignore"):
         na = np.trunc((n._data if isinstance(n, Tensor) else np.asarray(n)).astype(np.float64)).astype(np.int64)
     return xa, na, dt
 
 
-def _recurrence(x, n, p0, p1, step):
-    """``P_n(x)`` from ``P_0``, ``P_1`` and ``P_{k+1} = step(k, x, P_k, P_{k-1})``, elementwise in ``n``."""
+def _recurrence(x, n, p1, step):
+    """torch's loop for ``P_n(x)``: ``P_0 = 1``, ``P_1 = p1(x)``, ``P_{j+1} = step(j, x, P_j, P_{j-1})``,
+    elementwise in ``n``, in ``x``'s (working) dtype with torch's order of operations."""
     x, n = np.broadcast_arrays(x, n)
-    out = np.where(n == 0, p0(x), 0.0)
+    one = np.ones_like(x)
+    out = np.where(n <= 0, one, p1(x))
     top = int(n.max()) if n.size else 0
-    if top >= 1:
-        prev, cur = p0(x), p1(x)
-        out = np.where(n == 1, cur, out)
-        for k in range(1, top):
-            prev, cur = cur, step(k, x, cur, prev)
-            out = np.where(n == k + 1, cur, out)
-    return out
+    prev, cur = one, p1(x)
+    for j in range(1, top):
+        prev, cur = cur, step(j, x, cur, prev)
+        out = np.where(n == j + 1, cur, out)
+    return x, n, out
 
 
-def _poly(name, p1, step, shifted=False):
+def _poly(name, p1, step, edges=None, shifted=False):
+    """A torch.special polynomial: the recurrence, then torch's early returns (``edges(x, n, r)``, for the
+    values where torch answers in closed form) and 0 for a negative degree."""
     def fn(input, n, *, out=None):  # noqa: A002 - torch's names
         x, k, dt = _operands(input, n, name)
-        if shifted:
-            x = 2 * x - 1
         with np.errstate(all="ignore"):
-            r = _recurrence(x, k, np.ones_like, p1, step)
+            x, k, r = _recurrence(x, k, p1, step)
+            if edges is not None:
+                r = edges(x, k, r)
+            r = np.where(k < 0, 0, r)
         res = wrap(np.asarray(r, dtype=dt.np), dt)
         if out is not None:
             from .ops.elementwise import _out
@@ -61,24 +73,126 @@ def _poly(name, p1, step, shifted=False):
     return fn
 
 
-def _cheb(k, x, cur, prev):
-    return 2 * x * cur - prev
+def _sgn(n, even, odd):
+    return np.where(n % 2 == 0, even, odd)
 
 
-chebyshev_polynomial_t = _poly("chebyshev_polynomial_t", lambda x: x, _cheb)
-chebyshev_polynomial_u = _poly("chebyshev_polynomial_u", lambda x: 2 * x, _cheb)
-chebyshev_polynomial_v = _poly("chebyshev_polynomial_v", lambda x: 2 * x - 1, _cheb)
-chebyshev_polynomial_w = _poly("chebyshev_polynomial_w", lambda x: 2 * x + 1, _cheb)
-shifted_chebyshev_polynomial_t = _poly("shifted_chebyshev_polynomial_t", lambda x: x, _cheb, shifted=True)
-shifted_chebyshev_polynomial_u = _poly("shifted_chebyshev_polynomial_u", lambda x: 2 * x, _cheb, shifted=True)
-shifted_chebyshev_polynomial_v = _poly("shifted_chebyshev_polynomial_v", lambda x: 2 * x - 1, _cheb, shifted=True)
-shifted_chebyshev_polynomial_w = _poly("shifted_chebyshev_polynomial_w", lambda x: 2 * x + 1, _cheb, shifted=True)
-hermite_polynomial_h = _poly("hermite_polynomial_h", lambda x: 2 * x, lambda k, x, c, p: 2 * x * c - 2 * k * p)
-hermite_polynomial_he = _poly("hermite_polynomial_he", lambda x: x, lambda k, x, c, p: x * c - k * p)
+def _fma(a, b, c):
+    """``a * b + c`` rounded once, as torch's compiled loops contract it (float32 through float64, where the
+    product is exact; float64 by an error-free product and sum)."""
+    if a.dtype != np.float64:
+        return (a.astype(np.float64) * b + c).astype(a.dtype)
+    p = a * b
+    sa, sb = a * 134217729.0, b * 134217729.0        # Veltkamp splits into 26-bit halves
+    ah = sa - (sa - a)
+    bh = sb - (sb - b)
+    al, bl = a - ah, b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # p + e == a * b exactly
+    s = p + c
+    bb = s - p
+    t = (p - (s - bb)) + (c - bb)                    # s + t == p + c exactly
+    out = s + (t + e)
+    return np.where(np.isfinite(out), out, p + c)
+
+
+def _cheb(j, x, cur, prev):
+    return _fma(x + x, cur, -prev)
+
+
+def _s(x):                     # the shifted argument, spelled as torch spells it
+    return x + x - 1
+
+
+def _scheb(j, x, cur, prev):
+    return _fma(_s(x) + _s(x), cur, -prev)
+
+
+def _trig(x, n, r, lim, form):
+    """Above degree ``lim`` and inside (-1, 1) torch uses the trigonometric closed form ``form``."""
+    inside = (n > lim) & (np.abs(x) < 1)
+    if not inside.any():
+        return r
+    t = np.arccos(np.where(inside, x, 0).astype(x.dtype))
+    return np.where(inside, form(t, n.astype(x.dtype)), r)
+
+
+def _t_form(t, n):
+    return np.cos(n * t)
+
+
+def _u_form(t, n):
+    s = np.sin(t)
+    return np.where(s != 0, np.sin((n + 1) * t) / s, (n + 1) * np.cos((n + 1) * t) * np.cos(t))
+
+
+def _v_form(t, n):
+    h = t / 2
+    return np.where(np.sin(h) != 1, np.cos((n + t.dtype.type(0.5)) * t) / np.cos(h),
+                    _sgn(n.astype(np.int64), n + n + 1, -(n + n + 1)))
+
+
+def _w_form(t, n):
+    h = t / 2
+    return np.where(np.cos(h) != 1, np.sin((n + t.dtype.type(0.5)) * t) / np.sin(h), n + n + 1)
+
+
+def _edges_t(x, n, r):
+    r = _trig(x, n, r, 6, _t_form)
+    return np.where(np.abs(x) == 1, np.where((x > 0) | (n % 2 == 0), 1, -1), r)
+
+
+def _edges_u(x, n, r):
+    r = _trig(x, n, r, 8, _u_form)
+    return np.where(np.abs(x) == 1, np.where((x > 0) | (n % 2 == 0), n + 1, -(n + 1)), r)
+
+
+def _edges_v(x, n, r):
+    r = _trig(x, n, r, 8, _v_form)
+    return np.where(np.abs(x) == 1, np.where(x > 0, 1, _sgn(n, n + n + 1, -(n + n + 1))), r)
+
+
+def _edges_w(x, n, r):
+    r = _trig(x, n, r, 8, _w_form)
+    return np.where(np.abs(x) == 1, np.where(x > 0, n + n + 1, _sgn(n, 1, -1)), r)
+
+
+def _shifted_edges(edges, at_one, at_zero):
+    def fn(x, n, r):
+        r = edges(_s(x), n, r)
+        r = np.where(x == 0, at_zero(n), r)
+        return np.where(x == 1, at_one(n), r)
+    return fn
+
+
+def _trig_only(lim, form):
+    return lambda x, n, r: _trig(x, n, r, lim, form)
+
+
+chebyshev_polynomial_t = _poly("chebyshev_polynomial_t", lambda x: x, _cheb, _edges_t)
+chebyshev_polynomial_u = _poly("chebyshev_polynomial_u", lambda x: x + x, _cheb, _edges_u)
+chebyshev_polynomial_v = _poly("chebyshev_polynomial_v", lambda x: x + x - 1, _cheb, _edges_v)
+chebyshev_polynomial_w = _poly("chebyshev_polynomial_w", lambda x: x + x + 1, _cheb, _edges_w)
+shifted_chebyshev_polynomial_t = _poly(
+    "shifted_chebyshev_polynomial_t", _s, _scheb,
+    _shifted_edges(_trig_only(6, _t_form), lambda n: 1, lambda n: _sgn(n, 1, -1)))
+shifted_chebyshev_polynomial_u = _poly(
+    "shifted_chebyshev_polynomial_u", lambda x: _s(x) + _s(x), _scheb,
+    _shifted_edges(_trig_only(6, _u_form), lambda n: n + 1, lambda n: _sgn(n, n + 1, -(n + 1))))
+shifted_chebyshev_polynomial_v = _poly(
+    "shifted_chebyshev_polynomial_v", lambda x: _s(x) + _s(x) - 1, _scheb,
+    _shifted_edges(_trig_only(6, _v_form), lambda n: 1, lambda n: _sgn(n, n + n + 1, -(n + n + 1))))
+shifted_chebyshev_polynomial_w = _poly(
+    "shifted_chebyshev_polynomial_w", lambda x: _s(x) + _s(x) + 1, _scheb,
+    _shifted_edges(_trig_only(4, _w_form), lambda n: n + n + 1, lambda n: _sgn(n, 1, -1)))
+hermite_polynomial_h = _poly("hermite_polynomial_h", lambda x: x + x,
+                             lambda j, x, c, p: _fma(x + x, c, -((2 * j) * p)))
+hermite_polynomial_he = _poly("hermite_polynomial_he", lambda x: x, lambda j, x, c, p: _fma(x, c, -(j * p)))
 laguerre_polynomial_l = _poly("laguerre_polynomial_l", lambda x: 1 - x,
-                              lambda k, x, c, p: ((2 * k + 1 - x) * c - k * p) / (k + 1))
+                              lambda j, x, c, p: _fma((j + j) + (1 - x), c, -(j * p)) / (j + 1),
+                              lambda x, n, r: np.where(x == 0, 1, r))
 legendre_polynomial_p = _poly("legendre_polynomial_p", lambda x: x,
-                              lambda k, x, c, p: ((2 * k + 1) * x * c - k * p) / (k + 1))
+                              lambda j, x, c, p: _fma((j + j + 1) * x, c, -(j * p)) / (j + 1),
+                              lambda x, n, r: np.where(np.abs(x) == 1, np.where((x > 0) | (n % 2 == 0), 1, -1), r))
 
 
 def spherical_bessel_j0(input, *, out=None):  # noqa: A002

@@ -37,7 +37,7 @@ class device:
             raise TypeError(f"device() expected a string or device, got {type.__class__.__name__}")
         if ":" in type:
             type, idx = type.split(":", 1)
-            if not idx.isdigit():
+            if not (idx.isascii() and idx.isdigit()) or idx[:1] == "0" != idx:  # torch: no leading 0
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
         if type not in ("cpu", "cuda", "meta", "opencl", "mps"):

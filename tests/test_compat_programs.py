@@ -54,6 +54,7 @@ SPECS = {
     "char_lstm": (10, 1e-3, {"grad_norms": "close", "ppl": "close"}),
     "mingpt": (10, 1e-3, {"lrs": "close", "acc": "equal", "generated": "equal"}),
     "vae": (10, 1e-3, {"klds": "close", "recon_err": "close"}),
+    "diffusion_unet": (10, 1e-3, {"lrs": "close", "sample_mean": "close"}),
     "llama_block": (10, 1e-3, {"lrs": "close", "generated": "equal", "ema_norm": "close"}),
     "hf_gpt2": (10, 1e-3, {"lrs": "close", "generated": "equal", "cached_same": "equal", "reload_same": "equal",
                            "missing": "equal", "buffers": "equal"}),
@@ -216,7 +217,7 @@ RANDOM_RUNS = {"digits_cnn": ({}, 0.9), "char_lstm": ({}, 0.9), "mingpt": ({}, 0
                "siamese_tabular": ({}, 0.9), "seq2seq_attention": ({}, 0.9), "prune_deploy": ({}, 0.9),
                "meta_materialize": ({}, 0.9), "orthogonal_rnn": ({}, 0.9), "glow_lu_flow": ({}, 0.9),
                "vi_gamma": ({}, 0.9), "bayes_sparse_regression": ({}, 0.9), "gcn_csr": ({}, 0.9), "llama_block": ({}, 0.9), "hf_gpt2": ({}, 0.9),
-               "audio_spectrogram": ({}, 0.95)}
+               "audio_spectrogram": ({}, 0.95), "diffusion_unet": ({}, 0.9)}
 
 
 @pytest.mark.parametrize("name", sorted(RANDOM_RUNS))

@@ -75,3 +75,55 @@ def test_empty_memory_format_matches_torch(device):
 ])
 def test_factory_memory_format_errors_match_torch(call):
     same_error(call)
+
+
+def test_low_rank_mixed_layouts_take_the_first_operands_strides():
+    """``a.t() + b`` in 2-d and 3-d: torch lays the result out as its first operand (NumPy fell back to C
+    order); binary ops, comparisons, where, alpha-add, pow and broadcasts, and the gradients' values."""
+    def fn(L):
+        a, b = L.arange(12.).reshape(3, 4), L.arange(12.).reshape(4, 3)
+        c, d = L.arange(24.).reshape(2, 3, 4), L.arange(24.).reshape(2, 4, 3)
+        ops = [lambda x, y: x + y, lambda x, y: x * y, lambda x, y: x / (y + 1), lambda x, y: L.maximum(x, y),
+               lambda x, y: x > y, lambda x, y: L.where(x > 3, x, y), lambda x, y: L.add(x, y, alpha=2),
+               lambda x, y: L.atan2(x, y), lambda x, y: x == y]
+        pairs = [(a.t(), b), (b, a.t()), (c.transpose(1, 2), d), (d, c.transpose(1, 2)),
+                 (c.permute(2, 0, 1), L.ones(4, 2, 3)), (a[:, :2].t(), L.ones(2, 3)), (a.t().double(), b),
+                 (L.ones(1, 3), a.t()), (a.t(), L.ones(1, 3)), (c.transpose(0, 1), L.ones(3, 2, 4))]
+        out = []
+        for op in ops:
+            for x, y in pairs:
+                r = op(x, y)
+                out.append((r.stride(), r.tolist()))
+        w = a.t().detach().requires_grad_()
+        (w * b).sum().backward()
+        out.append((w.grad.stride(), w.grad.tolist()))
+        return out
+    assert fn(torch) == fn(ember)
+
+
+def test_cat_and_stack_of_transposed_inputs_are_contiguous_as_torch():
+    """torch's cat/stack give a contiguous result unless the inputs are channels_last; NumPy followed the
+    transposed inputs' order, so ``cat([...]).view(-1)`` failed in ember where it works in torch."""
+    def fn(L):
+        a = L.arange(12.).reshape(3, 4).t()
+        c = L.arange(24.).reshape(2, 3, 4).transpose(1, 2)
+        y = L.arange(24.).reshape(1, 2, 3, 4).contiguous(memory_format=L.channels_last)
+        outs = [L.cat([a, a], 0), L.cat([c, c], 1), L.stack([a, a]), L.stack([c, c], 1), L.cat([y, y], 1),
+                L.cat([y, y], 0)]
+        return [(o.stride(), o.tolist()) for o in outs] + [L.cat([a, a]).view(-1).tolist()]
+    assert fn(torch) == fn(ember)
+
+
+def test_scans_of_strided_inputs_are_contiguous_as_torch():
+    """cumsum/cumprod/logcumsumexp/cummax/cummin give contiguous results in torch whatever the input's
+    layout (transposed, channels_last); NumPy's accumulate followed the input's order."""
+    def fn(L):
+        a = L.arange(12.).reshape(3, 4).t()
+        y = L.arange(120.).reshape(2, 3, 4, 5).contiguous(memory_format=L.channels_last) / 50
+        outs = [a.cumsum(0), a.cumprod(1), a.logcumsumexp(0), a.cummax(0).values, a.cummin(1).indices,
+                a.cumsum(0, dtype=L.float64), y.cumsum(1), y.logcumsumexp(1), y.cummax(2).values]
+        return [o.stride() for o in outs], [o.double().numpy() for o in outs]
+    (ts, tv), (es, ev) = fn(torch), fn(ember)
+    assert ts == es
+    for t, e in zip(tv, ev):
+        np.testing.assert_allclose(e, t, rtol=1e-6)

@@ -34,3 +34,13 @@ def test_bad_device_strings(s):
     else:                                 # torch lists its many device types; ember lists its own
         assert em.startswith("Expected one of cpu, cuda") and em.endswith(f"device string: {s}")
     assert _msg(lambda: ember.device(s))[1] == em
+
+
+@pytest.mark.parametrize("s", ["cuda:01", "cpu:00", "cuda:²", "cpu:-1", "cuda: 1"])
+def test_device_index_spellings_torch_rejects(s):
+    """torch takes a device index as plain ASCII digits without a leading zero ('cuda:0', 'cuda:10')."""
+    for make in (lambda L: L.device(s), lambda L: L.zeros(2, device=s)):
+        te, tm = _msg(lambda: make(torch))
+        ee, em = _msg(lambda: make(ember))
+        assert (ee, em) == (te, tm) == (RuntimeError, f"Invalid device string: '{s}'")
+    assert str(ember.device("cpu:10")) == str(torch.device("cpu:10")) == "cpu:10"

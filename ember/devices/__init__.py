@@ -54,7 +54,7 @@ def parse(device) -> tuple:
     if isinstance(device, str):
         name, sep, idx = device.partition(":")
         if sep:
-            if not idx.isdigit():
+            if not (idx.isascii() and idx.isdigit()) or idx[:1] == "0" != idx:  # torch: no leading 0
                 raise RuntimeError(f"Invalid device string: '{device}'")
             return get(name), int(idx)
         if name not in _MODULES and not name.replace("_", "a").isalpha():

@@ -7,10 +7,11 @@ with ``transforms`` (Exp, Affine, Sigmoid, Tanh, Softplus, Power, Abs, Compose),
 families and across the continuous ones); ``constraints``. ``rsample`` of Gamma, Beta,
 Dirichlet, Chi2 and StudentT is differentiable in the concentrations (implicit reparameterisation,
 ``_incomplete_gamma.py``). Also RelaxedBernoulli / RelaxedOneHotCategorical, Weibull, Pareto, HalfCauchy, Multinomial, NegativeBinomial,
-InverseGamma, Kumaraswamy, LogisticNormal, OneHotCategoricalStraightThrough, FisherSnedecor, ContinuousBernoulli, LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
+InverseGamma, Kumaraswamy, GeneralizedPareto, LogisticNormal, OneHotCategoricalStraightThrough, FisherSnedecor, ContinuousBernoulli, LowRankMultivariateNormal, VonMises, Wishart and LKJCholesky (with ``constraints.corr_cholesky``).
 """
 from . import constraints  # noqa: F401
 from .distribution import Distribution  # noqa: F401
+from .exp_family import ExponentialFamily  # noqa: F401
 from .normal import Normal  # noqa: F401
 from .laplace import Laplace  # noqa: F401
 from .categorical import Categorical  # noqa: F401
@@ -41,6 +42,8 @@ from .transforms import (Transform, ComposeTransform, ExpTransform, AffineTransf
                          SigmoidTransform, TanhTransform, SoftplusTransform, PowerTransform, AbsTransform,
                          identity_transform, SoftmaxTransform, StickBreakingTransform, IndependentTransform,
                          ReshapeTransform, LowerCholeskyTransform, PositiveDefiniteTransform)
+from .transforms_joint import (CatTransform, StackTransform, CorrCholeskyTransform,  # noqa: F401
+                               CumulativeDistributionTransform)
 from . import constraint_registry  # noqa: F401,E402
 from .constraint_registry import biject_to, transform_to  # noqa: F401,E402
 from .transformed_distribution import TransformedDistribution  # noqa: F401
@@ -56,6 +59,7 @@ from .inverse_gamma import InverseGamma  # noqa: F401
 from .fishersnedecor import FisherSnedecor  # noqa: F401
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: F401
 from .kumaraswamy import Kumaraswamy  # noqa: F401
+from .generalized_pareto import GeneralizedPareto  # noqa: F401
 from .logistic_normal import LogisticNormal  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from . import kl  # noqa: F401,E402  (torch.distributions.kl)
@@ -73,4 +77,5 @@ __all__ = ["Distribution", "Normal", "Laplace", "Categorical", "OneHotCategorica
            "StickBreakingTransform", "IndependentTransform", "biject_to", "transform_to", "LowRankMultivariateNormal",
            "VonMises", "Wishart", "LKJCholesky", "InverseGamma", "Kumaraswamy", "LogisticNormal",
            "OneHotCategoricalStraightThrough", "FisherSnedecor", "ContinuousBernoulli", "ReshapeTransform",
-           "LowerCholeskyTransform", "PositiveDefiniteTransform"]
+           "LowerCholeskyTransform", "PositiveDefiniteTransform", "CatTransform", "StackTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExponentialFamily", "GeneralizedPareto"]

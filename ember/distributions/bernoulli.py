@@ -7,6 +7,7 @@ import numbers
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
@@ -47,7 +48,7 @@ class _BinaryProbsLogits:
         return logits_to_probs(self.logits, is_binary=True)
 
 
-class Bernoulli(_BinaryProbsLogits, Distribution):
+class Bernoulli(_BinaryProbsLogits, ExponentialFamily):
     """``Bernoulli(probs=None, logits=None)``: 1 with probability ``probs``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -105,3 +106,11 @@ class Bernoulli(_BinaryProbsLogits, Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self):
+        from .. import logit
+        return (logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()

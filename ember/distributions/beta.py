@@ -5,12 +5,13 @@ from ..tensor import Size
 from . import constraints
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta"]
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """``Beta(concentration1, concentration0)``: density ``x^(a-1) (1-x)^(b-1) / B(a, b)`` on [0, 1];
     built, as torch builds it, on a two-class Dirichlet."""
 
@@ -62,3 +63,10 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x, y):
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()

@@ -15,6 +15,7 @@ class Binomial(_BinaryProbsLogits, Distribution):
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
+    has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -72,3 +73,23 @@ class Binomial(_BinaryProbsLogits, Distribution):
         clamp_by_zero = (logits.clamp(min=0) + logits - logits.clamp(max=0)) / 2
         normalize_term = n * clamp_by_zero + n * (-logits.abs()).exp().log1p() - log_factorial_n
         return value * logits - log_factorial_k - log_factorial_nmk - normalize_term
+
+    def _homogeneous_count(self, what: str) -> int:
+        total = int(self.total_count.max())
+        if not int(self.total_count.min()) == total:
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{what}`.")
+        return total
+
+    def enumerate_support(self, expand: bool = True):
+        from ..ops.creation import arange
+        values = arange(1 + self._homogeneous_count("enumerate_support"), dtype=self._param.dtype)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1,) + tuple(self._batch_shape))
+        return values
+
+    def entropy(self):
+        """``-sum_k p(k) log p(k)`` over the support (one total count for the whole batch, as torch)."""
+        self._homogeneous_count("entropy")
+        log_prob = self.log_prob(self.enumerate_support(False))
+        return -(log_prob.exp() * log_prob).sum(0)

@@ -83,3 +83,27 @@ for _reg in (biject_to, transform_to):
     _reg.register(constraints.half_open_interval, _interval)
 biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransform())
 transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())
+
+
+def _joined(reg, kind):
+    def factory(constraint):
+        from . import transforms_joint
+        parts = [reg(c) for c in constraint.cseq]
+        if kind == "cat":
+            return transforms_joint.CatTransform(parts, constraint.dim, constraint.lengths)
+        return transforms_joint.StackTransform(parts, constraint.dim)
+    return factory
+
+
+def _corr_cholesky(constraint):
+    from .transforms_joint import CorrCholeskyTransform
+    return CorrCholeskyTransform()
+
+
+for _reg in (biject_to, transform_to):
+    _reg.register(constraints._Cat, _joined(_reg, "cat"))
+    _reg.register(constraints._Stack, _joined(_reg, "stack"))
+    _reg.register(constraints.corr_cholesky, _corr_cholesky)
+transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite, lambda c: transforms.PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite, lambda c: transforms.PositiveDefiniteTransform())

@@ -9,7 +9,7 @@ __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "depend
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
            "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot",
            "positive", "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
-           "simplex", "square", "symmetric", "unit_interval"]
+           "simplex", "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -278,6 +278,38 @@ class _Cat(Constraint):
             start += length
         return _cat(checks, self.dim)
 
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+
+class _Stack(Constraint):
+    """Constraint ``cseq[i]`` on slice ``i`` along ``dim`` (``value.select(dim, i)``)."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        from .. import stack as _stack
+        if not -value.dim() <= self.dim < value.dim():
+            raise IndexError(f"stack constraint: dim {self.dim} out of range for a {value.dim()}-d value")
+        parts = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return _stack([c.check(v) for v, c in zip(parts, self.cseq)], self.dim)
+
 
 dependent = _Dependent()
 dependent_property = _DependentProperty
@@ -306,3 +338,4 @@ symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
+stack = _Stack

@@ -10,11 +10,12 @@ from ..tensor import Size
 from . import constraints
 from .bernoulli import _BinaryProbsLogits, _expand_probs_or_logits
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(_BinaryProbsLogits, Distribution):
+class ContinuousBernoulli(_BinaryProbsLogits, ExponentialFamily):
     """``ContinuousBernoulli(probs=None, logits=None, lims=(0.499, 0.501))``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -117,3 +118,18 @@ class ContinuousBernoulli(_BinaryProbsLogits, Distribution):
         log_p0 = self.probs.neg().log1p()
         log_p1 = self.probs.log()
         return self.mean * (log_p0 - log_p1) - self._cont_bern_log_norm() - log_p0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        """log((e^x - 1) / x), by its Taylor series where x is near 0 (the ``lims`` band)."""
+        from .. import where, maximum, ones_like
+        from ..special import expm1
+        lo, hi = self._lims[0] - 0.5, self._lims[1] - 0.5
+        outside = maximum(x <= lo, x > hi)
+        cut = where(outside, x, lo * ones_like(x))
+        exact = expm1(cut).abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return where(outside, exact, taylor)

@@ -4,12 +4,13 @@ from __future__ import annotations
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import _standard_gamma
 
 __all__ = ["Dirichlet"]
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """``Dirichlet(concentration)``: a distribution over the simplex; the last dim of ``concentration``
     is the event."""
 
@@ -69,3 +70,10 @@ class Dirichlet(Distribution):
         a0 = self.concentration.sum(-1)
         return (lgamma(self.concentration).sum(-1) - lgamma(a0) - (k - a0) * digamma(a0)
                 - ((self.concentration - 1.0) * digamma(self.concentration)).sum(-1))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()

@@ -4,11 +4,12 @@ from __future__ import annotations
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """``Exponential(rate)``: density ``rate * exp(-rate * x)`` on ``x >= 0``."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -59,3 +60,10 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()

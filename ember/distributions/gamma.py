@@ -14,6 +14,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from .. import dtypes as _dt
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 __all__ = ["Gamma"]
 
@@ -33,7 +34,7 @@ def _standard_gamma(concentration, shape, dist):
     return x
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) exp(-rate x) / Gamma(a)``."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -84,3 +85,10 @@ class Gamma(Distribution):
         from .. import lgamma, digamma
         return (self.concentration - self.rate.log() + lgamma(self.concentration)
                 + (1.0 - self.concentration) * digamma(self.concentration))
+
+    @property
+    def _natural_params(self):
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()

@@ -19,6 +19,7 @@ from .half_normal import HalfNormal
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .utils import _sum_rightmost
+from .exp_family import ExponentialFamily, _kl_bregman
 
 _EULER = 0.57721566490153286060
 
@@ -115,3 +116,7 @@ def _kl_transformed_transformed(p, q):
     extra = len(p.event_shape) - len(p.base_dist.event_shape)
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), extra)
 
+
+# two members of one exponential family without a closed form here: the Bregman divergence of the
+# log-normalizer (torch's fallback; different families raise NotImplementedError)
+register_kl(ExponentialFamily, ExponentialFamily)(_kl_bregman)

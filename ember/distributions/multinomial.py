@@ -24,6 +24,13 @@ class Multinomial(_CategoricalParams, Distribution):
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        def fill(new, shape):
+            new.total_count = self.total_count
+            new._categorical = self._categorical.expand(shape)
+            new._binomial_args = None
+        return self._expand_into(Multinomial, batch_shape, _instance, fill)
+
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.independent(constraints.integer_interval(0, self.total_count), 1)
@@ -61,5 +68,12 @@ class Multinomial(_CategoricalParams, Distribution):
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
 
     def entropy(self):
-        raise NotImplementedError("Multinomial.entropy: ember does not compute it (torch sums over the binomial "
-                                  "support); use log_prob of samples")
+        """``n H(cat) - log n! + sum_k E[log x_k!]``, each count ``x_k`` being Binomial(n, p_k) (torch's form)."""
+        from .binomial import Binomial
+        from ..ops.creation import tensor
+        n = tensor(float(self.total_count), dtype=self.probs.dtype)
+        term1 = n * self._categorical.entropy() - (n + 1).lgamma()
+        binomial = Binomial(total_count=self.total_count, probs=self.probs)
+        support = binomial.enumerate_support()[1:]
+        weights = (support + 1).lgamma()
+        return term1 + (binomial.log_prob(support).exp() * weights).sum([0, -1])

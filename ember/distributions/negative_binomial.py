@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .bernoulli import _BinaryProbsLogits
+from .bernoulli import _BinaryProbsLogits, _expand_probs_or_logits
 from .utils import broadcast_all
 
 __all__ = ["NegativeBinomial"]
@@ -29,6 +29,12 @@ class NegativeBinomial(_BinaryProbsLogits, Distribution):
             self.total_count = self.total_count.type_as(self.logits)
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        def fill(new, shape):
+            new.total_count = self.total_count.expand(shape)
+            _expand_probs_or_logits(self, new, shape)
+        return self._expand_into(NegativeBinomial, batch_shape, _instance, fill)
 
     @property
     def param_shape(self):

@@ -8,6 +8,7 @@ from ..tensor import Size
 from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution, _CenteredAtLoc
+from .exp_family import ExponentialFamily
 from .utils import _standard_normal
 
 __all__ = ["Normal"]
@@ -28,7 +29,7 @@ class _LocScale(_CenteredAtLoc, Distribution):
         return self._expand_broadcast(_LocScale, ("loc", "scale"), batch_shape, _instance)
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale``.
 
         >>> Normal(0.0, 1.0).log_prob(ember.tensor(0.0))
@@ -79,3 +80,6 @@ class Normal(_LocScale):
     @property
     def _natural_params(self):
         return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

@@ -5,12 +5,13 @@ from ..tensor import Size
 from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """``Poisson(rate)``: counts with mean and variance ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -45,3 +46,10 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()

@@ -54,6 +54,16 @@ class Transform:
             return isinstance(other, type(self))
         return self is other
 
+    def with_cache(self, cache_size=1):
+        """This transform with ``cache_size`` (a parameterless transform is rebuilt; others define it)."""
+        if self._cache_size == cache_size:
+            return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
+        if hasattr(type(self), "_rebuild"):
+            return self._rebuild(cache_size)
+        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+
     @property
     def inv(self):
         inv = self._inv() if self._inv is not None else None
@@ -118,6 +128,9 @@ class _InverseTransform(Transform):
 
     def __call__(self, x):
         return self._inv._inv_call(x)
+
+    def with_cache(self, cache_size=1):
+        return self._inv.with_cache(cache_size).inv
 
     def log_abs_det_jacobian(self, x, y):
         return -self._inv.log_abs_det_jacobian(y, x)
@@ -469,6 +482,12 @@ class IndependentTransform(Transform):
 
 _BY_CLASS = (ExpTransform, SigmoidTransform, TanhTransform, SoftplusTransform, AbsTransform, SoftmaxTransform,
              StickBreakingTransform)
+# with_cache of the parameterised transforms: the same parameters, another cache size
+ComposeTransform._rebuild = lambda self, n: ComposeTransform(self.parts, cache_size=n)
+AffineTransform._rebuild = lambda self, n: AffineTransform(self.loc, self.scale, self._event_dim, cache_size=n)
+PowerTransform._rebuild = lambda self, n: PowerTransform(self.exponent, cache_size=n)
+IndependentTransform._rebuild = lambda self, n: IndependentTransform(self.base_transform,
+                                                                     self.reinterpreted_batch_ndims, cache_size=n)
 AffineTransform._same = _affine_same
 PowerTransform._same = _power_same
 ComposeTransform._same = _compose_same
@@ -565,3 +584,12 @@ class PositiveDefiniteTransform(Transform):
     def _inverse(self, y):
         from .. import linalg
         return LowerCholeskyTransform().inv(linalg.cholesky(y))
+
+
+def __getattr__(name):
+    # the joining transforms live in transforms_joint.py (they import this module) and are found here too,
+    # at torch's path torch.distributions.transforms.<Name>
+    from . import transforms_joint
+    if name in transforms_joint.__all__:
+        return getattr(transforms_joint, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,8 @@ import numbers
 from .. import dtypes as _dt
 from ..tensor import Tensor
 
-__all__ = ["broadcast_all", "probs_to_logits", "logits_to_probs", "clamp_probs", "lazy_property"]
+__all__ = ["broadcast_all", "probs_to_logits", "logits_to_probs", "clamp_probs", "lazy_property",
+           "vec_to_tril_matrix", "tril_matrix_to_vec"]
 
 
 def broadcast_all(*values):
@@ -83,3 +84,31 @@ class lazy_property:
 class _lazy_property_and_property(lazy_property, property):
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
+
+
+def _tril_mask(n, diag):
+    from ..ops.creation import arange
+    r = arange(n)
+    return r < r.view(-1, 1) + (diag + 1)
+
+
+def vec_to_tril_matrix(vec, diag: int = 0):
+    """The ``(..., n, n)`` matrix whose entries on and below diagonal ``diag`` are ``vec``'s last dim
+    (row by row), zeros elsewhere."""
+    m = 1 + 2 * diag
+    n = (-m + (m * m + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > _dt.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as the "
+                         "lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    mat[..., _tril_mask(n, diag)] = vec
+    return mat
+
+
+def tril_matrix_to_vec(mat, diag: int = 0):
+    """The entries of ``mat`` on and below diagonal ``diag``, row by row, as the last dim."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat[..., _tril_mask(n, diag)]

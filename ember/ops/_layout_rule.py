@@ -4,8 +4,9 @@ torch's TensorIterator orders the output's dims by the operands' strides, asking
 the first operand whose strides tell two dims apart decides (a broadcast operand has no say). NumPy's
 ufuncs also keep their operands' layout, but where two operands disagree NumPy falls back to C order, so
 ``channels_last + contiguous`` came out contiguous where torch keeps channels_last (and ``contiguous +
-channels_last`` contiguous, as in torch). The kernels call :func:`first_wins` on 4-d and 5-d results only
-(the ranks of the channels-last formats; a rank test is all the common case pays). Values never change.
+channels_last`` contiguous, as in torch); in 2-d and 3-d ``a.t() + b`` came out C-ordered where torch gives
+``a.t()``'s strides. The kernels call :func:`first_wins` on results of rank 2 and up when the first operand
+is not C-contiguous (a rank test and a flags test are all the common case pays). Values never change.
 """
 from __future__ import annotations
 

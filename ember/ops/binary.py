@@ -588,7 +588,7 @@ def _where_np(c, x, y, dt=None):
         x = _cast(x, dt)
         y = _cast(y, dt)
     r = select(c, x, y) if type(c) is np.ndarray else np.where(c, x, y)
-    return first_wins(r, c) if r.ndim > 3 else r     # (torch's layout when the operands disagree)
+    return first_wins(r, c) if r.ndim > 1 else r     # (torch's layout when the operands disagree)
 
 
 def _where_bw(ctx, g):

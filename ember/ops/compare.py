@@ -58,7 +58,8 @@ def ew_kernel(f, *, half_up: bool = True, cmp: bool = False, complex_ok: bool = 
             r = f(x, y)
             target = out_dt if out_dt is not None else (np.bool_ if cmp else work)
             r = np.asarray(r)
-            if r.ndim > 3 and type(y) is np.ndarray and y.ndim > 1:
+            if r.ndim > 1 and type(y) is np.ndarray and y.ndim > 1 and type(x) is np.ndarray \
+                    and not x.flags.c_contiguous:
                 r = first_wins(r, x)    # (torch's layout when the operands' layouts disagree)
             return r if r.dtype == target else r.astype(target)
     k.__name__ = getattr(f, "__name__", "kernel")

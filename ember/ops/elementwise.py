@@ -31,7 +31,8 @@ def _cast_kernel(f, result_cast=True):
             x = x.astype(dt, copy=False) if type(x) is np.ndarray else np.asarray(x).astype(dt)
             y = y.astype(dt, copy=False) if type(y) is np.ndarray else np.asarray(y).astype(dt)
         r = f(x, y)
-        if r.ndim > 3 and type(y) is np.ndarray and y.ndim > 1:
+        if r.ndim > 1 and type(y) is np.ndarray and y.ndim > 1 and type(x) is np.ndarray \
+                and not x.flags.c_contiguous:
             r = first_wins(r, x)        # (torch's layout when the operands' layouts disagree)
         if out_dt is not None and r.dtype != out_dt:
             r = r.astype(out_dt)
@@ -143,7 +144,8 @@ def _alpha_kernel(f):
         if alpha != 1:
             y = y * alpha
         r = f(x, y)
-        if r.ndim > 3 and type(y) is np.ndarray and y.ndim > 1:
+        if r.ndim > 1 and type(y) is np.ndarray and y.ndim > 1 and type(x) is np.ndarray \
+                and not x.flags.c_contiguous:
             r = first_wins(r, x)        # (torch's layout when the operands' layouts disagree)
         if out_dt is not None and r.dtype != out_dt:
             r = r.astype(out_dt)
@@ -369,8 +371,10 @@ def _operator(op, ufunc, general, reflected=False):
             except Exception:
                 r = None
             if r is not None:
-                if t and r.ndim > 3:          # (two tensors: their layouts may disagree)
-                    r = first_wins(r, o if reflected else self._data)
+                if t and r.ndim > 1:          # (two tensors: their layouts may disagree)
+                    x = o if reflected else self._data
+                    if not x.flags.c_contiguous:
+                        r = first_wins(r, x)
                 out = wrap(r if type(r) is np.ndarray else np.asarray(r), d)
                 if GRAD[0] and (self._rg or (t and other._rg)):
                     record(op, (other, self) if reflected else (self, other), _EMPTY, (out,))

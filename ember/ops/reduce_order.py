@@ -242,6 +242,8 @@ def _cum_kernel(largest):
         """Running max/min; ties and NaNs move the index to the latest position, as torch does."""
         if x.ndim == 0:
             return _scalar_sel(x)
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)         # (torch's results are contiguous; NumPy's follow x's order)
         v = acc(x, axis=axis)
         n = x.shape[axis]
         if n == 0:

@@ -29,7 +29,8 @@ def _scan(fn, x, axis, reverse, dtype=None):
     if reverse:
         rev = (slice(None),) * axis + (slice(None, None, -1),)     # (np.flip costs microseconds of Python)
         return np.ascontiguousarray(fn(x[rev], axis=axis, dtype=dtype)[rev])
-    return fn(x, axis=axis, dtype=dtype)
+    r = fn(x, axis=axis, dtype=dtype)
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)     # (torch's scans are contiguous)
 
 
 def _cumsum_kernel(x, axis, reverse=False, dtype=None):
@@ -143,7 +144,7 @@ def _logcumsumexp_kernel(x, axis):
     x, od = _up(x)
     if x.ndim == 0:
         return _down(x.copy(), od)
-    return _down(np.logaddexp.accumulate(x, axis=axis), od)
+    return _down(_scan(np.logaddexp.accumulate, x, axis, False), od)
 
 
 def _logcumsumexp_grad(g: Tensor, x: Tensor, y: Tensor, axis: int) -> Tensor:

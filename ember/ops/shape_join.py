@@ -31,8 +31,22 @@ def _cat_kernel(*xs, axis, dt, keep, sizes):
     if not keep:
         return np.empty((0,), dtype=dt)
     # (the promotion as part of the join: NumPy casts each input as it copies it, as astype would)
-    return np.concatenate(xs if len(keep) == len(xs) else [xs[i] for i in keep], axis=axis, dtype=dt,
-                          casting="unsafe")
+    r = np.concatenate(xs if len(keep) == len(xs) else [xs[i] for i in keep], axis=axis, dtype=dt,
+                       casting="unsafe")
+    if not r.flags.c_contiguous and not _channels_last_order(r):
+        # torch's cat result is contiguous unless its inputs are channels_last (NumPy followed transposed
+        # inputs' order, so a later view() failed where torch's works)
+        r = np.ascontiguousarray(r)
+    return r
+
+
+def _channels_last_order(r) -> bool:
+    """Whether ``r`` (4-d or 5-d) is laid out channels-last: its strides fall along (N, spatial..., C)."""
+    if r.ndim not in (4, 5):
+        return False
+    st = r.strides
+    order = (0,) + tuple(range(2, r.ndim)) + (1,)
+    return all(st[order[i]] >= st[order[i + 1]] for i in range(r.ndim - 1))
 
 
 def _cat_bw(ctx, g):

@@ -523,7 +523,9 @@ def _grid_source_index(coord, size: int, padding_mode: str, align_corners: bool)
 @autocast_fp32
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) at the normalised (x, y) locations in ``grid`` (N, Ho, Wo, 2), with
-    bilinear or nearest interpolation and zeros / border / reflection padding (torch's coordinate rules)."""
+    bilinear, nearest or bicubic interpolation and zeros / border / reflection padding (torch's coordinate
+    rules); a 5-D ``input`` (N, C, D, H, W) with a grid (N, Do, Ho, Wo, 3) samples volumes
+    (``grid_sample_nd.py``)."""
     from ... import where
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
@@ -540,9 +542,9 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     ish, gsh = input._data.shape, grid._data.shape
     if grid._dtype is not input._dtype:
         raise RuntimeError(f"expected scalar type {dtype_name(input._dtype)} but found {dtype_name(grid._dtype)}")
-    if len(ish) == 5:
-        raise NotImplementedError("grid_sample: ember supports 4-D input (N, C, H, W) only; 5-D (volumetric) "
-                                  "sampling is not implemented")
+    if len(ish) == 5 and len(gsh) == 5 and gsh[0] == ish[0] and gsh[-1] == 3:
+        from .grid_sample_nd import grid_sample_3d
+        return grid_sample_3d(input, grid, mode, padding_mode, align_corners)
     if len(ish) != 4 or len(gsh) != 4:
         raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
                            f"input with sizes {_shape_str(ish)} and grid with sizes {_shape_str(gsh)}")
@@ -553,8 +555,8 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
         raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with "
                            f"sizes {_shape_str(gsh)}")
     if mode == "bicubic":
-        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in ember; use 'bilinear' or "
-                                  "'nearest'")
+        from .grid_sample_nd import grid_sample_bicubic
+        return grid_sample_bicubic(input, grid, padding_mode, align_corners)
     N, C, H, W = ish
     Ho, Wo = gsh[1], gsh[2]
     ix = _grid_source_index(grid[..., 0], W, padding_mode, align_corners)       # (N, Ho, Wo)

@@ -124,8 +124,9 @@ class SyncBatchNorm(_BatchNorm):
     ``ember.nn.modules._functions.SyncBatchNorm``."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, process_group=None, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input) -> None:
@@ -160,7 +161,8 @@ class SyncBatchNorm(_BatchNorm):
         out = module
         if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
             out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
-                                module.track_running_stats, process_group)
+                                module.track_running_stats, process_group,
+                                bias=getattr(module, "bias", None) is not None or not module.affine)
             if module.affine:
                 out.weight = module.weight
                 out.bias = module.bias

@@ -42,7 +42,8 @@ def _ctc_bw(ctx, g):
         alias = lp.view_as(lp)
         nll = _nll_graph(alias, tg, in_len, tgt_len, blank)
         return _ember().autograd.grad((nll,), (alias,), (g,), create_graph=True)[0], None, None, None
-    return apply(CTC_LOSS_BW, (g, lp, tg, in_len, tgt_len), {"blank": blank}), None, None, None
+    return apply(CTC_LOSS_BW, (g, lp, tg, in_len, tgt_len),
+                 {"blank": blank, "zero_infinity": ctx.attrs.get("zero_infinity", False)}), None, None, None
 
 
 # shape rules (symbolic under ember.compile): (N,) and the log-probabilities' (T, N, C)

@@ -108,9 +108,10 @@ def ctc_nll_kernel(lp, targets, in_len, tgt_len, blank=0, zero_infinity=False):
     return nll.astype(lp.dtype)
 
 
-def ctc_grad_kernel(grad, lp, targets, in_len, tgt_len, blank=0):
-    """d(sum_n grad[n] * nll[n]) / d lp (T, N, C); zero for the steps past a sample's input length and
-    for samples with no alignment (whose loss is a constant inf or 0)."""
+def ctc_grad_kernel(grad, lp, targets, in_len, tgt_len, blank=0, zero_infinity=False):
+    """d(sum_n grad[n] * nll[n]) / d lp (T, N, C); zero for the steps past a sample's input length. A
+    sample with no alignment has an infinite loss and, as in torch, NaN gradients for its input steps
+    (whatever its incoming gradient); with ``zero_infinity`` its loss is 0 and its gradient 0."""
     T, N, C = lp.shape
     if N == 0:
         return np.zeros(lp.shape, lp.dtype)
@@ -143,6 +144,8 @@ def ctc_grad_kernel(grad, lp, targets, in_len, tgt_len, blank=0):
     g *= -np.asarray(grad, np.float64).reshape(1, N, 1)
     flat = ((np.arange(T)[:, None, None] * N + n[None, :, None]) * C + ext[None]).ravel()
     out = np.bincount(flat, weights=g.ravel(), minlength=T * N * C).reshape(T, N, C)
+    if not zero_infinity and not ok.all():
+        out[(np.arange(T)[:, None] < in_len[None, :]) & ~ok[None, :]] = np.nan
     return out.astype(lp.dtype)
 
 

@@ -42,6 +42,10 @@ from .runtime import Interpreter
 
 __all__ = ["MIN_NODES", "STATS", "BackgroundRunner", "enabled", "wanted"]
 
+# the niceness of the background compile (the forked pipeline, the -O3 build's compilers): the interpreted
+# calls beside it get the CPU first (on two cores they shared it with cc and the pipeline's Python), the
+# compile takes the rest (all of it while the program waits or sleeps)
+BACKGROUND_NICE = 10
 MIN_NODES = 1500        # the small GPT's training step (b16, AdamW): 2025 nodes; the MLP's with Adam: 235
 STATS = {"started": 0, "interpreted": 0, "switched": 0}
 
@@ -145,6 +149,7 @@ def _fork_pipeline(program, key: str, name: str):
         return pid
     code = 2
     try:
+        tiers.lower_priority(BACKGROUND_NICE, thread=False)
         parts, src, uses_blas = native.compile_programs(program, name, opts)
         code = 0 if plan_cache.store(program, key, name, parts, src, uses_blas) else 1
     except native.Declined:
@@ -227,6 +232,7 @@ class BackgroundRunner:
         self._pending = tiers.start(f"graph-{name}", lambda: self._make(make, child, key), kind="graphs")
 
     def _make(self, make, child, key):
+        tiers.lower_priority(BACKGROUND_NICE)
         runner, planned = None, False
         if child is not None:
             planned, runner = _from_child(child, self.program, key, self.name)

@@ -114,7 +114,7 @@ def _adam(tr, opt, group):
 def _fused_settings(tr, group, decoupled):
     """``adam_update``'s attributes for ``group``, or None when the update is traced op by op: options that
     are not plain numbers (a tensor lr), or a trace with symbolic sizes."""
-    if tr.sym is not None:
+    if not FUSED or tr.sym is not None:
         return None
     lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     if not all(type(x) in (float, int) or isinstance(x, (np.floating, np.integer)) for x in (lr, b1, b2, eps, wd)):
@@ -132,6 +132,7 @@ def _fits_fused(p, g, st) -> bool:
                for t in (g, st["exp_avg"], st["exp_avg_sq"]))
 
 
+FUSED = True        # False: every Adam/AdamW update is traced op by op (tests compare the two)
 _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 _SUPPORTED = {"SGD": _sgd, "Adam": _adam, "AdamW": _adam}

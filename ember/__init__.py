@@ -33,6 +33,7 @@ from ._tensor_str import set_printoptions  # noqa: E402,F401
 
 globals().update({k: v for k, v in _registry.FUNCTIONS.items() if not k.startswith("_")})
 from .ops.foreach import *  # noqa: E402,F401,F403  (torch._foreach_add_, ...: their names start with "_")
+from .ops.fused_optim import _fused_adam_, _fused_adamw_  # noqa: E402,F401  (torch._fused_adam_, torch._fused_adamw_)
 from math import pi, e, inf, nan  # noqa: E402,F401  (torch.pi, torch.e, torch.inf, torch.nan)
 newaxis = None
 from .random import manual_seed, seed, initial_seed, Generator, get_rng_state, set_rng_state, default_generator  # noqa: E402,F401

@@ -134,12 +134,8 @@ def build_later() -> bool:
 
 
 def _build_into_cache():
-    import threading
-    try:        # (Linux: a thread's niceness, inherited by the compilers it starts)
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LATER_NICE)
-    except (AttributeError, OSError):
-        pass
-    from ..compiler import build, logs
+    from ..compiler import build, logs, tiers
+    tiers.lower_priority(LATER_NICE)
     from .eager_source import source
     try:
         return build.compile_source(source(), name="ember_eager")

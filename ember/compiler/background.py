@@ -42,6 +42,10 @@ from .runtime import Interpreter
 
 __all__ = ["MIN_NODES", "STATS", "BackgroundRunner", "enabled", "wanted"]
 
+# the niceness of the background compile (the forked pipeline, the -O3 build's compilers): the interpreted
+# calls beside it get the CPU first (on two cores they shared it with cc and the pipeline's Python), the
+# compile takes the rest (all of it while the program waits or sleeps)
+BACKGROUND_NICE = 10
 MIN_NODES = 1500        # the small GPT's training step (b16, AdamW): 2025 nodes; the MLP's with Adam: 235
 STATS = {"started": 0, "interpreted": 0, "switched": 0}
 
@@ -50,10 +54,25 @@ def enabled() -> bool:
     return os.environ.get("EMBER_BACKGROUND_COMPILE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+# ops recorded as one node that stand for many in the pipeline's work: adam_update (ops/fused_optim.py) is
+# the ~20 elementwise ops a captured Adam/AdamW parameter update was recorded as before
+_WEIGHT = {"adam_update": 20}
+
+
 def _nodes(program) -> int:
-    n = sum(len(g.nodes) for g in program.graphs)
+    """The program's size for :data:`MIN_NODES`: its nodes (forward and backward), weighted by ``_WEIGHT``."""
+    graphs = list(program.graphs)
     bw = getattr(program, "backward", None)
-    return n + (sum(len(g.nodes) for g in bw.graphs) if bw is not None else 0)
+    if bw is not None:
+        graphs += bw.graphs
+    n = 0
+    for g in graphs:
+        n += len(g.nodes)
+        for node in g.nodes:
+            w = _WEIGHT.get(getattr(getattr(node, "op", None), "name", None))
+            if w:
+                n += w - 1
+    return n
 
 
 def wanted(program, mode) -> bool:
@@ -130,6 +149,7 @@ def _fork_pipeline(program, key: str, name: str):
         return pid
     code = 2
     try:
+        tiers.lower_priority(BACKGROUND_NICE, thread=False)
         parts, src, uses_blas = native.compile_programs(program, name, opts)
         code = 0 if plan_cache.store(program, key, name, parts, src, uses_blas) else 1
     except native.Declined:
@@ -212,6 +232,7 @@ class BackgroundRunner:
         self._pending = tiers.start(f"graph-{name}", lambda: self._make(make, child, key), kind="graphs")
 
     def _make(self, make, child, key):
+        tiers.lower_priority(BACKGROUND_NICE)
         runner, planned = None, False
         if child is not None:
             planned, runner = _from_child(child, self.program, key, self.name)

@@ -561,3 +561,4 @@ from . import decompose_scatter  # noqa: E402,F401
 from . import decompose_scan  # noqa: E402,F401
 from . import decompose_sort  # noqa: E402,F401
 from . import decompose_losses  # noqa: E402,F401
+from . import decompose_optim  # noqa: E402,F401

@@ -56,6 +56,16 @@ def enabled() -> bool:
     return os.environ.get("EMBER_BUILD_TIERS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def lower_priority(nice: int, thread: bool = True) -> None:
+    """Run the calling thread (``thread=False``: the whole process, e.g. a forked child) and the compilers
+    it starts at niceness ``nice``, so that builds beside a program's steps take the CPU the steps leave
+    (Linux: a thread's niceness is its own, inherited by the processes it starts; elsewhere nothing)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id() if thread else 0, nice)
+    except (AttributeError, OSError):
+        pass
+
+
 class Pending:
     """The optimized library being built in a background thread: ``ready()``, ``wait(timeout)``,
     ``result`` (a prepared ``build.CompiledLibrary``, or None when the build failed: ``error``)."""

@@ -7,7 +7,7 @@ FAMILIES = ["elementwise", "shape", "copies", "reduce", "creation", "inplace", "
             "linalg", "linalg_products", "linalg_einsum", "linalg_parts", "linalg_solvers", "linalg_decompositions",
             "linalg_norms", "linalg_lu", "linalg_householder", "shape_split", "shape_join", "shape_rearrange",
             "random_ops", "stats", "stats_histogram",
-            "complex_ops", "signal", "foreach", "misc_ops"]
+            "complex_ops", "signal", "foreach", "misc_ops", "fused_optim"]
 
 
 def _load_all():

@@ -27,27 +27,27 @@ claim flag per panel; a thread finding a panel being packed by another does its 
 packs a private copy rather than wait long for a packer that may be preempted), so nothing is packed
 twice and no thread ever waits at a barrier. Row items are guided: each takes a third of the rows left
 per thread (at least two register tiles, at most a quarter of a thread's share), large first (fewer
-passes over the packed op(B)), small last (threads finish together). Measured on one core, the items
-of a 2-thread split cost 0-6% more than the whole product, against 1-28% for the former blocks, which
-re-packed op(B) per row group and op(A) per column chunk. Other GEMMs (small batches, few rows) are cut into about ``EM_ITEMS_PER_THREAD`` blocks
-per thread, column chunks (whole panels) x row groups (whole tiles) re-reading least; each block is a
-single-threaded GEMM with its own packing buffers. Every element is summed in the same order as on one
-thread (K blocks in order), so results are bitwise those of one thread. Items run on ember's work pool
+passes over the packed op(B)), small last (threads finish together); on one core they cost 0-6% more
+than the whole product. A small C against a long K (a weight gradient) is split along K instead
+(gemm_ksplit_c.py). Other GEMMs (small batches, few rows) are cut into about ``EM_ITEMS_PER_THREAD``
+blocks per thread, column chunks (whole panels) x row groups (whole tiles) re-reading least, each a
+single-threaded GEMM. Every element is summed in the same order as on one thread (K blocks in order),
+so results are bitwise those of one thread. Items run on ember's work pool
 (pool_c.py): threads claim them one at a time and the call returns when all are done, so a thread whose
 core is busy with another process takes fewer items instead of holding everyone up. The thread count is
 ember's (``ember.set_num_threads``), fewer for small GEMMs (``em_gemm_threads``: one below
 ``EM_GEMM_PAR_MIN``, 8M multiply-adds; 2M while the pool's threads poll between the jobs of a train).
 
-The register tile is written with GCC vector types: 16 floats (one zmm register) where ``__AVX512F__``
-is defined, 8 (one ymm) with AVX2+FMA; the same code in both (-march=native decides, and gcc enables
-AVX-512 only where the OS saves the zmm state). At run time ``em_sgemm_cpu_ok`` checks again (cpuid and
-XCR0) and, where the library cannot run its tile, every call returns 0 and the caller runs the BLAS;
-``tests/test_gemm_kernel.py`` compiles the 512-bit tile on any machine. ``a * b + c`` becomes one fused
-multiply-add (``-ffp-contract=fast``, implied by ``-std=gnu11``). Elsewhere nothing is compiled and
-``EM_SGEMM_OR`` is the BLAS call alone. Packing buffers are per thread (thread-local, grown on demand and
-kept); when one cannot be allocated the functions return 0 and the caller runs the BLAS.
+The register tile is written with GCC vector types: 16 floats (one zmm) with ``__AVX512F__``, else 8 (one
+ymm) with AVX2+FMA (-march=native decides; gcc enables AVX-512 only where the OS saves the zmm state). At
+run time ``em_sgemm_cpu_ok`` checks again (cpuid, XCR0); where the tile cannot run every call returns 0
+and the caller runs the BLAS (``tests/test_gemm_kernel.py`` compiles the 512-bit tile anywhere). ``a * b
++ c`` is one fused multiply-add (``-ffp-contract=fast``, implied by ``-std=gnu11``). Elsewhere
+``EM_SGEMM_OR`` is the BLAS call alone. Packing buffers are per thread (grown on demand and kept); when
+one cannot be allocated the functions return 0 and the caller runs the BLAS.
 """
 from .pool_c import POOL_C
+from .gemm_ksplit_c import KSPLIT_C
 
 SGEMM_C = r"""/* ember's sgemm (ember.compiler.gemm_c): C = op(A) op(B), row-major float32 */
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -429,6 +429,7 @@ static int em_gemm_1t(int ta, int tb, long M, long N, long K, const float *A, lo
   return 1;
 }
 
+__EM_KSPLIT__
 /* the parallel GEMMs' shared state: item it is the block (row group it / nch, column chunk it % nch) of
    C[b] for b = it / (ng * nch); each item is one em_gemm_1t call with its own packing buffers */
 typedef struct {
@@ -602,9 +603,8 @@ static int em_gemm_rows(int nt, em_gemm_job *j) {
   return 1;
 }
 
-/* the threads a GEMM of `work` multiply-adds runs on, of nt asked for (nt <= 0: OpenMP's count; nt < 0
-   is -nt threads whatever the size, for the tests of the split): 1 below EM_GEMM_PAR_MIN, then one per
-   half of it; a quarter of that while the pool's threads poll (em_pool_is_hot: no wake-up to pay) */
+/* the threads a GEMM of `work` multiply-adds runs on, of nt asked for (nt <= 0: OpenMP's count; nt < 0: -nt
+   whatever the size, tests): 1 below EM_GEMM_PAR_MIN, then one per half of it; a quarter while hot */
 static int em_gemm_threads(int nt, long long work) {
   if (nt < 0) return -nt;
   if (nt == 0) nt = EM_MAXT();
@@ -616,9 +616,9 @@ static int em_gemm_threads(int nt, long long work) {
 /* nb GEMMs C[b] (+)= op(A[b]) op(B[b]) (batch strides sa, sb, sc in floats; acc: add to C) on up to nt
    threads (nt 0: OpenMP's count; fewer for small GEMMs, see em_gemm_threads); 0 when a buffer could not be
    allocated or the CPU cannot run the tile (the caller then runs the BLAS). Several threads: a batch of
-   at least 2 per thread runs a few whole GEMMs per item; one GEMM of enough rows runs as row items over a
-   shared packed op(B) (em_gemm_rows); otherwise each GEMM is cut into about 4 blocks per thread, column
-   chunks of whole panels x row groups (each block packs only its own columns of op(B)). */
+   at least 2 per thread runs a few whole GEMMs per item; one GEMM of a small C and a long K is split
+   along K (em_gemm_ksplit), one of enough rows runs as row items over a shared packed op(B)
+   (em_gemm_rows); otherwise each GEMM is cut into about 4 blocks per thread (column chunks x row groups). */
 static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N, long K, const float *A, long lda,
                                 long sa, const float *B, long ldb, long sb, float *C, long ldc, long sc, int acc) {
   if (!em_sgemm_cpu_ok()) return 0;
@@ -629,15 +629,15 @@ static int em_sgemm_batched_acc(int nt, long nb, int ta, int tb, long M, long N,
      threads row items over it instead of whole products. Every element's sum is the same. */
   if (nb > 1 && sb == 0 && !ta && sa == M * lda && sc == M * ldc) M *= nb, nb = 1;
   nt = em_gemm_threads(nt, (long long)nb * M * N * K);
-  /* every helper sits out (pool_c.py: the busy-core rule): the one-thread code, not a split the caller
-     runs alone (its items cost 1-8% more CPU than the whole product: measured on mlp_fc2_dw) */
-  if (!exact && nt > 1 && em_pool_ready(nt) == 1) nt = 1;
+  if (!exact && nt > 1 && em_pool_ready(nt) == 1) nt = 1;   /* every helper sits out: one thread's code */
   if (M <= 0 || N <= 0 || nb <= 0) return 1;
   if (nt <= 1) {
     for (long b = 0; b < nb; b++)
       if (!em_gemm_1t(ta, tb, M, N, K, A + b * sa, lda, B + b * sb, ldb, C + b * sc, ldc, acc)) return 0;
     return 1;
   }
+  const int ks = nb == 1 ? em_gemm_ksplit(nt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc) : 0;  /* small C */
+  if (ks) return ks > 0;
   em_gemm_job job = {ta, tb, acc, M, N, K, A, lda, sa, B, ldb, sb, C, ldc, sc, 1, M, 1, N, 0};
   /* one GEMM of enough rows: row items over a shared op(B) (nothing packed twice) */
   if (nb == 1 && K > 0 && (M + EM_MR - 1) / EM_MR >= 4L * EM_ROW_MIN_TILES * nt && em_gemm_rows(nt, &job))
@@ -693,7 +693,7 @@ static int em_sgemm_batched(int nt, long nb, int ta, int tb, long M, long N, lon
 #endif
 """
 
-SGEMM_C = SGEMM_C.replace("__EM_POOL__", POOL_C)
+SGEMM_C = SGEMM_C.replace("__EM_POOL__", POOL_C).replace("__EM_KSPLIT__", KSPLIT_C)
 
 # a library of its own (tests, the bench, eager matmuls): the GEMM with exported entry points
 LIBRARY_C = r"""

@@ -389,8 +389,9 @@ static int em_pool_ready(int nt) {
   return ready;
 }
 
-/* fn(ctx, item, worker) for item in [0, n) on up to nt threads (worker < nt) */
-static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
+/* fn(ctx, item, worker) for item in [0, n) on up to nt threads (worker < nt); the caller's range is
+   [0, first) (first <= 0: its share by count; a GEMM whose first item is worth several others gives 1) */
+static void em_pool_run_mine(int nt, long n, long first, em_task_fn fn, void *ctx) {
   if (nt > n) nt = (int)n;
   if (nt > EM_POOL_MAX) nt = EM_POOL_MAX;
   if (nt <= 1 || n >= 0xffffffffL) {
@@ -438,7 +439,7 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   em_job_n = n;
   em_job_nt = nt;
   /* the caller's share of the items by count (helpers = nt - 1 threads take the rest) */
-  const long half = ember_pool_halves ? (n + helpers) / (helpers + 1) : n;
+  const long half = !ember_pool_halves ? n : first > 0 ? (first < n ? first : n) : (n + helpers) / (helpers + 1);
   em_job_half = half;
   atomic_store(&em_pool_done, 0);
   atomic_store(&em_pool_claim2, (unsigned long long)gen << 32 | (unsigned long long)half);
@@ -500,4 +501,5 @@ static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) {
   pthread_mutex_unlock(&em_pool_mu);
   pthread_mutex_unlock(&em_pool_run_mu);
 }
+static void em_pool_run(int nt, long n, em_task_fn fn, void *ctx) { em_pool_run_mine(nt, n, 0, fn, ctx); }
 """

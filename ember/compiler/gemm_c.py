@@ -581,10 +581,10 @@ static long em_guided(long units, long most, long least, int nt, long *b) {
 }
 
 /* one GEMM as row items against op(B) packed once and shared (em_task_rows). Guided sizes: the first
-   items are large (fewer passes over the packed op(B)), but at most 1 / EM_ITEMS_PER_THREAD of a
-   thread's share (an item held by a thread preempted on a busy core is what the others may wait for),
-   the last small (threads finish together). 0 when the shared buffer would be larger than EM_SHARED_MAX
-   or cannot be allocated. */
+   items large (fewer passes over op(B)), at most 1 / EM_ITEMS_PER_THREAD of a thread's share (what a
+   preempted thread may hold up), the last small (threads finish together). The caller's range is the
+   first items up to about 1 / nt of the rows (by count it held more: two threads 1.03-1.1x slower).
+   0 when the shared buffer would be larger than EM_SHARED_MAX or cannot be allocated. */
 static int em_gemm_rows(int nt, em_gemm_job *j) {
   const long nk = (j->K + EM_KC - 1) / EM_KC, kcmax = (j->K + nk - 1) / nk, np = (j->N + EM_NR - 1) / EM_NR;
   const size_t nfl = (size_t)nk * np * kcmax * EM_NR;
@@ -593,13 +593,13 @@ static int em_gemm_rows(int nt, em_gemm_job *j) {
   if (!sh) return 0;
   long rows[EM_ROW_ITEMS_MAX + 1];
   const long tiles = (j->M + EM_MR - 1) / EM_MR;
-  /* (a preempted thread holds up at most tiles / (EM_ITEMS_PER_THREAD * nt)) */
   const long n = em_guided(tiles, tiles / (EM_ITEMS_PER_THREAD * nt), EM_ROW_MIN_TILES, nt, rows);
-  for (long i = 0; i < n; i++) rows[i] *= EM_MR;
-  rows[n] = j->M;
+  for (long i = 0; i <= n; i++) rows[i] = i < n ? rows[i] * EM_MR : j->M;
   j->nk = nk, j->kcmax = kcmax, j->np = np, j->rows = rows, j->bsh = sh, j->bst = (_Atomic int *)(sh + nfl);
   memset((void *)j->bst, 0, sizeof(int) * (size_t)nk * np);
-  em_pool_run(nt, n, em_task_rows, j);
+  long first = 1;           /* (the caller's range) */
+  for (long i = 2; i < n; i++) if (labs(rows[i] * nt - j->M) < labs(rows[first] * nt - j->M)) first = i;
+  em_pool_run_mine(nt, n, first, em_task_rows, j);
   return 1;
 }
 

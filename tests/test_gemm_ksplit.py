@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ember.compiler import gemm
+from gemm_support import assert_bits_of_one_thread
 
 needs_gemm = pytest.mark.skipif(not gemm.available(), reason="this CPU has neither AVX-512 nor AVX2+FMA: "
                                                              "ember's GEMM is not compiled (the BLAS runs)")
@@ -51,17 +52,7 @@ def test_k_split_gives_the_bits_of_one_thread(ksplit, mode, ta, tb):
     ksplit.value = mode
     for M, N, K in ((128, 512, 1024), (97, 33, 257), (13, 10, 600), (7, 5, 1100), (256, 10, 512)):
         a, b = _operand(rng, M, K, ta), _operand(rng, K, N, tb)
-        base = rng.uniform(-1, 1, (M, N)).astype(np.float32)
-        one, one_acc = gemm.sgemm(a, b, threads=1), base.copy()
-        gemm.sgemm(a, b, threads=1, out=one_acc, accumulate=True)
-        np.testing.assert_allclose(one, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5 * np.sqrt(K))
-        np.testing.assert_allclose(one_acc, base + a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5 * np.sqrt(K))
-        for nt in (2, 3, 4):
-            for _ in range(3):
-                np.testing.assert_array_equal(gemm.sgemm(a, b, threads=nt, exact_threads=True), one)
-                acc = base.copy()
-                gemm.sgemm(a, b, threads=nt, out=acc, accumulate=True, exact_threads=True)
-                np.testing.assert_array_equal(acc, one_acc)
+        assert_bits_of_one_thread(a, b, rng.uniform(-1, 1, (M, N)).astype(np.float32), threads=(2, 3, 4))
 
 
 @needs_gemm

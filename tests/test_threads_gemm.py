@@ -10,6 +10,7 @@ import pytest
 
 import ember
 from ember.compiler import gemm, build
+from gemm_support import assert_bits_of_one_thread
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,16 +86,7 @@ def test_split_gemm_gives_the_bits_of_one_thread(ta, tb):
     rng = np.random.default_rng(ta * 2 + tb)
     for M, N, K in ((300, 200, 700), (97, 33, 257), (1000, 40, 70), (40, 600, 50), (130, 16, 1), (100, 2100, 2050)):
         a, b = _operand(rng, M, K, ta), _operand(rng, K, N, tb)
-        base = rng.uniform(-1, 1, (M, N)).astype(np.float32)
-        one, one_acc = gemm.sgemm(a, b, threads=1), base.copy()
-        gemm.sgemm(a, b, threads=1, out=one_acc, accumulate=True)
-        np.testing.assert_allclose(one, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5 * np.sqrt(K))
-        for nt in (2, 3):
-            for _ in range(3):
-                np.testing.assert_array_equal(gemm.sgemm(a, b, threads=nt, exact_threads=True), one)
-                acc = base.copy()
-                gemm.sgemm(a, b, threads=nt, out=acc, accumulate=True, exact_threads=True)
-                np.testing.assert_array_equal(acc, one_acc)
+        assert_bits_of_one_thread(a, b, rng.uniform(-1, 1, (M, N)).astype(np.float32))
 
 
 @needs_gemm

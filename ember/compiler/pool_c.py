@@ -58,6 +58,8 @@ kernel's input crossed between the cores (measured, the GPT b16 step on two thre
 timing, interleaved: 1.04-1.06x faster whole steps, the MLP b512 Adam step 1.01-1.04x; an elementwise
 copy of 128K floats took 114 us on one thread and 170 us on two before). ``ember_pool_halves = 0`` (the
 GEMM library's symbol) goes back to one counter (an A/B in one process: set it through ctypes between runs).
+``em_pool_run_mine`` sets the caller's range where items differ in size: a GEMM's row items (large
+first) and its K split (the first item is several K blocks) give the caller the items worth 1 / nt.
 """
 
 POOL_C = r"""/* ember's work pool (ember.compiler.pool_c) */

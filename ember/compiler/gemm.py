@@ -13,7 +13,8 @@ the BLAS. ``EMBER_NATIVE_GEMM=0`` turns it
 off; ``mode="max-autotune"`` also times the BLAS variant. The thread count is OpenMP's
 (``ember.set_num_threads``), fewer for small GEMMs: one below ``EM_GEMM_PAR_MIN`` (8M multiply-adds),
 then one per 4M; a quarter of that while the pool's threads poll between jobs (gemm_c.py
-``em_gemm_threads``). Accuracy: fused
+``em_gemm_threads``); a small C over a long K (weight gradients) is split along K (gemm_ksplit_c.py).
+Every thread count gives the one-thread bits. Accuracy: fused
 multiply-adds in K order within blocks of ``EM_KC`` (the tests compare against NumPy at 1e-5 relative).
 
 ``library()`` builds the GEMM alone with exported entry points; ``sgemm(a, b, ...)`` calls it on NumPy

@@ -23,6 +23,13 @@ When (``em_ksplit_wanted``, ``ember_gemm_ksplit = 1``): one GEMM (not a batch), 
 the partials fit ``EM_KSPLIT_MAX``, and C is small against K: ``M * N <= EM_KSPLIT_MN`` and ``M, N <=
 K``. ``ember_gemm_ksplit`` (the GEMM library's symbol, set through ctypes): 0 never, 2 wherever there
 are two K blocks (tests, A/B runs).
+
+Measured (2-core Zen 5 VM shared with other processes, SCHED_FIFO, one call per sample, variants
+interleaved, medians of 60-150; two threads' speed over one): 128x512x1024 1.27-1.33x as row items ->
+1.49-1.74x split along K, 128x128x1024 1.26-1.28x -> 1.61x, 512x128x1024 1.56-1.65x -> 1.68-1.78x,
+384x128x1024 1.59-1.66x -> 1.63-1.84x, 256x256x512 (two K blocks: two items, the least room to even
+out a busy core) 1.11-1.55x -> 1.11-1.74x. Where N or M exceeds K (256x784x512, 1024x128x512) forcing it
+was no faster or slower (1024x128x512: 1.75x -> 1.43x); the square 1024 about the same.
 """
 
 KSPLIT_C = r"""/* ember's K-split GEMM (ember.compiler.gemm_ksplit_c) */

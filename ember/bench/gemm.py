@@ -32,6 +32,9 @@ SHAPES = [
     ("gpt_fc_dx", 1, 1024, 128, 512, 0, 0),
     ("gpt_proj2", 1, 1024, 128, 512, 0, 1),
     ("gpt_fc_dw", 1, 512, 128, 1024, 1, 0),
+    ("gpt_proj2_dw", 1, 128, 512, 1024, 1, 0),   # the other weight gradients (split along K on threads)
+    ("gpt_qkv_dw", 1, 384, 128, 1024, 1, 0),
+    ("gpt_proj_dw", 1, 128, 128, 1024, 1, 0),
     ("attn_qk", 64, 64, 64, 32, 0, 1),          # also the backward's dP = dO V^T
     ("attn_av", 64, 64, 32, 64, 0, 0),          # also dQ = dS K
     ("attn_dv", 64, 64, 32, 64, 1, 0),          # dV = P^T dO, dK = dS^T Q

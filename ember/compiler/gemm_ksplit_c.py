@@ -19,17 +19,20 @@ that one item), the single blocks after it the helpers'; a thread out of its ran
 other's, so a late helper costs nothing more than on any job. With two threads and four blocks (K=1024)
 each thread runs two blocks.
 
-When (``em_ksplit_wanted``, ``ember_gemm_ksplit = 1``): one GEMM (not a batch), at least two K blocks,
-the partials fit ``EM_KSPLIT_MAX``, and C is small against K: ``M * N <= EM_KSPLIT_MN`` and ``M, N <=
-K``. ``ember_gemm_ksplit`` (the GEMM library's symbol, set through ctypes): 0 never, 2 wherever there
+When (``em_ksplit_wanted``, ``ember_gemm_ksplit = 1``): one GEMM (not a batch), more K blocks than
+threads (at least one single-block item left to even out a thread that starts late or loses its core),
+the partials fit ``EM_KSPLIT_MAX``, and C is small against K: ``M * N <= EM_KSPLIT_MN`` (64K) and ``M, N
+<= K``. ``ember_gemm_ksplit`` (the GEMM library's symbol, set through ctypes): 0 never, 2 wherever there
 are two K blocks (tests, A/B runs).
 
 Measured (2-core Zen 5 VM shared with other processes, SCHED_FIFO, one call per sample, variants
 interleaved, medians of 60-150; two threads' speed over one): 128x512x1024 1.27-1.33x as row items ->
 1.49-1.74x split along K, 128x128x1024 1.26-1.28x -> 1.61x, 512x128x1024 1.56-1.65x -> 1.68-1.78x,
-384x128x1024 1.59-1.66x -> 1.63-1.84x, 256x256x512 (two K blocks: two items, the least room to even
-out a busy core) 1.11-1.55x -> 1.11-1.74x. Where N or M exceeds K (256x784x512, 1024x128x512) forcing it
-was no faster or slower (1024x128x512: 1.75x -> 1.43x); the square 1024 about the same.
+384x128x1024 1.59-1.75x -> 1.63-1.84x (split whatever their layout). Not chosen: 256x256x512 (two K
+blocks, one item per thread: 1.11-1.70x -> 1.11-1.85x, worse in 4 of 7 runs), 512x256x784 (the MLP's
+first layer: no faster in 6 runs), shapes where N or M exceeds K (256x784x512 no faster, 1024x128x512
+1.75x -> 1.43x). Cutting each part's rows in two as well (more, smaller items) was no faster (B packed
+twice).
 """
 
 KSPLIT_C = r"""/* ember's K-split GEMM (ember.compiler.gemm_ksplit_c) */
@@ -37,7 +40,7 @@ KSPLIT_C = r"""/* ember's K-split GEMM (ember.compiler.gemm_ksplit_c) */
 #define EM_KSPLIT_MAX (4L << 20)    /* floats of partial sums at most (16 MB) */
 #endif
 #ifndef EM_KSPLIT_MN
-#define EM_KSPLIT_MN (256L * 1024)  /* M * N at most, where chosen (ember_gemm_ksplit 1) */
+#define EM_KSPLIT_MN (64L * 1024)   /* M * N at most, where chosen (ember_gemm_ksplit 1) */
 #endif
 /* 0: never split along K; 1: where em_ksplit_wanted says; 2: wherever there are two K blocks */
 __attribute__((visibility("default"))) int ember_gemm_ksplit = 1;
@@ -89,9 +92,9 @@ static void em_task_ksum(void *c, long it, int w) {
   }
 }
 
-static int em_ksplit_wanted(long M, long N, long K, long nk) {
+static int em_ksplit_wanted(int nt, long M, long N, long K, long nk) {
   if (ember_gemm_ksplit <= 0 || nk < 2) return 0;
-  return ember_gemm_ksplit >= 2 || (M * N <= EM_KSPLIT_MN && M <= K && N <= K);
+  return ember_gemm_ksplit >= 2 || (nk > nt && M * N <= EM_KSPLIT_MN && M <= K && N <= K);
 }
 
 /* C (+)= op(A) op(B) split along K on nt > 1 threads (the module text). Returns 0 where it does not
@@ -100,7 +103,7 @@ static int em_ksplit_wanted(long M, long N, long K, long nk) {
 static int em_gemm_ksplit(int nt, int ta, int tb, long M, long N, long K, const float *A, long lda,
                           const float *B, long ldb, float *C, long ldc, int acc) {
   const long nk = (K + EM_KC - 1) / EM_KC;
-  if (!em_ksplit_wanted(M, N, K, nk)) return 0;
+  if (!em_ksplit_wanted(nt, M, N, K, nk)) return 0;
   const long h = nk / nt > 0 ? nk / nt : 1;
   if ((size_t)(nk - h) * M * N > EM_KSPLIT_MAX) return 0;
   float *part = em_shared_workspace((size_t)(nk - h) * M * N);

@@ -100,15 +100,15 @@ def test_with_both_threads_running_the_caller_takes_the_front_and_the_helper_the
 @two_cpus
 def test_a_sleeping_thread_leaves_its_range_to_the_other():
     # the helper sleeps on its first item: the caller runs its own range, then every item of the
-    # helper's range but that one
+    # helper's range but that one. A shared machine may preempt the caller for longer than the sleep (the
+    # helper then rightly takes caller items), so five tries; one must show the layout
     n = 16
     seen = []
-    for _ in range(3):
+    for _ in range(5):
         counts, workers = _run(2, n, spin_us=50, sleeper=1, sleep_us=20000)
         assert (counts == 1).all()
-        assert (workers[:n // 2] == 0).all()   # (never the helper: it sleeps, then finds nothing left)
-        seen.append(workers.tolist())
-        if (workers == 1).sum() == 1:
+        w = workers.tolist()
+        seen.append(w)
+        if w[:n // 2].count(1) == 0 and w[n // 2:].count(1) == 1:
             break
-    assert any(w.count(1) == 1 and w[n // 2:].count(1) == 1 for w in seen), seen
-
+    assert any(w[:n // 2].count(1) == 0 and w[n // 2:].count(1) == 1 for w in seen), seen

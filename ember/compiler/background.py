@@ -189,19 +189,6 @@ def _from_child(pid: int, program, key: str, name: str):
     return False, None
 
 
-def _one_blas_thread():
-    """NumPy's BLAS limited to one thread (a threadpoolctl limiter to restore), or None: the interpreted
-    calls' products run beside the background compilers, and BLAS threads that synchronize by spinning
-    on a shared core cost more than they give (issue 16 item 1)."""
-    if os.environ.get("EMBER_BACKGROUND_BLAS_ONE", "1") == "0":
-        return None
-    try:
-        import threadpoolctl
-        return threadpoolctl.threadpool_limits(limits=1, user_api="blas")
-    except Exception:
-        return None
-
-
 def _forget_plan(key: str, name: str) -> None:
     """Remove the plan the child stored: its C did not build (plan_cache keeps only plans that built)."""
     from . import plan_cache
@@ -282,13 +269,14 @@ class BackgroundRunner:
             self.interpreted += 1
             STATS["interpreted"] += 1
             was, _HOLD.on = holding(), True
-            limit = _one_blas_thread()
+            # NumPy's BLAS on one thread beside the background compilers (tiers.hold_one_blas_thread)
+            held = tiers.hold_one_blas_thread()
             try:
                 return self._interp(arg_tensors, grad_enabled)
             finally:
                 _HOLD.on = was
-                if limit is not None:
-                    limit.restore_original_limits()
+                if held:
+                    tiers.release_blas_thread()
         native = self.native if p is None else self._land()
         if native is None:
             return self._interp(arg_tensors, grad_enabled)

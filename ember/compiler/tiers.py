@@ -66,6 +66,57 @@ def lower_priority(nice: int, thread: bool = True) -> None:
         pass
 
 
+# ---- NumPy's BLAS on one thread while builds run beside the program's steps ----------------------------
+# Held by the GEMM library's background build (shared_gemm.prefetch: it runs beside the first trace, whose
+# products are NumPy's) and by the interpreted calls of a graph compiled in the background (background.py).
+# On two cores a second BLAS thread meets the compilers there: OpenBLAS threads synchronize by spinning,
+# and the small GPT's cold trace took 1.3-1.5 s with two BLAS threads against ~0.3-0.7 s with one (the
+# products split over M and N, not K, so the thread count does not change their results). Counted, so
+# that holders ending in any order (on any thread) restore the limit once, when the last one releases.
+_BLAS_HOLD = {"n": 0, "limiter": None}
+_BLAS_GUARD = threading.Lock()
+
+
+def _blas_one_wanted() -> bool:
+    return os.environ.get("EMBER_BACKGROUND_BLAS_ONE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def hold_one_blas_thread() -> bool:
+    """Limit NumPy's BLAS to one thread until the matching :func:`release_blas_thread` (True: held, call
+    it; False: not limited, by ``EMBER_BACKGROUND_BLAS_ONE=0`` or without ``threadpoolctl``)."""
+    if not _blas_one_wanted():
+        return False
+    with _BLAS_GUARD:
+        if _BLAS_HOLD["n"] == 0:
+            try:
+                import threadpoolctl
+                _BLAS_HOLD["limiter"] = threadpoolctl.threadpool_limits(limits=1, user_api="blas")
+            except Exception:          # (no threadpoolctl or no BLAS found: nothing to limit)
+                return False
+        _BLAS_HOLD["n"] += 1
+        return True
+
+
+def release_blas_thread() -> None:
+    """End one :func:`hold_one_blas_thread`; the last one restores the BLAS's thread count: the one
+    ``ember.set_num_threads`` set meanwhile, else the one in force before the first hold."""
+    with _BLAS_GUARD:
+        _BLAS_HOLD["n"] -= 1
+        if _BLAS_HOLD["n"] > 0:
+            return
+        limiter, _BLAS_HOLD["limiter"] = _BLAS_HOLD["limiter"], None
+        try:
+            from .. import _settings
+            n = _settings._THREADS.get("blas") or 0
+            if n > 0 and _settings._LIMITER:
+                import threadpoolctl
+                threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+            elif limiter is not None:
+                limiter.restore_original_limits()
+        except Exception:
+            pass
+
+
 class Pending:
     """The optimized library being built in a background thread: ``ready()``, ``wait(timeout)``,
     ``result`` (a prepared ``build.CompiledLibrary``, or None when the build failed: ``error``)."""

@@ -70,9 +70,10 @@ def lower_priority(nice: int, thread: bool = True) -> None:
 # Held by the GEMM library's background build (shared_gemm.prefetch: it runs beside the first trace, whose
 # products are NumPy's) and by the interpreted calls of a graph compiled in the background (background.py).
 # On two cores a second BLAS thread meets the compilers there: OpenBLAS threads synchronize by spinning,
-# and the small GPT's cold trace took 1.3-1.5 s with two BLAS threads against ~0.3-0.7 s with one (the
-# products split over M and N, not K, so the thread count does not change their results). Counted, so
-# that holders ending in any order (on any thread) restore the limit once, when the last one releases.
+# and the small GPT's cold trace took 1.3-1.5 s with two BLAS threads against ~0.3-0.7 s with one. (OpenBLAS
+# blocks a product differently on one thread, so its last bits may differ from two threads', as with any
+# set_num_threads change; ember's default is one BLAS thread, where nothing changes.) Counted, so that
+# holders ending in any order (on any thread) restore the limit once, when the last one releases.
 _BLAS_HOLD = {"n": 0, "limiter": None}
 _BLAS_GUARD = threading.Lock()
 

@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, node_class, rename
+from ._layout_rule import contiguous_results
 from ._reduce_util import ALL_DIMS, dim_keepdim_dtype
 from ._util import dims_arg, dtype_arg
 
@@ -88,6 +89,7 @@ def _mean_bw(ctx, g):
 
 
 MEAN = register("mean", _mean_kernel, _mean_bw)
+contiguous_results(SUM, MEAN)      # torch's reductions: C-contiguous whatever the input's layout
 _MEAN_DIM = node_class("MeanBackward1")
 
 

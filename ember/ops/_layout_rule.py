@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["first_wins"]
+__all__ = ["first_wins", "contiguous_results", "suggests_channels_last", "channels_last_empty"]
 
 
 def first_wins(r, x):
@@ -89,3 +89,74 @@ def result_strides(shape, operands):
         strides[d] = acc
         acc *= max(shape[d], 1)
     return tuple(strides)
+
+
+def _c_order(r):
+    return np.ascontiguousarray(r) if type(r) is np.ndarray and not r.flags.c_contiguous else r
+
+
+def contiguous_results(*ops, channels_last: bool = False):
+    """Make ``ops`` return C-contiguous arrays, as torch's reductions, softmax and the norm layers do
+    whatever the input's layout (NumPy keeps a permuted input's layout, so ``x.transpose(1, 2).sum(0,
+    keepdim=True).view(-1)`` failed where torch's works). A flags test is all a contiguous result pays.
+    ``channels_last``: the first result is channels-last instead when the first argument suggests it
+    (torch's group_norm)."""
+    for op in ops:
+        kernel = op.kernel
+        if getattr(kernel, "_c_order", False):
+            continue
+        if channels_last:
+            def wrapped(*args, _k=kernel, **kw):
+                res = _k(*args, **kw)
+                x = args[0]
+                one = type(res) is np.ndarray
+                first = res if one else res[0]
+                if type(x) is np.ndarray and x.ndim in (4, 5) and not x.flags.c_contiguous \
+                        and suggests_channels_last(x.shape, x.strides):
+                    first = channels_last_copy(first)
+                else:
+                    first = _c_order(first)
+                return first if one else (first,) + tuple([_c_order(r) for r in res[1:]])
+        elif op.nout == 1:
+            def wrapped(*args, _k=kernel, **kw):
+                r = _k(*args, **kw)
+                return np.ascontiguousarray(r) if type(r) is np.ndarray and not r.flags.c_contiguous else r
+        else:
+            def wrapped(*args, _k=kernel, **kw):
+                return tuple([_c_order(r) for r in _k(*args, **kw)])
+        wrapped._c_order = True
+        wrapped.__name__ = getattr(kernel, "__name__", op.name)
+        wrapped.__wrapped__ = kernel
+        op.kernel = wrapped
+
+
+def channels_last_copy(r):
+    """``r``'s values in a fresh channels-last (4-d) / channels_last_3d (5-d) array."""
+    out = channels_last_empty(r.shape, r.dtype)
+    np.copyto(out, r)
+    return out
+
+
+def channels_last_empty(shape, dtype):
+    """A fresh array of ``shape`` (4-d or 5-d) laid out channels-last."""
+    nd = len(shape)
+    order = (0,) + tuple(range(2, nd)) + (1,)
+    return np.empty([shape[d] for d in order], dtype).transpose([order.index(d) for d in range(nd)])
+
+
+def suggests_channels_last(shape, strides) -> bool:
+    """torch's ``suggest_memory_format() == channels_last`` (4-d) / ``channels_last_3d`` (5-d) for a
+    layout: walking C, then the spatial dims from last to first, then N, the strides never fall, N's
+    stride is not C's (an ambiguous N111 layout counts as contiguous), and a dim of size > 1 raises the
+    floor by its extent. Strides may be in bytes or elements (only their order and ratios matter)."""
+    nd = len(shape)
+    if nd not in (4, 5) or strides[1] == 0:
+        return False
+    lo = 0
+    for d in (1,) + tuple(range(nd - 1, 1, -1)) + (0,):
+        if shape[d] == 0 or strides[d] < lo:
+            return False
+        if d == 0 and lo == strides[1]:
+            return False
+        lo = strides[d] * shape[d] if shape[d] > 1 else strides[d]
+    return True

@@ -34,7 +34,9 @@ def _sum_kernel(x, axis, keepdims, dtype=None):
     # the ufunc's own reduce (np.sum is a Python wrapper around it: a few microseconds per call here)
     if dtype is None and x.dtype == _BF16:      # accumulate in float32 and round once, as torch
         return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(_BF16)
-    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype)
+    r = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=dtype)
+    # torch's reductions are C-contiguous whatever x's layout (NumPy keeps a permuted x's)
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)
 
 
 def _sum_bw(ctx, g):
@@ -76,6 +78,8 @@ def _mean_kernel(x, axis, keepdims, dtype=None):
     s = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=acc)
     count = x.size // s.size if s.size else 1
     r = np.true_divide(s, count)
+    if not r.flags.c_contiguous:
+        r = np.ascontiguousarray(r)
     return r.astype(dtype or x.dtype, copy=False) if r.dtype != (dtype or x.dtype) else r
 
 

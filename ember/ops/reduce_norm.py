@@ -10,6 +10,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach
+from ._layout_rule import contiguous_results
 from ._util import wrap_dim
 from .reduce import _expand_back, sum as _sum, SUM
 from ._reduce_util import _INF, _const, _down, _name, _out, _reduce_axes, _up
@@ -96,6 +97,7 @@ def _norm_bw(ctx, g):
 
 
 NORM = register("norm", _norm_kernel, _norm_bw, save="io")
+contiguous_results(NORM)
 NORM.node_name = "LinalgVectorNormBackward0"     # torch.norm / Tensor.norm run linalg.vector_norm too
 
 

@@ -21,6 +21,7 @@ from ..autograd.grad_mode import no_grad
 from ._std_sort import torch_mode_indices
 from ..autograd.node import _version_error
 from .registry import register, apply, attach, FUNCTIONS, node_class, rename, dtype_name
+from ._layout_rule import contiguous_results
 from ._util import wrap_dim, int_arg
 from ._along import take_along
 from .._native import eager_kernels as _native
@@ -436,6 +437,7 @@ ARGMAX = register("argmax", lambda x, axis, keepdims: _argmaxmin_kernel(x, axis,
                   differentiable=False)
 ARGMIN = register("argmin", lambda x, axis, keepdims: _argmaxmin_kernel(x, axis, keepdims, False),
                   differentiable=False)
+contiguous_results(AMAX, AMIN, ARGMAX, ARGMIN)
 
 
 _NO_ARG = frozenset((_dt.bool, _dt.complex64, _dt.complex128))

@@ -10,6 +10,7 @@ from .._native import eager_kernels as _native
 from ..autograd.grad_mode import GRAD
 from ..tensor import Tensor, wrap
 from .registry import register, apply, attach, HOOKS
+from ._layout_rule import contiguous_results
 from ._util import wrap_dim
 from .reduce import _expand_back, sum as _sum
 from ._reduce_util import _down, _int_dim, _name, _out, _reduce_axes, _up
@@ -134,6 +135,7 @@ def _log_softmax_bw(ctx, g):
 
 SOFTMAX = register("softmax", _softmax_kernel, _softmax_bw, save="o")
 LOG_SOFTMAX = register("log_softmax", _log_softmax_kernel, _log_softmax_bw, save="o")
+contiguous_results(LOGSUMEXP, SOFTMAX, LOG_SOFTMAX)
 
 
 def _softmax_common(op, name, input, dim, dtype):

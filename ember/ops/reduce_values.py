@@ -15,6 +15,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from .registry import register, apply, attach, node_class, rename
+from ._layout_rule import contiguous_results
 from ._util import wrap_dim
 from .reduce import _expand_back, mean as _mean, SUM
 from .creation import ones as _ones
@@ -296,6 +297,7 @@ def _nanmean_bw(ctx, g):
 
 
 NANMEAN = register("nanmean", _nanmean_kernel, _nanmean_bw, save="i")
+contiguous_results(PROD, VAR, STD, ALL, ANY, NANSUM, NANMEAN)
 NANMEAN.node_name = "DivBackward0"      # torch's nanmean is nansum(x) / count(x not NaN)
 
 

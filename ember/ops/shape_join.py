@@ -20,6 +20,7 @@ from .registry import register, apply, apply_view, attach, node_class, rename, d
 from ..autograd.grad_mode import GRAD
 from ._reduce_util import numpy_names
 from ._util import wrap_dim, fmt_shape, can_cast
+from ._layout_rule import suggests_channels_last, channels_last_empty
 from .shape import reshape, narrow, TAKE_FLAT, VIEW, _UNSQUEEZE
 from ._shape_util import _int_list, _out, _tensor_list, _varargs_tensors, _zeros
 
@@ -31,22 +32,20 @@ def _cat_kernel(*xs, axis, dt, keep, sizes):
     if not keep:
         return np.empty((0,), dtype=dt)
     # (the promotion as part of the join: NumPy casts each input as it copies it, as astype would)
-    r = np.concatenate(xs if len(keep) == len(xs) else [xs[i] for i in keep], axis=axis, dtype=dt,
-                       casting="unsafe")
-    if not r.flags.c_contiguous and not _channels_last_order(r):
-        # torch's cat result is contiguous unless its inputs are channels_last (NumPy followed transposed
-        # inputs' order, so a later view() failed where torch's works)
+    if len(keep) != len(xs):
+        xs = [xs[i] for i in keep]
+    if xs[0].ndim in (4, 5) and all(type(x) is np.ndarray and suggests_channels_last(x.shape, x.strides)
+                                    for x in xs):
+        # torch's cat keeps channels_last when every input suggests it
+        shp = list(xs[0].shape)
+        shp[axis] = builtins.sum(x.shape[axis] for x in xs)
+        return np.concatenate(xs, axis=axis, out=channels_last_empty(shp, dt), casting="unsafe")
+    r = np.concatenate(xs, axis=axis, dtype=dt, casting="unsafe")
+    if not r.flags.c_contiguous:
+        # torch's cat result is contiguous otherwise (NumPy followed transposed inputs' order, so a later
+        # view() failed where torch's works)
         r = np.ascontiguousarray(r)
     return r
-
-
-def _channels_last_order(r) -> bool:
-    """Whether ``r`` (4-d or 5-d) is laid out channels-last: its strides fall along (N, spatial..., C)."""
-    if r.ndim not in (4, 5):
-        return False
-    st = r.strides
-    order = (0,) + tuple(range(2, r.ndim)) + (1,)
-    return all(st[order[i]] >= st[order[i + 1]] for i in range(r.ndim - 1))
 
 
 def _cat_bw(ctx, g):

@@ -20,6 +20,7 @@ with ember's in-place ops from the ``norm_stats`` outputs, so ``ember.compile`` 
 float16/bfloat16 inputs are computed in float32 and rounded back, as torch's CPU kernels do.
 """
 from __future__ import annotations
+from ...ops._layout_rule import contiguous_results
 
 import sys
 
@@ -194,6 +195,8 @@ NATIVE_GROUP_NORM = register("native_group_norm", _norm_kernel, _norm_backward, 
 NATIVE_BATCH_NORM = register("native_batch_norm", _norm_kernel, _norm_backward, save="0134")
 RMS_NORM = register("rms_norm", _norm_kernel, _norm_backward, save="0134")
 RMS_NORM.node_name = "MulBackward0"     # torch's rms_norm is composite: its last step is a product
+contiguous_results(NATIVE_LAYER_NORM)       # C-contiguous as torch's, whatever x's layout
+contiguous_results(NATIVE_GROUP_NORM, channels_last=True)   # (channels-last kept, as torch's)
 
 
 def _normalize_op(op, x, w, b, mean, var, shape, sshape, wshape, axes, waxes, eps, center=True, const=False):

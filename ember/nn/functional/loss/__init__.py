@@ -41,3 +41,6 @@ __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
            "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
            "poisson_nll_loss", "gaussian_nll_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
            "multi_margin_loss", "multilabel_margin_loss", "ctc_loss"]
+
+from . import toplevel as _toplevel  # noqa: E402
+_toplevel.install(vars(__import__("sys").modules["ember"]))   # torch.kl_div & co.: int reduction

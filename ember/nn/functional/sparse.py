@@ -16,6 +16,7 @@ from ... import dtypes as _dt
 from ...tensor import Tensor, wrap
 from ...ops.registry import register, apply, dtype_name, node_class, rename
 from ...ops._along import first_out_of_range
+from ...memory import _check_new
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -258,6 +259,13 @@ def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's key
         raise TypeError(f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input._dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    whole = isinstance(num_classes, (int, np.integer)) and not isinstance(num_classes, (bool, np.bool_))
+    if isinstance(num_classes, Tensor):      # (a one-element integer tensor, as torch takes it)
+        whole = num_classes.numel() == 1 and not num_classes.dtype.is_floating_point
+    if not whole:
+        raise TypeError(f"one_hot(): argument 'num_classes' (position 2) must be int, not "
+                        f"{type(num_classes).__name__}")
+    num_classes = int(num_classes)
     a = input._data
     if type(a) is not np.ndarray and not getattr(a, "is_meta", False):
         return _one_hot_device(input, num_classes)
@@ -272,6 +280,8 @@ def one_hot(input, num_classes: int = -1) -> Tensor:  # noqa: A002 - torch's key
             raise RuntimeError("Class values must be non-negative.")
         if a.max() >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
+    # the result is sized (and limit-checked, naming one_hot) before the ops below allocate anything
+    _check_new(a.shape + (num_classes,), np.int64)
     # as ops (compare with the class numbers), so ember.compile records it like any other op
     from ...ops.creation import arange
     return (input.unsqueeze(-1) == arange(num_classes)).to(_dt.int64)

@@ -13,6 +13,8 @@ dispatcher's back. See ``UnsupportedTrace``.
 """
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import sys
 import weakref
@@ -703,7 +705,7 @@ class Tracer:
             seen = tuple(t for _, t in self.modules_seen)
             p.extra_guards = list(p.extra_guards) + [(
                 f"the training flags of the {len(refs)} module(s) called are as traced",
-                lambda refs=refs: tuple(None if r() is None else r().training for r in refs), seen)]
+                functools.partial(_training_flags, tuple(refs)), seen)]
         if self.module_states:
             p.extra_guards = list(p.extra_guards) + [_python_guards.modules_guard(self.module_states)]
         return p
@@ -717,6 +719,17 @@ class Tracer:
             self.keep.append(module)
             self.modules_seen.append((weakref.ref(module), module.training))
             self.module_states.append(_python_guards.module_state(module))
+
+
+def _training_flags(refs) -> tuple:
+    """The ``training`` flags of the modules ``refs`` (weak references) point at; None for a freed one."""
+    try:
+        return tuple(map(_TRAINING, map(operator.call, refs)))
+    except AttributeError:                      # a module was freed
+        return tuple(None if r() is None else r().training for r in refs)
+
+
+_TRAINING = operator.attrgetter("training")
 
 
 def _where(d) -> int:

@@ -7,6 +7,8 @@ update makes (is the state initialised? does a parameter have a gradient?) becom
 """
 from __future__ import annotations
 
+import itertools
+import operator
 import weakref
 
 import numpy as np
@@ -17,33 +19,58 @@ from ..ops.fused_optim import adam_update_, _settings
 from .capture import Tracer
 
 
-def _guard_state(tr, opt, p):
-    oref, pref = weakref.ref(opt), weakref.ref(p)
-    tr.add_guard(f"{type(opt).__name__} state initialised for a parameter {tuple(p.shape)}",
-                 lambda: bool(oref() is not None and pref() is not None and oref().state.get(pref())))
-    tr.add_guard(f"parameter {tuple(p.shape)} has a gradient",
-                 lambda: pref() is not None and pref()._grad is not None)
+def _group_guard(tr, opt, seen):
+    """One guard for a parameter group: for each parameter, the optimizer's state dict for it (by
+    identity: ``opt.state.clear()`` or ``load_state_dict`` make new ones, and the trace reads the old
+    one's tensors by reference) and whether it has a gradient, as they were when the update read them
+    (``seen``: (weakref to the parameter, its state dict or None, has a gradient), taken before the
+    traced update wrote any state). The guard keeps those dicts alive, so their ids are not reused. A
+    tensor put into an existing state dict by hand is not seen. One closure, C-level loops and one tuple
+    compare per call instead of two lambdas per parameter (a GPT step has ~50)."""
+    if not seen:
+        return
+    oref = weakref.ref(opt)
+    prefs = tuple(r for r, _, _ in seen)
+    dicts = tuple(st for _, st, _ in seen)
+    expect = (tuple(map(id, dicts)), tuple(g for _, _, g in seen))
+
+    def now(oref=oref, prefs=prefs, call=operator.call, grad=operator.attrgetter("_grad"),
+            is_not=operator.is_not, nones=itertools.repeat(None), keep=dicts):
+        o = oref()
+        if o is None:
+            return None
+        ps = list(map(call, prefs))
+        try:
+            return tuple(map(id, map(o.state.get, ps))), tuple(map(is_not, map(grad, ps), nones))
+        except AttributeError:                  # a parameter was freed
+            return None
+    shapes = ", ".join(str(tuple(r().shape)) for r in prefs[:4]) + (", ..." if len(prefs) > 4 else "")
+    tr.extra_guards.append((f"{type(opt).__name__} state dicts and gradients present as traced for "
+                            f"{len(prefs)} parameter(s) ({shapes})", now, expect))
 
 
 def _params_with_grad(tr, opt, group, init=None):
-    """(parameter, its gradient, negated under ``maximize``) for the group's parameters that have one,
-    each after its state guard is recorded. ``init(opt, p, group)``, when given, makes the empty state of
-    a parameter with a gradient before its guard, outside the trace: the trace then reads and updates
-    the state by reference, as on every later step, and serves those steps too (no second trace once
-    the state exists)."""
+    """(parameter, its gradient, negated under ``maximize``) for the group's parameters that have one.
+    ``init(opt, p, group)``, when given, makes the empty state of a parameter with a gradient before its
+    guard value is read, outside the trace: the trace then reads and updates the state by reference, as
+    on every later step, and serves those steps too (no second trace once the state exists). The group's
+    guard (``_group_guard``) is recorded once every parameter was seen."""
     maximize = group["maximize"]
+    seen = []
     for p in group["params"]:
         if init is not None and p.grad is not None and not opt.state[p]:
             with tr.untraced():
                 init(opt, p, group)
-        _guard_state(tr, opt, p)
+        seen.append((weakref.ref(p), opt.state.get(p), p._grad is not None))
         if p.grad is not None:
             yield p, (-p.grad if maximize else p.grad)
+    _group_guard(tr, opt, seen)
 
 
 def _sgd(tr, opt, group):
     lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
     nesterov = group["nesterov"]
+    made = False
     for p, g in _params_with_grad(tr, opt, group):
         if wd != 0:
             g = g + p * wd
@@ -53,11 +80,21 @@ def _sgd(tr, opt, group):
             if buf is None:
                 buf = g.clone()
                 st["momentum_buffer"] = buf
+                made = True
             else:
                 buf.mul_(mom).add_(g * (1 - damp))
             g = g + buf * mom if nesterov else buf
         p.sub_(g * lr)
+    if made:
+        # the state this trace stores is made once, by Python: a replay would leave it unset (after
+        # ``opt.state.clear()`` the state is empty again and this trace's other guards match), so the
+        # trace never replays; from the second step on the state exists and another trace serves
+        tr.extra_guards.append(("SGD momentum buffers are made by this trace (a replay cannot make them)",
+                                object, _NEVER))
     return True
+
+
+_NEVER = object()       # equal to no fresh object(): a guard that always fails
 
 
 def _adam_state(opt, p, group):

@@ -134,7 +134,7 @@ def test_gpt_training_at_many_lengths_one_build(private_cache):
     for L in [16, 16, 24, 9, 30, 12, 24, 5, 31, 2, 17]:
         idx, y = (ember.from_numpy(r.integers(0, 64, (2, L))) for _ in range(2))
         _close(cstep(m1, o1, idx, y), _train_step(m2, o2, idx, y), f"length {L}", rtol=1e-4, atol=1e-5)
-    _close_trained_gpts(m1, m2, atol=1e-4)
+    _close_trained_gpts(m1, m2, atol=1e-4, steps=11)
     assert _builds() - before <= 2
 
 

@@ -150,8 +150,8 @@ def _adam(tr, opt, group):
 
 def _fused_settings(tr, group, decoupled):
     """``adam_update``'s attributes for ``group``, or None when the update is traced op by op: options that
-    are not plain numbers (a tensor lr), or a trace with symbolic sizes."""
-    if not FUSED or tr.sym is not None:
+    are not plain numbers (a tensor lr). Symbolic-size traces fuse too (parameters never have symbolic sizes)."""
+    if not FUSED:
         return None
     lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
     if not all(type(x) in (float, int) or isinstance(x, (np.floating, np.integer)) for x in (lr, b1, b2, eps, wd)):

@@ -9,7 +9,7 @@ from .adamw import AdamW  # noqa: F401
 
 for _name, _cls in [("rmsprop", "RMSprop"), ("adagrad", "Adagrad"), ("adadelta", "Adadelta"),
                     ("lbfgs", "LBFGS"), ("adamax", "Adamax"), ("nadam", "NAdam"), ("radam", "RAdam"),
-                    ("asgd", "ASGD"), ("rprop", "Rprop"), ("adafactor", "Adafactor"),
+                    ("asgd", "ASGD"), ("rprop", "Rprop"), ("_adafactor", "Adafactor"),
                     ("sparse_adam", "SparseAdam")]:
     if _ilu.find_spec(f"{__name__}.{_name}") is not None:
         globals()[_cls] = getattr(_il.import_module(f"{__name__}.{_name}"), _cls)

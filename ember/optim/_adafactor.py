@@ -100,6 +100,9 @@ class Adafactor(Optimizer):
             p._bump()
 
 
+Adafactor.__module__ = "ember.optim"     # (torch defines it in torch/optim/_adafactor.py and sets the same)
+
+
 def _rms(a: np.ndarray) -> float:
     """The root mean square of ``a``'s entries (``a.norm(2) / sqrt(numel)``)."""
     if a.size == 0:

@@ -172,3 +172,20 @@ def test_detach_of_an_argument_or_a_parameter_is_captured():
     c = ember.compiler.counters
     assert c["fallbacks"] == 0, c["fallback_reasons"]
     assert c["replays"] >= 2
+
+
+def test_a_derivative_saving_a_detached_argument_or_parameter_reads_this_call_s_value():
+    """``x.detach() * x``: mul's derivative saves the detached tensor. The backward must read the value
+    of this call's argument (and this step's weight), not the tensor seen while tracing (the compiled
+    backward reused the first call's values: a wrong gradient from the second call on)."""
+    m = ember.nn.Linear(3, 3)
+
+    def f(x):
+        return (x.detach() * x).sum() + (m.weight.detach() * m.weight).sum() * x.sum()
+    for backend in ("inductor", "aot_eager"):
+        cf = ember.compile(f, backend=backend)
+        for call in range(4):
+            with ember.no_grad():
+                m.weight.add_(0.25)             # a new weight value per call, in place (a training step)
+            _compare_call(f, cf, call, [_x(2, 3, seed=call)], rtol=1e-5, atol=1e-5, params=list(m.parameters()))
+    assert ember.compiler.counters["replays"] >= 3

@@ -253,14 +253,18 @@ class Tracer:
         v = self.a2v.get(id(t._data))
         if v is not None and v.shape == tuple(t._data.shape):
             return v
+        src = getattr(t, "_storage_src", None)
+        if src is not None and (src._data is not t._data or src is t):
+            src = None                  # (t re-wraps src's buffer: x.detach() of an argument or parameter)
         if self.parent is not None:
             pv = self.parent.t2v.get(id(t)) or self.parent.a2v.get(id(t._data)) or self._parent_alias(t._data)
+            if pv is None and src is not None:      # (a derivative saved such a detach: its source's value)
+                pv = self.parent.t2v.get(id(src))
             if pv is not None:
                 v = self._new_value("fwd", t, pv.id)
                 self.fwd_refs.append(v)
                 return v
-        src = getattr(t, "_storage_src", None)
-        if src is not None and src._data is t._data and src is not t and self.parent is None:
+        if src is not None and self.parent is None:
             # x.detach() of an argument or a parameter re-wraps its buffer (the wrap looked like a new
             # array): the same value, used without history (see _alias)
             if id(src) in self.t2v:

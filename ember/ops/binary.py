@@ -588,7 +588,9 @@ def _where_np(c, x, y, dt=None):
         x = _cast(x, dt)
         y = _cast(y, dt)
     r = select(c, x, y) if type(c) is np.ndarray else np.where(c, x, y)
-    return first_wins(r, c) if r.ndim > 1 else r     # (torch's layout when the operands disagree)
+    if r.ndim > 1 and type(c) is np.ndarray and not c.flags.c_contiguous:
+        return first_wins(r, c)     # (torch's layout when the operands disagree; a C-ordered c: NumPy's is)
+    return r
 
 
 def _where_bw(ctx, g):

@@ -80,10 +80,10 @@ _NONFINITE = ("The total norm of order {} for gradients from `parameters` is non
 
 
 def _capturing() -> bool:
-    """ember.compile is recording (its tracer watches the random generator only then): the clipping runs
-    as ember ops, which a compiled replay repeats; eagerly it works on the NumPy buffers."""
-    from ...random import _GEN_HOOK
-    return _GEN_HOOK[0] is not None
+    """ember.compile is recording: the clipping runs as ember ops, which a compiled replay repeats;
+    eagerly it works on the NumPy buffers."""
+    from ...compiler.user_api import is_compiling
+    return is_compiling()
 
 
 def _on_device(t: Tensor) -> bool:

@@ -88,7 +88,8 @@ def _capturing() -> bool:
 
 def _on_device(t: Tensor) -> bool:
     """``t`` lives on an accelerator: the work runs as ember ops there (no read-back of the norm)."""
-    return type(t._data).__name__ == "DeviceArray"
+    from ...devices.dispatch import is_device_array
+    return is_device_array(t._data)
 
 
 def _total_norm_ops(tensors, norm_type, error_if_nonfinite) -> Tensor:
